@@ -1,0 +1,66 @@
+"""Dense text embeddings with fastembed, off the event loop.
+
+The default model is all-MiniLM-L6-v2 as int8 ONNX, assembled from two PyPI packages into the data
+dir (see `model_files.py`) so it works with no network. Any other fastembed model name is loaded
+the ordinary way (downloaded from its hub on first use).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding model could not be loaded or run."""
+
+
+class Embedder:
+    """Embeds texts into L2-normalised float32 vectors.
+
+    Texts are sorted by length before batching: padding every text to the longest one in its
+    batch is what makes a naive loop slow, so similar lengths go together and the order is restored
+    afterwards.
+    """
+
+    def __init__(self, model_name: str = DEFAULT_MODEL, model_dir: Path | None = None,
+                 cache_dir: Path | None = None, batch_size: int = 16, threads: int | None = None):
+        from fastembed import TextEmbedding  # imported here: loading onnxruntime takes a moment
+
+        kwargs: dict = {"model_name": model_name, "threads": threads}
+        if model_dir is not None:
+            kwargs.update(specific_model_path=str(model_dir), local_files_only=True)
+        if cache_dir is not None:
+            kwargs["cache_dir"] = str(cache_dir)
+        try:
+            self._model = TextEmbedding(**kwargs)
+        except Exception as exc:  # fastembed raises bare ValueError/OSError/onnx errors
+            raise EmbeddingError(f"could not load the embedding model {model_name!r}: {exc}") from exc
+        self.model_name = model_name
+        self.batch_size = batch_size
+        # One ONNX session is shared; onnxruntime already uses every core for one call, and
+        # concurrent calls only fight over them.
+        self._lock = threading.Lock()
+        self.dim = int(self.embed_sync(["dimension probe"]).shape[1])
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        ordered = [texts[i] or " " for i in order]
+        with self._lock:
+            vecs = np.asarray(list(self._model.embed(ordered, batch_size=self.batch_size)), dtype=np.float32)
+        out = np.empty_like(vecs)
+        out[np.asarray(order)] = vecs
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.embed_sync, list(texts))

@@ -1,0 +1,123 @@
+"""The engine's boundary types: what goes into the knowledge base and what a check returns.
+
+Every adapter renders the same `Result`; `docs/result.schema.json` is generated from it
+(`tipline schema`), so change the model and the schema together.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime, timezone
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class Verdict(str, Enum):
+    SUPPORTED = "SUPPORTED"
+    REFUTED = "REFUTED"
+    MISLEADING = "MISLEADING"
+    MIXED = "MIXED"
+    NOT_ENOUGH_EVIDENCE = "NOT_ENOUGH_EVIDENCE"
+    NOT_CHECKABLE = "NOT_CHECKABLE"
+
+    @property
+    def label(self) -> str:
+        """What people read: short, plain words rather than the machine name."""
+        return VERDICT_LABELS[self]
+
+
+VERDICT_LABELS: dict[Verdict, str] = {
+    Verdict.SUPPORTED: "True",
+    Verdict.REFUTED: "False",
+    Verdict.MISLEADING: "Misleading",
+    Verdict.MIXED: "Mixed",
+    Verdict.NOT_ENOUGH_EVIDENCE: "Unverified",
+    Verdict.NOT_CHECKABLE: "Not checkable",
+}
+
+# A fixed namespace so that the same fact-check always gets the same point id, on every machine:
+# re-ingesting a file updates points instead of duplicating them.
+_FACTCHECK_NS = uuid.UUID("6f1c2b8e-4f0a-4d5e-9a57-3b0e8c1d2a90")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class FactCheck(BaseModel):
+    """One previously fact-checked claim, shaped after schema.org ClaimReview."""
+
+    claim: str = Field(description="The claim as the fact-checker stated it (claimReviewed).")
+    title: str = Field(default="", description="Headline of the fact-check article.")
+    url: str = Field(default="", description="URL of the fact-check article.")
+    publisher: str = ""
+    published_at: date | None = None
+    rating_text: str = Field(default="", description="The fact-checker's own rating words.")
+    verdict: Verdict = Verdict.NOT_ENOUGH_EVIDENCE
+    language: str = "en"
+    claimant: str = ""
+    appearances: list[str] = Field(
+        default_factory=list, description="URLs where the claim was seen (itemReviewed.appearance)."
+    )
+    source_id: str = Field(default="", description="An id from the source data set, if it has one.")
+
+    @property
+    def id(self) -> str:
+        return str(uuid.uuid5(_FACTCHECK_NS, f"{self.url.strip()}\n{self.claim.strip()}"))
+
+
+class Match(BaseModel):
+    """A previously fact-checked claim that may be the one the user is asking about."""
+
+    factcheck_id: str
+    claim: str
+    title: str = ""
+    url: str = ""
+    publisher: str = ""
+    published_at: date | None = None
+    rating_text: str = ""
+    verdict: Verdict
+    similarity: float = Field(ge=0.0, le=1.0, description="Calibrated probability that this is the same claim.")
+    method: Literal["url", "hybrid"] = "hybrid"
+    tier: Literal["auto", "suggest", "none"] = "none"
+
+
+class Citation(BaseModel):
+    n: int
+    url: str
+    title: str = ""
+    publisher: str = ""
+    published_at: date | None = None
+    snippet: str = ""
+    rating: str = ""
+
+
+class Step(BaseModel):
+    """One stage of the check, for the trace users can open with /evidence."""
+
+    name: str
+    ms: float
+    detail: str = ""
+
+
+class Result(BaseModel):
+    id: str = Field(description="Short id users can quote to see the full trace.")
+    created_at: datetime = Field(default_factory=utcnow)
+    text: str = Field(description="The text that was checked, after intake.")
+    language: str = "en"
+    verdict: Verdict
+    label: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    reasoning: str
+    citations: list[Citation] = Field(default_factory=list)
+    matches: list[Match] = Field(default_factory=list)
+    mode: Literal["offline", "llm"] = "offline"
+    notes: list[str] = Field(default_factory=list, description="Things the user should know (truncation, degraded sources).")
+    steps: list[Step] = Field(default_factory=list)
+
+
+def new_check_id() -> str:
+    # Short enough to type into /evidence, random enough not to collide in one deployment.
+    return uuid.uuid4().hex[:10]

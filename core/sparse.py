@@ -1,0 +1,65 @@
+"""Sparse term vectors for hybrid search.
+
+Documents get BM25-saturated term frequencies; Qdrant's IDF modifier supplies the inverse document
+frequency at search time, so the index never needs rebuilding when the corpus grows.
+Term ids are a stable hash of the term so any process (and any Qdrant server) agrees on them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+
+# Words that carry no topic. Kept short on purpose: a long list drops negations and numbers
+# that decide whether two claims are the same.
+STOPWORDS = frozenset(
+    """a an the and or of to in on at for from by with as is are was were be been being it its this that
+    these those there here i you he she we they me him her us them my your his our their what which who whom
+    whose when where why how do does did doing have has had having will would shall should can could may might
+    must than then so if into about over under again just also very s t""".split()
+)
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+# A typical fact-check claim is about this many content words; used to normalise document length
+# without a corpus pass.
+AVG_DOC_TERMS = 12.0
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content words, accents folded, stop words dropped."""
+    folded = unicodedata.normalize("NFKD", text.lower())
+    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return [w.replace("’", "'") for w in _WORD.findall(folded) if w not in STOPWORDS]
+
+
+def term_id(term: str) -> int:
+    # crc32 is stable across processes (unlike hash()) and 31 bits keep ids positive for Qdrant.
+    return zlib.crc32(term.encode("utf-8")) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    indices: list[int]
+    values: list[float]
+
+
+def _merge(weights: dict[int, float]) -> SparseVector:
+    items = sorted(weights.items())
+    return SparseVector([i for i, _ in items], [v for _, v in items])
+
+
+def document_vector(text: str) -> SparseVector:
+    counts = Counter(term_id(t) for t in terms(text))
+    length = sum(counts.values()) or 1
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * length / AVG_DOC_TERMS)
+    return _merge({tid: tf * (BM25_K1 + 1) / (tf + norm) for tid, tf in counts.items()})
+
+
+def query_vector(text: str) -> SparseVector:
+    return _merge({term_id(t): 1.0 for t in set(terms(text))})
