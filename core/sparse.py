@@ -26,16 +26,40 @@ STOPWORDS = frozenset(
 
 BM25_K1 = 1.2
 BM25_B = 0.75
-# A typical fact-check claim is about this many content words; used to normalise document length
-# without a corpus pass.
-AVG_DOC_TERMS = 12.0
+# A fact-check (claim + title) has about this many content words (16.9 measured over the 10,375
+# CLEF-2020 Snopes claims); used to normalise document length without a corpus pass.
+AVG_DOC_TERMS = 17.0
+
+_POSSESSIVE = re.compile(r"'s$")
+_THOUSANDS = re.compile(r"(?<=\d)[,\u00a0 ](?=\d{3}\b)")
+
+
+def _stem(word: str) -> str:
+    """A light English plural/possessive folding ("trump's" -> "trump", "vaccines" -> "vaccine",
+    "stories" -> "story"). Only ASCII-final words change, so Cyrillic and other scripts pass through.
+    Measured on CLEF-2020 train, BM25 alone: MAP@5 0.816 -> 0.832 (dev 0.771 -> 0.788)."""
+    word = _POSSESSIVE.sub("", word)
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
 
 
 def terms(text: str) -> list[str]:
-    """Lower-cased content words, accents folded, stop words dropped."""
-    folded = unicodedata.normalize("NFKD", text.lower())
+    """Lower-cased content words, accents folded, stop words dropped, plurals/possessives folded,
+    thousands separators removed ("1,000" -> "1000")."""
+    folded = unicodedata.normalize("NFKD", _THOUSANDS.sub("", text.lower()))
     folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return [w.replace("’", "'") for w in _WORD.findall(folded) if w not in STOPWORDS]
+    out = []
+    for w in _WORD.findall(folded):
+        w = w.replace("’", "'")
+        if w in STOPWORDS:
+            continue
+        w = _stem(w)
+        if w and w not in STOPWORDS:
+            out.append(w)
+    return out
 
 
 def term_id(term: str) -> int:

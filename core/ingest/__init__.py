@@ -1,0 +1,6 @@
+"""Ingestion of previously fact-checked claims: files in, `FactCheck` rows out (see detect.parse_bytes)."""
+
+from core.ingest.base import IngestFormatError, ParsedRow
+from core.ingest.detect import MAX_BYTES, detect_format, parse_bytes
+
+__all__ = ["IngestFormatError", "MAX_BYTES", "ParsedRow", "detect_format", "parse_bytes"]

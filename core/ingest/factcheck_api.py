@@ -1,0 +1,73 @@
+"""Google Fact Check Tools `claims:search` responses (saved to disk, or pages concatenated in a list).
+
+Shape: {"claims": [{"text", "claimant", "claimDate", "claimReview": [{"publisher": {"name", "site"},
+"url", "title", "reviewDate", "textualRating", "languageCode"}]}], "nextPageToken"}.
+One claim reviewed by three publishers gives three FactChecks: each review is its own verdict and
+its own article to cite. `line` is the 1-based index of the claim across all pages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from core.ingest.base import IngestFormatError, ParsedRow, RowError
+from core.ingest.fields import build_factcheck
+
+
+def is_api_response(doc: Any) -> bool:
+    pages = doc if isinstance(doc, list) else [doc]
+    return bool(pages) and all(isinstance(p, dict) and isinstance(p.get("claims"), list) for p in pages)
+
+
+def _rows_for_claim(index: int, claim: Any) -> Iterator[ParsedRow]:
+    if not isinstance(claim, dict):
+        yield ParsedRow(index, None, f"claim #{index}: not an object")
+        return
+    reviews = claim.get("claimReview")
+    if not isinstance(reviews, list) or not reviews:
+        yield ParsedRow(index, None, f"claim #{index}: no claimReview")
+        return
+    for n, review in enumerate(reviews, start=1):
+        where = f"claim #{index}, review {n}"
+        if not isinstance(review, dict):
+            yield ParsedRow(index, None, f"{where}: not an object")
+            continue
+        publisher = review.get("publisher") if isinstance(review.get("publisher"), dict) else {}
+        try:
+            factcheck = build_factcheck(
+                claim=claim.get("text"),
+                title=review.get("title", ""),
+                url=review.get("url", ""),
+                # "site" (a bare domain) stands in when a publisher has no display name.
+                publisher=publisher.get("name") or publisher.get("site") or "",
+                published_at=review.get("reviewDate"),
+                rating_text=review.get("textualRating", ""),
+                language=review.get("languageCode"),
+                claimant=claim.get("claimant", ""),
+            )
+        except RowError as exc:
+            yield ParsedRow(index, None, f"{where}: {exc}")
+        except ValueError as exc:
+            yield ParsedRow(index, None, f"{where}: invalid field ({exc.__class__.__name__})")
+        else:
+            yield ParsedRow(index, factcheck, None)
+
+
+def parse_document(doc: Any) -> Iterator[ParsedRow]:
+    if not is_api_response(doc):
+        raise IngestFormatError('The JSON is not a Fact Check Tools response (no "claims" list).')
+    index = 0
+    for page in doc if isinstance(doc, list) else [doc]:
+        for claim in page["claims"]:
+            index += 1
+            yield from _rows_for_claim(index, claim)
+
+
+def parse_text(text: str) -> Iterator[ParsedRow]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise IngestFormatError(f"The file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from exc
+    yield from parse_document(doc)

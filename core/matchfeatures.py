@@ -1,0 +1,298 @@
+"""Features for re-ranking fact-check candidates against a query ("has this been fact-checked?").
+
+Pure functions over what production already has at match time:
+
+- the query: raw text, cleaned text (`core.textclean.clean_query`) and its dense vector
+  (one embedding of the cleaned text);
+- each candidate fact-check: claim text, title text, and their stored dense vectors (named vectors
+  "claim" and "title" fetched from Qdrant with the candidates);
+- the candidate's 1-based rank in each candidate list (dense-claim, dense-title, sparse), 0 if it
+  was not in that list;
+- corpus term statistics (`CorpusStats`) for BM25, maintained incrementally as fact-checks are
+  ingested or removed.
+
+Everything is vectorised over candidates; the only per-candidate Python work is tokenising two short
+texts. No embedding calls happen here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.sparse import BM25_B, BM25_K1, term_id, terms
+
+LISTS: tuple[str, ...] = ("dense_claim", "dense_title", "sparse")
+RRF_K = 60.0
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "cos_claim",          # query . claim vector
+    "cos_title",          # query . title vector
+    "cos_doc",            # query . normalise(claim + title) vectors
+    "cos_claim_gap",      # cos_claim minus the best cos_claim among this query's candidates
+    "cos_title_gap",
+    "cos_doc_gap",
+    "bm25_claim",         # BM25 of the claim field / sum of the query's IDF (fraction of query info)
+    "bm25_title",
+    "bm25_doc",
+    "bm25_doc_rel",       # bm25_doc / best bm25_doc among candidates
+    "cover_claim",        # IDF-weighted share of the claim's terms that appear in the query
+    "cover_title",
+    "jaccard",            # term-set Jaccard of query and claim + title
+    "entity_cover",       # share of the candidate's capitalised words / handles found in the query
+    "number_match",       # share of the candidate's numbers found in the query
+    "number_miss",        # candidate has numbers and none is in the query
+    "len_ratio",          # log((query terms + 1) / (doc terms + 1))
+    "rr_dense_claim",     # 1 / rank in each candidate list (0 when absent)
+    "rr_dense_title",
+    "rr_sparse",
+    "rrf",                # reciprocal-rank fusion over the three lists, scaled so rank 1 in all = 1
+)
+N_FEATURES = len(FEATURE_NAMES)
+
+
+# --------------------------------------------------------------------------------------------------
+# Corpus term statistics
+
+
+@dataclass
+class TermStats:
+    """Document frequencies and length of one text field over the fact-check corpus.
+
+    Keyed by `core.sparse.term_id`, so it agrees with the sparse vectors stored in Qdrant.
+    `add`/`remove` keep it current as fact-checks are ingested or deleted.
+    """
+
+    n_docs: int = 0
+    total_len: int = 0
+    df: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def avg_len(self) -> float:
+        return self.total_len / self.n_docs if self.n_docs else 1.0
+
+    def add(self, text: str) -> None:
+        ids = [term_id(t) for t in terms(text)]
+        self.n_docs += 1
+        self.total_len += len(ids)
+        for tid in set(ids):
+            self.df[tid] = self.df.get(tid, 0) + 1
+
+    def remove(self, text: str) -> None:
+        ids = [term_id(t) for t in terms(text)]
+        self.n_docs = max(0, self.n_docs - 1)
+        self.total_len = max(0, self.total_len - len(ids))
+        for tid in set(ids):
+            n = self.df.get(tid, 0) - 1
+            if n > 0:
+                self.df[tid] = n
+            else:
+                self.df.pop(tid, None)
+
+    def idf(self, tid: int) -> float:
+        """BM25 IDF as Lucene and Qdrant's IDF modifier compute it: ln(1 + (N - n + .5) / (n + .5))."""
+        n = self.df.get(tid, 0)
+        return math.log(1.0 + (self.n_docs - n + 0.5) / (n + 0.5))
+
+    def to_dict(self) -> dict:
+        return {"n_docs": self.n_docs, "total_len": self.total_len, "df": {str(k): v for k, v in self.df.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> TermStats:
+        return cls(int(data["n_docs"]), int(data["total_len"]), {int(k): int(v) for k, v in data["df"].items()})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> TermStats:
+        return cls.from_dict(json.loads(text))
+
+
+@dataclass
+class CorpusStats:
+    """Term statistics for the claim field, the title field and the two together (one document)."""
+
+    claim: TermStats = field(default_factory=TermStats)
+    title: TermStats = field(default_factory=TermStats)
+    doc: TermStats = field(default_factory=TermStats)
+
+    def add(self, claim: str, title: str) -> None:
+        self.claim.add(claim)
+        self.title.add(title)
+        self.doc.add(doc_text(claim, title))
+
+    def remove(self, claim: str, title: str) -> None:
+        self.claim.remove(claim)
+        self.title.remove(title)
+        self.doc.remove(doc_text(claim, title))
+
+    def to_json(self) -> str:
+        return json.dumps({"claim": self.claim.to_dict(), "title": self.title.to_dict(), "doc": self.doc.to_dict()},
+                          separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> CorpusStats:
+        d = json.loads(text)
+        return cls(TermStats.from_dict(d["claim"]), TermStats.from_dict(d["title"]), TermStats.from_dict(d["doc"]))
+
+
+def doc_text(claim: str, title: str) -> str:
+    """The text indexed as one document (sparse vector, `CorpusStats.doc`)."""
+    return f"{claim} {title}".strip()
+
+
+# --------------------------------------------------------------------------------------------------
+# Query preparation (once per query)
+
+_CAP_WORD = re.compile(r"(?<![\w'’])([A-Z][\w'’-]*[a-z][\w'’-]*|[A-Z]{2,}[a-z]*)")
+_HANDLE = re.compile(r"[@#](\w+)")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_SENTENCE_START_COMMON = frozenset(
+    "the a an this that these those it its he she they we you i in on at for and but or if when what who why how "
+    "breaking news just not no yes my our your his her their there here so".split()
+)
+
+
+def entities(text: str) -> set[str]:
+    """Lower-cased capitalised words (not common sentence starters), plus @handles and #hashtags split
+    on CamelCase. Crude but cheap: names, places and organisations are what the claim and the query
+    must share."""
+    out = {w.lower().rstrip("'’s") for w in _CAP_WORD.findall(text)}
+    for h in _HANDLE.findall(text):
+        out.add(h.lower())
+        out.update(p.lower() for p in _CAMEL.split(h) if len(p) > 2)
+    return {w for w in out if len(w) > 1 and w not in _SENTENCE_START_COMMON}
+
+
+def numbers(text: str) -> set[str]:
+    return {n.replace(",", "").rstrip(".") for n in _NUMBER.findall(text)}
+
+
+@dataclass(frozen=True)
+class PreparedQuery:
+    vec: np.ndarray                     # (d,) L2-normalised dense vector of the cleaned query
+    tids: tuple[int, ...]               # unique term ids of the cleaned query
+    idf_doc: np.ndarray                 # IDF of each term id in the doc field
+    idf_claim: np.ndarray
+    idf_title: np.ndarray
+    n_terms: int
+    entities: frozenset[str]
+    numbers: frozenset[str]
+
+
+def prepare_query(raw: str, clean: str, vec: np.ndarray, stats: CorpusStats) -> PreparedQuery:
+    """Tokenise the cleaned query once; entities come from the raw text too (hashtags, handles)."""
+    toks = terms(clean)
+    tids = tuple(dict.fromkeys(term_id(t) for t in toks))
+    return PreparedQuery(
+        vec=np.asarray(vec, dtype=np.float32).reshape(-1),
+        tids=tids,
+        idf_doc=np.array([stats.doc.idf(t) for t in tids], dtype=np.float64),
+        idf_claim=np.array([stats.claim.idf(t) for t in tids], dtype=np.float64),
+        idf_title=np.array([stats.title.idf(t) for t in tids], dtype=np.float64),
+        n_terms=len(toks),
+        entities=frozenset(entities(raw) | entities(clean)),
+        numbers=frozenset(numbers(clean)),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Candidate features
+
+
+def _bm25(q_tids: Sequence[int], q_idf: np.ndarray, counts: Counter, length: int, avg_len: float) -> float:
+    if not q_tids or not counts:
+        return 0.0
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / max(avg_len, 1e-9))
+    s = 0.0
+    for tid, idf in zip(q_tids, q_idf):
+        tf = counts.get(tid)
+        if tf:
+            s += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+    return s
+
+
+def _cover(q_set: frozenset[int] | set[int], doc_tids: Sequence[int], stats: TermStats) -> float:
+    uniq = set(doc_tids)
+    if not uniq:
+        return 0.0
+    w = {t: stats.idf(t) for t in uniq}
+    total = sum(w.values())
+    return sum(v for t, v in w.items() if t in q_set) / total if total > 0 else 0.0
+
+
+def _rows(a: np.ndarray, n: int, dim: int) -> np.ndarray:
+    a = np.asarray(a, dtype=np.float32)
+    return a.reshape(n, dim) if a.size else np.zeros((n, dim), dtype=np.float32)
+
+
+def candidate_features(
+    query: PreparedQuery,
+    claims: Sequence[str],
+    titles: Sequence[str],
+    claim_vecs: np.ndarray,
+    title_vecs: np.ndarray,
+    ranks: Mapping[str, Sequence[int]],
+    stats: CorpusStats,
+) -> np.ndarray:
+    """Feature matrix (n_candidates, N_FEATURES), columns in `FEATURE_NAMES` order.
+
+    `ranks[name]` for name in `LISTS` gives each candidate's 1-based rank in that candidate list,
+    0 when absent (a missing list counts as absent everywhere).
+    """
+    n = len(claims)
+    out = np.zeros((n, N_FEATURES), dtype=np.float64)
+    if n == 0:
+        return out
+    dim = query.vec.shape[0]
+    cv = _rows(claim_vecs, n, dim)
+    tv = _rows(title_vecs, n, dim)
+    dv = cv + tv
+    dv /= np.maximum(np.linalg.norm(dv, axis=1, keepdims=True), 1e-9)
+    cos_c, cos_t, cos_d = cv @ query.vec, tv @ query.vec, dv @ query.vec
+    out[:, 0], out[:, 1], out[:, 2] = cos_c, cos_t, cos_d
+    out[:, 3], out[:, 4], out[:, 5] = cos_c - cos_c.max(), cos_t - cos_t.max(), cos_d - cos_d.max()
+
+    q_set = frozenset(query.tids)
+    q_info = float(query.idf_doc.sum()) or 1.0
+    for i, (claim, title) in enumerate(zip(claims, titles)):
+        c_tids = [term_id(t) for t in terms(claim)]
+        t_tids = [term_id(t) for t in terms(title)]
+        d_tids = c_tids + t_tids
+        out[i, 6] = _bm25(query.tids, query.idf_claim, Counter(c_tids), len(c_tids), stats.claim.avg_len) / q_info
+        out[i, 7] = _bm25(query.tids, query.idf_title, Counter(t_tids), len(t_tids), stats.title.avg_len) / q_info
+        out[i, 8] = _bm25(query.tids, query.idf_doc, Counter(d_tids), len(d_tids), stats.doc.avg_len) / q_info
+        out[i, 10] = _cover(q_set, c_tids, stats.claim)
+        out[i, 11] = _cover(q_set, t_tids, stats.title)
+        d_set = set(d_tids)
+        union = len(q_set | d_set)
+        out[i, 12] = len(q_set & d_set) / union if union else 0.0
+        text = f"{claim} {title}"
+        ents = entities(text)
+        out[i, 13] = len(ents & query.entities) / len(ents) if ents else 0.0
+        nums = numbers(text)
+        hit = len(nums & query.numbers)
+        out[i, 14] = hit / len(nums) if nums else 0.0
+        out[i, 15] = 1.0 if nums and query.numbers and not hit else 0.0
+        out[i, 16] = math.log((query.n_terms + 1.0) / (len(d_tids) + 1.0))
+    best = out[:, 8].max()
+    out[:, 9] = out[:, 8] / best if best > 0 else 0.0
+
+    rrf = np.zeros(n)
+    for j, name in enumerate(LISTS):
+        r = np.asarray(ranks.get(name, np.zeros(n)), dtype=np.float64).reshape(-1)
+        if r.size != n:
+            r = np.zeros(n)
+        present = r > 0
+        out[:, 17 + j] = np.where(present, 1.0 / np.maximum(r, 1.0), 0.0)
+        rrf += np.where(present, 1.0 / (RRF_K + r), 0.0)
+    out[:, 20] = rrf * (RRF_K + 1.0) / len(LISTS)
+    return out

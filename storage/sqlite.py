@@ -1,0 +1,270 @@
+"""SQLite (aiosqlite) storage: fact-check metadata, every check's Result, ingestion runs.
+
+One connection does all the work. aiosqlite runs it on its own thread, so statements never block
+the event loop, and a single connection is the single writer: write transactions are serialised
+by `_write_lock` so two coroutines can never interleave half-finished transactions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import aiosqlite
+
+from core.models import FactCheck, Result, Verdict, utcnow
+
+# Each entry is one schema version. Never edit a shipped migration: append a new one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE factchecks (
+        id TEXT PRIMARY KEY,
+        claim TEXT NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        url TEXT NOT NULL DEFAULT '',
+        publisher TEXT NOT NULL DEFAULT '',
+        published_at TEXT,
+        rating_text TEXT NOT NULL DEFAULT '',
+        verdict TEXT NOT NULL,
+        language TEXT NOT NULL DEFAULT 'en',
+        claimant TEXT NOT NULL DEFAULT '',
+        appearances TEXT NOT NULL DEFAULT '[]',
+        source_id TEXT NOT NULL DEFAULT '',
+        run_id INTEGER,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX factchecks_publisher ON factchecks(publisher);
+    CREATE INDEX factchecks_verdict ON factchecks(verdict);
+    -- Every URL that identifies a fact-check (its article and where the claim appeared), normalised,
+    -- so a forwarded link can be matched exactly before any similarity search.
+    CREATE TABLE factcheck_urls (
+        url TEXT NOT NULL,
+        factcheck_id TEXT NOT NULL REFERENCES factchecks(id) ON DELETE CASCADE,
+        PRIMARY KEY (url, factcheck_id)
+    );
+    CREATE TABLE checks (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        text TEXT NOT NULL,
+        verdict TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        result TEXT NOT NULL
+    );
+    CREATE INDEX checks_created ON checks(created_at);
+    CREATE TABLE ingest_runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        source TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        status TEXT NOT NULL DEFAULT 'running',
+        added INTEGER NOT NULL DEFAULT 0,
+        skipped INTEGER NOT NULL DEFAULT 0,
+        errors TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE kv (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
+)
+
+
+class StorageError(RuntimeError):
+    """The database could not be opened or written; the message is meant for the user."""
+
+
+@dataclass(frozen=True)
+class IngestRun:
+    id: int
+    source: str
+    status: str
+    added: int
+    skipped: int
+    errors: list[str]
+
+
+def normalize_url(url: str) -> str:
+    """The form used for exact URL matching: no scheme, no www., no fragment, no trailing slash."""
+    u = url.strip().lower()
+    for prefix in ("https://", "http://"):
+        if u.startswith(prefix):
+            u = u[len(prefix):]
+    if u.startswith("www."):
+        u = u[4:]
+    u = u.split("#", 1)[0]
+    return u.rstrip("/")
+
+
+def _row_to_factcheck(row: sqlite3.Row) -> FactCheck:
+    return FactCheck(
+        claim=row["claim"], title=row["title"], url=row["url"], publisher=row["publisher"],
+        published_at=date.fromisoformat(row["published_at"]) if row["published_at"] else None,
+        rating_text=row["rating_text"], verdict=Verdict(row["verdict"]), language=row["language"],
+        claimant=row["claimant"], appearances=json.loads(row["appearances"]), source_id=row["source_id"],
+    )
+
+
+class Database:
+    def __init__(self, conn: aiosqlite.Connection):
+        self._conn = conn
+        self._write_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path) -> "Database":
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = await aiosqlite.connect(path, timeout=30)
+        except (OSError, sqlite3.Error) as exc:
+            raise StorageError(f"cannot open the database at {path}: {exc}") from exc
+        conn.row_factory = sqlite3.Row
+        db = cls(conn)
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute("PRAGMA foreign_keys=ON")
+            await conn.execute("PRAGMA synchronous=NORMAL")
+            await db._migrate()
+        except sqlite3.Error as exc:
+            await conn.close()
+            raise StorageError(f"cannot use the database at {path}: {exc}") from exc
+        return db
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    async def _migrate(self) -> None:
+        version = (await (await self._conn.execute("PRAGMA user_version")).fetchone())[0]
+        if version > len(MIGRATIONS):
+            raise StorageError(
+                f"the database schema (version {version}) is newer than this tipline understands "
+                f"({len(MIGRATIONS)}); upgrade tipline"
+            )
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            # executescript commits first, so wrap the script and the version bump in one transaction.
+            await self._conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={number};\nCOMMIT;")
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._write_lock:
+            await self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                await self._conn.rollback()
+                raise
+            else:
+                await self._conn.commit()
+
+    @property
+    def schema_version(self) -> int:
+        return len(MIGRATIONS)
+
+    # --- fact-checks -------------------------------------------------------------------------
+
+    async def upsert_factchecks(self, factchecks: Sequence[FactCheck], run_id: int | None = None) -> int:
+        """Insert or replace fact-checks (and their URLs) in one transaction; returns how many were new."""
+        now = utcnow().isoformat()
+        async with self.transaction() as conn:
+            ids = [fc.id for fc in factchecks]
+            existing: set[str] = set()
+            for chunk in _chunks(ids, 500):
+                cur = await conn.execute(
+                    f"SELECT id FROM factchecks WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                existing.update(r[0] for r in await cur.fetchall())
+            await conn.executemany(
+                """INSERT INTO factchecks (id, claim, title, url, publisher, published_at, rating_text, verdict,
+                       language, claimant, appearances, source_id, run_id, updated_at)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                   ON CONFLICT(id) DO UPDATE SET claim=excluded.claim, title=excluded.title, url=excluded.url,
+                       publisher=excluded.publisher, published_at=excluded.published_at,
+                       rating_text=excluded.rating_text, verdict=excluded.verdict, language=excluded.language,
+                       claimant=excluded.claimant, appearances=excluded.appearances,
+                       source_id=excluded.source_id, run_id=excluded.run_id, updated_at=excluded.updated_at""",
+                [(fc.id, fc.claim, fc.title, fc.url, fc.publisher,
+                  fc.published_at.isoformat() if fc.published_at else None, fc.rating_text, fc.verdict.value,
+                  fc.language, fc.claimant, json.dumps(fc.appearances), fc.source_id, run_id, now)
+                 for fc in factchecks],
+            )
+            await conn.executemany(
+                "INSERT OR IGNORE INTO factcheck_urls (url, factcheck_id) VALUES (?, ?)",
+                [(normalize_url(u), fc.id) for fc in factchecks for u in [fc.url, *fc.appearances] if u.strip()],
+            )
+        return len(set(ids) - existing)
+
+    async def count_factchecks(self) -> int:
+        return (await (await self._conn.execute("SELECT COUNT(*) FROM factchecks")).fetchone())[0]
+
+    async def get_factchecks(self, ids: Iterable[str]) -> dict[str, FactCheck]:
+        ids = list(ids)
+        out: dict[str, FactCheck] = {}
+        for chunk in _chunks(ids, 500):
+            cur = await self._conn.execute(
+                f"SELECT * FROM factchecks WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            for row in await cur.fetchall():
+                out[row["id"]] = _row_to_factcheck(row)
+        return out
+
+    async def factchecks_by_urls(self, urls: Iterable[str]) -> list[FactCheck]:
+        keys = sorted({normalize_url(u) for u in urls if u.strip()})
+        if not keys:
+            return []
+        cur = await self._conn.execute(
+            f"""SELECT DISTINCT f.* FROM factcheck_urls u JOIN factchecks f ON f.id = u.factcheck_id
+                WHERE u.url IN ({','.join('?' * len(keys))})""", keys)
+        return [_row_to_factcheck(r) for r in await cur.fetchall()]
+
+    # --- key/value (small state such as corpus term statistics) ------------------------------
+
+    async def get_kv(self, key: str) -> str | None:
+        row = await (await self._conn.execute("SELECT value FROM kv WHERE key = ?", (key,))).fetchone()
+        return row[0] if row else None
+
+    async def set_kv(self, key: str, value: str) -> None:
+        async with self.transaction() as conn:
+            await conn.execute("INSERT INTO kv (key, value) VALUES (?, ?) "
+                               "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    # --- checks ------------------------------------------------------------------------------
+
+    async def save_check(self, result: Result) -> None:
+        async with self.transaction() as conn:
+            await conn.execute(
+                "INSERT OR REPLACE INTO checks (id, created_at, text, verdict, mode, result) VALUES (?,?,?,?,?,?)",
+                (result.id, result.created_at.isoformat(), result.text, result.verdict.value, result.mode,
+                 result.model_dump_json()),
+            )
+
+    async def get_check(self, check_id: str) -> Result | None:
+        row = await (await self._conn.execute("SELECT result FROM checks WHERE id = ?", (check_id,))).fetchone()
+        return Result.model_validate_json(row[0]) if row else None
+
+    # --- ingestion runs ----------------------------------------------------------------------
+
+    async def start_ingest_run(self, source: str) -> int:
+        async with self.transaction() as conn:
+            cur = await conn.execute("INSERT INTO ingest_runs (source, started_at) VALUES (?, ?)",
+                                     (source, utcnow().isoformat()))
+            return int(cur.lastrowid)
+
+    async def finish_ingest_run(self, run_id: int, *, status: str, added: int, skipped: int,
+                                errors: Sequence[str]) -> None:
+        async with self.transaction() as conn:
+            await conn.execute(
+                "UPDATE ingest_runs SET finished_at=?, status=?, added=?, skipped=?, errors=? WHERE id=?",
+                (utcnow().isoformat(), status, added, skipped, json.dumps(list(errors)[:1000]), run_id),
+            )
+
+    async def ingest_runs(self) -> list[IngestRun]:
+        cur = await self._conn.execute("SELECT * FROM ingest_runs ORDER BY id")
+        return [IngestRun(r["id"], r["source"], r["status"], r["added"], r["skipped"], json.loads(r["errors"]))
+                for r in await cur.fetchall()]
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]

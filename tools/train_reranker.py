@@ -1,0 +1,402 @@
+#!/usr/bin/env python3
+"""Train the claim-matching re-ranker (core/data/reranker.json) on CLEF-2020 CheckThat! Task 2.
+
+Pipeline, as production runs it:
+  1. clean the query (core.textclean.clean_query) and embed it once;
+  2. candidates = union of the top-K of three searches: dense query.claim, dense query.title,
+     sparse BM25 over claim + title (core.sparse vectors, IDF over the corpus, as Qdrant's IDF modifier);
+  3. features per (query, candidate) (core.matchfeatures.candidate_features);
+  4. pointwise logistic regression (numpy, Newton's method, L2), trained on the TRAIN split only;
+  5. thresholds `auto` / `suggest` on the top-1 probability, from 5-fold cross-validated predictions
+     on train.
+Dev is only reported, never used for a decision. A TREC run file for dev is written so that
+`python3 map5.py RUN QRELS` can confirm the figure.
+
+usage:
+  python tools/train_reranker.py --data /work/shared/eval/clef2020-task2 --model-dir /tmp/model \
+      --cache /tmp/matchcache --out core/data/reranker.json --run /tmp/matchcache/dev.run
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import hashlib
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from core.matchfeatures import (  # noqa: E402
+    FEATURE_NAMES, LISTS, CorpusStats, candidate_features, doc_text, prepare_query,
+)
+from core.sparse import document_vector, query_vector  # noqa: E402
+from core.textclean import DEFAULT_STEPS, clean_query  # noqa: E402
+
+csv.field_size_limit(10**9)
+
+
+# ---------------------------------------------------------------------------------------------- data
+
+def read_tsv(path: Path) -> list[list[str]]:
+    # Default (minimal) quoting: some fields are quoted with "" escapes and span lines. QUOTE_NONE
+    # splits those into broken rows; the default yields 10,375 claims with contiguous ids 0..10374.
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    return rows[1:]
+
+
+def load_claims(data: Path) -> tuple[list[str], list[str], list[str]]:
+    rows = sorted(read_tsv(data / "verified_claims.docs.tsv"), key=lambda r: int(r[0]))
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+
+def load_split(data: Path, split: str) -> tuple[list[str], list[str], dict[str, set[str]]]:
+    rows = read_tsv(data / split / "tweets.queries.tsv")
+    gold: dict[str, set[str]] = defaultdict(set)
+    for line in open(data / split / "tweet-vclaim-pairs.qrels", encoding="utf-8"):
+        p = line.split()
+        if len(p) >= 4 and p[3] != "0":
+            gold[p[0]].add(p[2])
+    rows = [r for r in rows if r[0] in gold]
+    return [r[0] for r in rows], [r[1] for r in rows], dict(gold)
+
+
+# --------------------------------------------------------------------------------------- embeddings
+
+class CachedEmbedder:
+    """Embeds a list of texts once; vectors cached as .npy keyed by a hash of the texts."""
+
+    def __init__(self, model_dir: Path, cache: Path):
+        self.model_dir, self.cache, self._emb = model_dir, cache, None
+        cache.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, texts: list[str], name: str) -> np.ndarray:
+        key = hashlib.sha1("\x00".join(texts).encode()).hexdigest()[:16]
+        path = self.cache / f"{name}_{key}.npy"
+        if path.exists():
+            return np.load(path)
+        if self._emb is None:
+            from core.embeddings import Embedder
+            self._emb = Embedder(model_dir=self.model_dir)
+        vecs = self._emb.embed_sync(texts)
+        np.save(path, vecs)
+        return vecs
+
+
+# ------------------------------------------------------------------------------------------- search
+
+class SparseIndex:
+    """In-memory equivalent of the Qdrant sparse search: stored document_vector values times the
+    corpus IDF of each query term (Qdrant's IDF modifier), query_vector weights 1."""
+
+    def __init__(self, docs: list[str], stats: CorpusStats):
+        self.n = len(docs)
+        postings: dict[int, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
+        for i, d in enumerate(docs):
+            sv = document_vector(d)
+            for tid, v in zip(sv.indices, sv.values):
+                postings[tid][0].append(i)
+                postings[tid][1].append(v)
+        self.postings = {t: (np.array(a, dtype=np.int64), np.array(b)) for t, (a, b) in postings.items()}
+        self.stats = stats.doc
+
+    def scores(self, text: str) -> np.ndarray:
+        s = np.zeros(self.n)
+        qv = query_vector(text)
+        for tid, w in zip(qv.indices, qv.values):
+            if tid in self.postings:
+                idx, vals = self.postings[tid]
+                s[idx] += w * self.stats.idf(tid) * vals
+        return s
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    k = min(k, scores.size)
+    idx = np.argpartition(-scores, k - 1)[:k]
+    return idx[np.lexsort((idx, -scores[idx]))]
+
+
+class Corpus:
+    def __init__(self, data: Path, emb: CachedEmbedder):
+        self.ids, self.claims, self.titles = load_claims(data)
+        self.index = {v: i for i, v in enumerate(self.ids)}
+        self.claim_vecs = emb(self.claims, "claim")
+        self.title_vecs = emb(self.titles, "title")
+        self.stats = CorpusStats()
+        for c, t in zip(self.claims, self.titles):
+            self.stats.add(c, t)
+        self.sparse = SparseIndex([doc_text(c, t) for c, t in zip(self.claims, self.titles)], self.stats)
+
+    def candidates(self, qvec: np.ndarray, qtext: str, k: int) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
+        """Union of the top-k of the three searches; ranks (1-based, 0 absent) per list."""
+        lists = {
+            "dense_claim": top_k(self.claim_vecs @ qvec, k),
+            "dense_title": top_k(self.title_vecs @ qvec, k),
+            "sparse": top_k(self.sparse.scores(qtext), k),
+        }
+        cand = np.array(sorted(set().union(*[set(v.tolist()) for v in lists.values()])), dtype=np.int64)
+        pos = {c: i for i, c in enumerate(cand.tolist())}
+        ranks = {}
+        for name in LISTS:
+            r = np.zeros(len(cand), dtype=np.int64)
+            for rank, c in enumerate(lists[name].tolist(), 1):
+                r[pos[c]] = rank
+            ranks[name] = r
+        return cand, ranks, lists
+
+
+def build(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int):
+    """Per query: candidate indices, feature matrix, labels."""
+    out = []
+    for qid, raw, clean, qv in zip(qids, raw_texts, clean_texts, qvecs):
+        cand, ranks, lists = corpus.candidates(qv, clean, k)
+        pq = prepare_query(raw, clean, qv, corpus.stats)
+        X = candidate_features(pq, [corpus.claims[i] for i in cand], [corpus.titles[i] for i in cand],
+                               corpus.claim_vecs[cand], corpus.title_vecs[cand], ranks, corpus.stats)
+        y = np.array([corpus.ids[i] in gold[qid] for i in cand], dtype=np.float64)
+        out.append({"qid": qid, "cand": cand, "X": X, "y": y, "lists": lists})
+    return out
+
+
+# ------------------------------------------------------------------------------------------ metrics
+
+def ap5(ranked_ids: list[str], gold: set[str]) -> float:
+    hits, s = 0, 0.0
+    for k, v in enumerate(ranked_ids[:5]):
+        if v in gold:
+            hits += 1
+            s += hits / (k + 1)
+    return s / min(len(gold), 5)
+
+
+def rr(ranked_ids: list[str], gold: set[str]) -> float:
+    for k, v in enumerate(ranked_ids):
+        if v in gold:
+            return 1.0 / (k + 1)
+    return 0.0
+
+
+def metrics(rankings: dict[str, list[str]], gold: dict[str, set[str]]) -> dict[str, float]:
+    q = list(rankings)
+    return {
+        "map5": float(np.mean([ap5(rankings[i], gold[i]) for i in q])),
+        "mrr": float(np.mean([rr(rankings[i], gold[i]) for i in q])),
+        "recall5": float(np.mean([len(set(rankings[i][:5]) & gold[i]) / len(gold[i]) for i in q])),
+    }
+
+
+def rank_by(items, corpus: Corpus, score_fn) -> dict[str, list[str]]:
+    out = {}
+    for it in items:
+        s = score_fn(it)
+        order = np.lexsort((it["cand"], -s))
+        out[it["qid"]] = [corpus.ids[it["cand"][j]] for j in order]
+    return out
+
+
+# ------------------------------------------------------------------------------ logistic regression
+
+def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50) -> tuple[np.ndarray, float]:
+    """Pointwise logistic regression by Newton's method; L2 on weights (not the bias).
+    X must already be standardised. Returns (weights, bias)."""
+    n, d = X.shape
+    A = np.hstack([X, np.ones((n, 1))])
+    w = np.zeros(d + 1)
+    reg = np.full(d + 1, l2)
+    reg[-1] = 0.0
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-(A @ w)))
+        g = A.T @ (p - y) + reg * w
+        H = (A * (p * (1 - p))[:, None]).T @ A + np.diag(reg) + 1e-9 * np.eye(d + 1)
+        step = np.linalg.solve(H, g)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+def predict(X, mean, std, w, b):
+    z = ((X - mean) / std) @ w + b
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def train_model(items, l2: float):
+    X = np.vstack([it["X"] for it in items])
+    y = np.concatenate([it["y"] for it in items])
+    mean, std = X.mean(0), X.std(0)
+    std[std < 1e-9] = 1.0
+    w, b = fit_logistic((X - mean) / std, y, l2)
+    return mean, std, w, b
+
+
+def cross_val_probs(items, l2: float, folds: int = 5, seed: int = 13) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    fold_of = rng.permutation(len(items)) % folds
+    probs: list[np.ndarray] = [None] * len(items)  # type: ignore[list-item]
+    for f in range(folds):
+        tr = [it for it, g in zip(items, fold_of) if g != f]
+        mean, std, w, b = train_model(tr, l2)
+        for i, g in enumerate(fold_of):
+            if g == f:
+                probs[i] = predict(items[i]["X"], mean, std, w, b)
+    return probs
+
+
+# ------------------------------------------------------------------------------------- thresholds
+
+def top1_table(items, probs):
+    """(top-1 probability, top-1 correct) per query."""
+    p1 = np.array([p.max() for p in probs])
+    ok = np.array([bool(it["y"][int(np.argmax(p))]) for it, p in zip(items, probs)])
+    return p1, ok
+
+
+def pick_threshold(p1: np.ndarray, ok: np.ndarray, precision: float, min_support: int = 20) -> float:
+    """Lowest threshold t such that the top-1 precision over queries with p1 >= t is >= `precision`,
+    and stays >= `precision` for every higher threshold with at least `min_support` queries above it
+    (so one lucky point does not decide)."""
+    order = np.argsort(-p1)
+    ps, oks = p1[order], ok[order]
+    prec = np.cumsum(oks) / np.arange(1, len(oks) + 1)
+    best = None
+    for i in range(len(ps)):
+        if i + 1 >= min_support and prec[i] < precision:
+            break
+        if prec[i] >= precision and (i + 1 >= min_support):
+            best = ps[i]
+    return float(best) if best is not None else float(ps[0])
+
+
+def threshold_report(p1, ok, t) -> dict[str, float]:
+    sel = p1 >= t
+    return {"threshold": round(float(t), 4), "coverage": float(sel.mean()),
+            "precision": float(ok[sel].mean()) if sel.any() else float("nan"),
+            "recall": float((ok & sel).sum() / len(ok))}
+
+
+def reliability(items, probs, bins=(0, .1, .2, .3, .4, .5, .6, .7, .8, .9, 1.0001)):
+    p = np.concatenate(probs)
+    y = np.concatenate([it["y"] for it in items])
+    rows = []
+    for lo, hi in zip(bins[:-1], bins[1:]):
+        m = (p >= lo) & (p < hi)
+        if m.any():
+            rows.append({"bin": f"{lo:.1f}-{min(hi, 1):.1f}", "n": int(m.sum()),
+                         "mean_p": float(p[m].mean()), "frac_pos": float(y[m].mean())})
+    return rows
+
+
+# ------------------------------------------------------------------------------------------- main
+
+def write_run(path: Path, items, corpus: Corpus, probs, tag="tipline"):
+    with open(path, "w", encoding="utf-8") as f:
+        for it, p in zip(items, probs):
+            order = np.lexsort((it["cand"], -p))[:5]
+            for r, j in enumerate(order, 1):
+                # score = 1/rank-consistent: probabilities can tie; the reference scorer sorts by score.
+                f.write(f"{it['qid']}\tQ0\t{corpus.ids[it['cand'][j]]}\t{r}\t{float(p[j]) + (6 - r) * 1e-9:.12f}\t{tag}\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=Path("/work/shared/eval/clef2020-task2"))
+    ap.add_argument("--model-dir", type=Path, default=Path("/tmp/model"))
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/matchcache"))
+    ap.add_argument("--out", type=Path, default=ROOT / "core" / "data" / "reranker.json")
+    ap.add_argument("--run", type=Path, default=Path("/tmp/matchcache/dev.run"))
+    ap.add_argument("--k", type=int, default=40, help="top-K per candidate list")
+    ap.add_argument("--l2", type=float, default=1.0)
+    args = ap.parse_args(argv)
+
+    emb = CachedEmbedder(args.model_dir, args.cache)
+    corpus = Corpus(args.data, emb)
+    print(f"claims={len(corpus.ids)}", flush=True)
+
+    splits = {}
+    for split in ("train", "dev"):
+        qids, raws, gold = load_split(args.data, split)
+        cleans = [clean_query(t) for t in raws]
+        qvecs = emb(cleans, f"q_{split}")
+        items = build(corpus, qids, raws, qvecs, cleans, gold, args.k)
+        splits[split] = (items, gold)
+        rec = np.mean([it["y"].sum() / len(gold[it["qid"]]) for it in items])
+        size = np.mean([len(it["cand"]) for it in items])
+        print(f"{split}: queries={len(items)} candidates/query={size:.1f} candidate recall@{args.k}={rec:.4f}")
+
+    report: dict = {"k": args.k}
+    for split, (items, gold) in splits.items():
+        rrf = metrics(rank_by(items, corpus, lambda it: it["X"][:, FEATURE_NAMES.index("rrf")]), gold)
+        dense = metrics(rank_by(items, corpus, lambda it: it["X"][:, FEATURE_NAMES.index("cos_doc")]), gold)
+        report[f"{split}_rrf"], report[f"{split}_dense_doc"] = rrf, dense
+        print(f"{split} rrf {rrf}\n{split} dense(claim+title vectors) {dense}")
+
+    train_items, train_gold = splits["train"]
+    dev_items, dev_gold = splits["dev"]
+    cv = cross_val_probs(train_items, args.l2)
+    cv_m = metrics(rank_by(train_items, corpus, lambda it: cv[train_items.index(it)]), train_gold) \
+        if False else metrics({it["qid"]: [corpus.ids[it["cand"][j]] for j in np.lexsort((it["cand"], -p))]
+                               for it, p in zip(train_items, cv)}, train_gold)
+    mean, std, w, b = train_model(train_items, args.l2)
+    probs = {s: [predict(it["X"], mean, std, w, b) for it in items] for s, (items, _) in splits.items()}
+    res = {}
+    for s, (items, gold) in splits.items():
+        res[s] = metrics({it["qid"]: [corpus.ids[it["cand"][j]] for j in np.lexsort((it["cand"], -p))]
+                          for it, p in zip(items, probs[s])}, gold)
+    print(f"train (5-fold CV) reranker {cv_m}\ntrain (fit) reranker {res['train']}\ndev reranker {res['dev']}")
+
+    p1, ok = top1_table(train_items, cv)
+    t_auto = pick_threshold(p1, ok, 0.9)
+    t_suggest = pick_threshold(p1, ok, 0.5)
+    if t_suggest >= t_auto:
+        t_suggest = min(t_suggest, t_auto * 0.5)
+    dp1, dok = top1_table(dev_items, probs["dev"])
+    thr = {
+        "auto": {"train_cv": threshold_report(p1, ok, t_auto), "dev": threshold_report(dp1, dok, t_auto)},
+        "suggest": {"train_cv": threshold_report(p1, ok, t_suggest), "dev": threshold_report(dp1, dok, t_suggest)},
+    }
+    print("thresholds", json.dumps(thr, indent=1))
+    calib = {"train_cv": reliability(train_items, cv), "dev": reliability(dev_items, probs["dev"])}
+    for s, rows in calib.items():
+        print(f"reliability {s}:")
+        for r in rows:
+            print(f"  {r['bin']}  n={r['n']:6d}  mean_p={r['mean_p']:.3f}  frac_pos={r['frac_pos']:.3f}")
+
+    write_run(args.run, dev_items, corpus, probs["dev"])
+    print(f"dev run written to {args.run}")
+
+    model = {
+        "model": "pointwise logistic regression",
+        "feature_names": list(FEATURE_NAMES),
+        "mean": [round(float(v), 8) for v in mean],
+        "std": [round(float(v), 8) for v in std],
+        "weights": [round(float(v), 8) for v in w],
+        "bias": round(b, 8),
+        "thresholds": {"auto": round(t_auto, 4), "suggest": round(t_suggest, 4)},
+        "candidates": {"lists": list(LISTS), "k_per_list": args.k},
+        "provenance": {
+            "data": "CLEF-2020 CheckThat! Task 2 (English), train split only for fitting and thresholds",
+            "embedding_model": "sentence-transformers/all-MiniLM-L6-v2 int8 ONNX",
+            "query_cleaning": list(DEFAULT_STEPS),
+            "l2": args.l2,
+            "date": dt.date.today().isoformat(),
+            "metrics": {"train_cv": cv_m, "train_fit": res["train"], "dev": res["dev"],
+                        "candidate_recall": report, "thresholds": thr},
+            "calibration": calib,
+            "command": "python tools/train_reranker.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        },
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    print(f"weights written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
