@@ -19,6 +19,8 @@ class Settings(BaseSettings):
     # Embeddings
     embed_model: str = Field(default=DEFAULT_MODEL, description="Any fastembed text model; the default is offline.")
     embed_batch_size: int = 16
+    embed_model_dir: Path | None = Field(default=None, description="Where the offline default model is assembled "
+                                         "(default <data_dir>/models/all-MiniLM-L6-v2-int8).")
 
     # Qdrant: embedded under the data dir unless a server URL is given.
     qdrant_url: str | None = None
@@ -56,7 +58,7 @@ class Settings(BaseSettings):
 
     @property
     def model_dir(self) -> Path:
-        return self.data_dir / "models" / "all-MiniLM-L6-v2-int8"
+        return self.embed_model_dir or self.data_dir / "models" / "all-MiniLM-L6-v2-int8"
 
     @property
     def uses_default_model(self) -> bool:

@@ -109,6 +109,8 @@ class VectorStore:
                             for f in DENSE_FIELDS},
             sparse_vectors_config={SPARSE_FIELD: models.SparseVectorParams(modifier=models.Modifier.IDF)},
         )
+        if self.local:
+            return  # local mode ignores payload indexes (and warns); filters scan in memory anyway
         for field, schema in (("verdict", models.PayloadSchemaType.KEYWORD),
                               ("publisher", models.PayloadSchemaType.KEYWORD),
                               ("language", models.PayloadSchemaType.KEYWORD),

@@ -1,0 +1,74 @@
+"""Composition root: builds every resource from `Settings` and owns their lifetimes."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.settings import Settings
+from core.embeddings import Embedder
+from core.engine import Engine
+from core.knowledge import KnowledgeBase
+from core.matching import ClaimMatcher
+from core.model_files import prepare_default_model
+from core.reranker import Reranker
+from storage.sqlite import Database
+from storage.vectors import VectorStore
+
+
+class SetupError(RuntimeError):
+    """Something about the environment stops tipline from starting; the message says what to do."""
+
+
+@dataclass
+class App:
+    settings: Settings
+    db: Database
+    vectors: VectorStore
+    embedder: Embedder
+    kb: KnowledgeBase
+    matcher: ClaimMatcher
+    engine: Engine
+
+
+def check_data_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise SetupError(f"the data directory {path} is not writable ({exc.strerror or exc}); "
+                         "set TIPLINE_DATA_DIR to a directory you can write to") from exc
+
+
+def load_embedder(settings: Settings) -> Embedder:
+    if settings.uses_default_model:
+        model_dir = prepare_default_model(settings.model_dir)
+        return Embedder(settings.embed_model, model_dir=model_dir, batch_size=settings.embed_batch_size)
+    return Embedder(settings.embed_model, cache_dir=settings.data_dir / "models",
+                    batch_size=settings.embed_batch_size)
+
+
+@asynccontextmanager
+async def build_app(settings: Settings, *, seed: bool | None = None) -> AsyncIterator[App]:
+    check_data_dir(settings.data_dir)
+    async with AsyncExitStack() as stack:
+        embedder = await asyncio.to_thread(load_embedder, settings)
+        db = await Database.open(settings.sqlite_path)
+        stack.push_async_callback(db.close)
+        vectors = await asyncio.to_thread(
+            VectorStore.open, dim=embedder.dim, path=settings.qdrant_path, url=settings.qdrant_url,
+            api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None)
+        stack.callback(vectors.close)
+        kb = KnowledgeBase(db, vectors, embedder, settings.factchecks_collection)
+        await kb.open()
+        if settings.seed_on_start if seed is None else seed:
+            await kb.ensure_seed()
+        matcher = ClaimMatcher(kb, Reranker.load_default(), candidates=settings.match_candidates,
+                               auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold)
+        engine = Engine(db, matcher, max_input_chars=settings.max_input_chars)
+        yield App(settings, db, vectors, embedder, kb, matcher, engine)

@@ -1,0 +1,246 @@
+"""The `tipline` command. Every failure a user can cause ends in one sentence and a non-zero exit.
+
+    tipline chat                         interactive checks in the terminal (Ctrl-D exits)
+    tipline check [--json] TEXT          one check; '-' reads the text from standard input
+    tipline ingest PATH_OR_URL...        load previously fact-checked claims
+    tipline eval claim-matching ...      CLEF-2020 Task 2 run file + MAP@5
+    tipline bench ingest|match ...       speed figures for docs/benchmarks.md
+    tipline schema [PATH]                write the Result JSON schema
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from adapters.cli import render_card, render_json
+from bot.app import SetupError, build_app
+from bot.render import to_reply
+from bot.settings import Settings
+from core.embeddings import EmbeddingError
+from core.evaluation import EvalDataError
+from core.ingest import IngestFormatError
+from core.intake import EmptyInput
+from core.model_files import ModelFilesMissing
+from core.models import Result
+from storage.sqlite import StorageError
+from storage.vectors import VectorStoreError
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+USER_ERRORS = (SetupError, StorageError, VectorStoreError, EmbeddingError, ModelFilesMissing, EmptyInput,
+               IngestFormatError, EvalDataError)
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal; occasional plain lines when stderr is a file."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self._last_pct = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        pct = int(100 * done / total) if total else 100
+        if self.tty:
+            filled = pct * 30 // 100
+            sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+            if done >= total:
+                sys.stderr.write("\n")
+        elif pct // 10 != self._last_pct // 10 or done >= total:
+            sys.stderr.write(f"{self.label}: {done}/{total}\n")
+        self._last_pct = pct
+        sys.stderr.flush()
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {"data_dir": args.data_dir} if args.data_dir else {}
+    return Settings(**overrides)
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+async def cmd_check(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    async with build_app(_settings(args)) as app:
+        result = await app.engine.check(text)
+    print(render_json(result) if args.json else render_card(to_reply(result)))
+    return 0
+
+
+async def cmd_chat(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    print("tipline: loading the model and the knowledge base…", file=sys.stderr)
+    async with build_app(settings) as app:
+        count = await app.kb.count()
+        print(f"Ready: {count} fact-checks in the knowledge base, offline mode. Type or paste a message and press "
+              "Enter; Ctrl-D exits.", file=sys.stderr)
+        while True:
+            try:
+                line = await asyncio.to_thread(input, "\n> ")
+            except EOFError:
+                print(file=sys.stderr)
+                return 0
+            if not line.strip():
+                continue
+            try:
+                result = await app.engine.check(line)
+            except EmptyInput as exc:
+                print(str(exc))
+                continue
+            print()
+            print(render_card(to_reply(result)))
+
+
+async def cmd_ingest(args: argparse.Namespace) -> int:
+    from bot.ingest_files import ingest_source
+
+    mapping = {}
+    for item in args.map or []:
+        field, sep, column = item.partition("=")
+        if not sep or not field or not column:
+            print(f"tipline: --map takes FIELD=COLUMN, not {item!r}", file=sys.stderr)
+            return EXIT_USAGE
+        mapping[field.strip()] = column.strip()
+    failed = 0
+    async with build_app(_settings(args)) as app:
+        for source in args.sources:
+            report = await ingest_source(app.kb, source, mapping or None, progress=ProgressBar(f"ingest {source}"),
+                                         on_row_error=lambda m: print(f"  skipped {m}", file=sys.stderr))
+            if report.failed:
+                failed += 1
+                print(f"tipline: nothing ingested from {source}: {report.failed}", file=sys.stderr)
+                continue
+            print(f"{source}: {report.added} new, {report.updated} updated, {report.skipped} skipped")
+        print(f"Knowledge base: {await app.kb.count()} fact-checks.")
+    return EXIT_FAILED if failed else 0
+
+
+async def cmd_eval(args: argparse.Namespace) -> int:
+    from bot.claim_eval import run_claim_matching
+
+    bar = ProgressBar("index claims")
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "index":
+            bar(done, total)
+        elif done == total or done % 200 == 0:
+            print(f"matched {done}/{total}", file=sys.stderr)
+
+    outcome = await run_claim_matching(_settings(args), args.claims, args.queries, args.out, args.qrels, args.tag,
+                                       progress=progress)
+    print(f"wrote {args.out}: {outcome.queries} queries x top 20 over {outcome.claims} claims")
+    if outcome.scores:
+        s = outcome.scores
+        print(f"queries={s.queries} MAP@5={s.map5:.4f} MRR={s.mrr:.4f} recall@5={s.recall5:.4f}")
+    return 0
+
+
+async def cmd_bench(args: argparse.Namespace) -> int:
+    from bot import bench
+
+    settings = _settings(args)
+    if args.what == "ingest":
+        report = await bench.bench_ingest(settings, args.claims, limit=args.limit, repeats=args.repeats)
+    else:
+        report = await bench.bench_match(settings, args.claims, args.queries, n_queries=args.n)
+    print(json.dumps(report, indent=2) if args.json else bench.format_report(report))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    schema = json.dumps(Result.model_json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if args.path == "-":
+        sys.stdout.write(schema)
+    else:
+        Path(args.path).write_text(schema, encoding="utf-8")
+        print(f"wrote {args.path}")
+    return 0
+
+
+# --- parser -------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tipline", description="Fact-checking bot: check messages against "
+                                "previously fact-checked claims and evidence.")
+    p.add_argument("--data-dir", type=Path, help="data directory (default: $TIPLINE_DATA_DIR or ./data)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("check", help="check one message and print the verdict card")
+    c.add_argument("--json", action="store_true", help="print the Result JSON instead of the card")
+    c.add_argument("text", nargs="+", help="the text to check ('-' reads standard input)")
+
+    sub.add_parser("chat", help="interactive checks in the terminal (Ctrl-D exits)")
+
+    i = sub.add_parser("ingest", help="load previously fact-checked claims (ClaimReview, Fact Check API JSON, "
+                       "CSV/TSV/JSONL, RSS/Atom)")
+    i.add_argument("sources", nargs="+", help="files or http(s) URLs")
+    i.add_argument("--map", action="append", metavar="FIELD=COLUMN",
+                   help="column mapping for CSV/TSV/JSONL, e.g. --map claim=statement --map url=link")
+
+    e = sub.add_parser("eval", help="evaluate against public data sets")
+    esub = e.add_subparsers(dest="task", required=True)
+    cm = esub.add_parser("claim-matching", help="CLEF-2020 CheckThat! Task 2: TREC run file and MAP@5")
+    cm.add_argument("--claims", type=Path, required=True, help="verified_claims.docs.tsv")
+    cm.add_argument("--queries", type=Path, required=True, help="tweets.queries.tsv")
+    cm.add_argument("--out", type=Path, required=True, help="run file to write")
+    cm.add_argument("--qrels", type=Path, help="tweet-vclaim-pairs.qrels: print MAP@5, MRR, recall@5")
+    cm.add_argument("--tag", default="tipline", help="run tag (last column)")
+
+    b = sub.add_parser("bench", help="speed benchmarks")
+    b.add_argument("what", choices=["ingest", "match"])
+    b.add_argument("--claims", type=Path, required=True, help="a claims TSV (vclaim_id, vclaim, title)")
+    b.add_argument("--queries", type=Path, help="queries TSV for 'match'")
+    b.add_argument("--limit", type=int, default=2000, help="claims per ingest run")
+    b.add_argument("--repeats", type=int, default=3)
+    b.add_argument("-n", type=int, default=200, help="queries for 'match'")
+    b.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("schema", help="write the Result JSON schema")
+    s.add_argument("path", nargs="?", default="docs/result.schema.json")
+    return p
+
+
+async def _dispatch(args: argparse.Namespace) -> int:
+    handlers = {"check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "eval": cmd_eval, "bench": cmd_bench}
+    return await handlers[args.command](args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "bench" and args.what == "match" and not args.queries:
+        parser.error("bench match needs --queries")
+    try:
+        if args.command == "schema":
+            return cmd_schema(args)
+        return asyncio.run(_dispatch(args))
+    except USER_ERRORS as exc:
+        print(f"tipline: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        print(f"tipline: bad setting {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("\ntipline: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the last line of defence: one sentence, the traceback only with --debug
+        if args.debug:
+            raise
+        print(f"tipline: unexpected error ({exc.__class__.__name__}: {exc}); run again with --debug for details",
+              file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

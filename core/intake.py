@@ -1,0 +1,73 @@
+"""Intake: turn whatever a user sent into clean text the rest of the engine can trust.
+
+Unicode NFC, control characters and NUL bytes removed, whitespace collapsed, a length cap with a note
+(never a silent cut), URLs pulled out, and the language guessed so replies follow the user's.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+URL_RE = re.compile(r"""(?i)\b((?:https?://|www\.)[^\s<>"'«»]+)""")
+_TRAILING_PUNCT = ".,;:!?)]}>'\"…"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\u2060\ufeff]")
+_SPACES = re.compile(r"[ \t\u00a0\u3000]+")
+_BLANK_LINES = re.compile(r"\n\s*\n+")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+class EmptyInput(ValueError):
+    """Nothing checkable was sent (empty, whitespace, or only control characters)."""
+
+
+@dataclass(frozen=True)
+class Intake:
+    text: str
+    urls: list[str]
+    language: str
+    notes: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+
+def extract_urls(text: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for m in URL_RE.finditer(text):
+        url = m.group(1).rstrip(_TRAILING_PUNCT)
+        if url.lower().startswith("www."):
+            url = "https://" + url
+        seen.setdefault(url, None)
+    return list(seen)
+
+
+def detect_language(text: str) -> str:
+    """'ru' when Cyrillic letters dominate, otherwise 'en'; mixed text follows the majority."""
+    cyr = len(_CYRILLIC.findall(text))
+    lat = len(_LATIN.findall(text))
+    return "ru" if cyr > lat else "en"
+
+
+def clean(text: str) -> str:
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _CONTROL.sub("", text)
+    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
+    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+
+
+def intake(raw: str | bytes, max_chars: int = 4096) -> Intake:
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", errors="replace")
+    text = clean(raw)
+    if not any(ch.isalnum() for ch in text):
+        raise EmptyInput("There is no text to check: send the message or claim you want checked.")
+    notes: list[str] = []
+    truncated = False
+    if len(text) > max_chars:
+        cut = text.rfind(" ", 0, max_chars)
+        text = text[: cut if cut > max_chars * 0.8 else max_chars].rstrip()
+        truncated = True
+        notes.append(f"The message was longer than {max_chars} characters; only the first {len(text)} were checked.")
+    return Intake(text=text, urls=extract_urls(text), language=detect_language(text), notes=notes,
+                  truncated=truncated)

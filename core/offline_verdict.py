@@ -1,0 +1,93 @@
+"""The offline verdict: what tipline may honestly say with no LLM and no web, from matches alone.
+
+A verdict is only ever inherited from a previous fact-check that is, with high calibrated probability,
+the same claim (tier "auto"); otherwise the answer is NOT_ENOUGH_EVIDENCE with what came closest.
+Never a guessed verdict.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from core.models import Citation, Match, Verdict
+
+_NEGATION = re.compile(
+    r"(?i)\b(?:not|no|never|none|nobody|nothing|neither|nor|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|"
+    r"won't|can't|cannot|hasn't|haven't|false|fake|hoax|myth|debunked|untrue)\b|\b(?:не|нет|ни|никогда|фейк|ложь)\b|n't\b"
+)
+
+
+@dataclass(frozen=True)
+class OfflineVerdict:
+    verdict: Verdict
+    confidence: float
+    reasoning: str
+    citations: list[Citation]
+    matches: list[Match]
+    notes: list[str]
+
+
+def _polarity(text: str) -> bool:
+    return len(_NEGATION.findall(text)) % 2 == 1
+
+
+def _citation(n: int, m: Match) -> Citation:
+    return Citation(n=n, url=m.url, title=m.title or m.claim, publisher=m.publisher, published_at=m.published_at,
+                    snippet=m.claim, rating=m.rating_text or m.verdict.label)
+
+
+def _when(m: Match) -> str:
+    return f" on {m.published_at.isoformat()}" if m.published_at else ""
+
+
+def decide(text: str, matches: list[Match], closest: int = 3) -> OfflineVerdict:
+    auto = [m for m in matches if m.tier == "auto"]
+    suggest = [m for m in matches if m.tier == "suggest"]
+    notes: list[str] = []
+
+    if auto:
+        top = auto[0]
+        # A message that negates the checked claim ("5G does NOT cause COVID") matches it just as
+        # closely as one repeating it; inheriting the rating would invert the answer. Matching alone
+        # cannot tell which side the user is on, so say so instead of guessing.
+        if top.method != "url" and _polarity(text) != _polarity(top.claim):
+            notes.append("Your message seems to state the opposite of the fact-checked claim, so its "
+                         "rating is shown but not applied to your message.")
+            suggest = auto + suggest
+            auto = []
+        else:
+            agreeing = [m for m in auto if m.verdict == top.verdict]
+            conflicting = [m for m in auto if m.verdict != top.verdict]
+            cited = agreeing[:3] + conflicting[:2]
+            citations = [_citation(i, m) for i, m in enumerate(cited, start=1)]
+            who = top.publisher or "A fact-checker"
+            reasoning = (f"This is a claim {who} has already fact-checked{_when(top)}: “{top.claim}” — rated "
+                         f"“{top.rating_text or top.verdict.label}” [1].")
+            confidence = top.similarity
+            if len(agreeing) > 1:
+                reasoning += f" {len(agreeing) - 1} more matching fact-check(s) agree [" + \
+                    "][".join(str(i) for i in range(2, len(agreeing[:3]) + 1)) + "]."
+            if conflicting:
+                first = len(agreeing[:3]) + 1
+                reasoning += (f" Note: another matching fact-check rated it “{conflicting[0].rating_text or conflicting[0].verdict.label}”"
+                              f" [{first}], so treat this verdict with care.")
+                confidence *= 0.7
+                notes.append("Matching fact-checks disagree.")
+            return OfflineVerdict(top.verdict, round(min(max(confidence, 0.0), 1.0), 3), reasoning, citations,
+                                  matches, notes)
+
+    related = suggest[:closest] or matches[:closest]
+    citations = [_citation(i, m) for i, m in enumerate(related, start=1)]
+    if suggest:
+        reasoning = ("No previous fact-check clearly matches this claim, so there is no verdict yet. The closest "
+                     "ones may be related: " + " ".join(f"“{m.claim}” [{i}]." for i, m in enumerate(related, 1)))
+    else:
+        reasoning = ("No previous fact-check in the knowledge base matches this claim, and offline mode cannot "
+                     "search the web, so there is no verdict.")
+        citations = []
+        related = []
+    top_p = matches[0].similarity if matches else 0.0
+    notes.append("Offline mode: verdicts come only from matching previously fact-checked claims.")
+    return OfflineVerdict(Verdict.NOT_ENOUGH_EVIDENCE, round(1.0 - top_p, 3), reasoning, citations,
+                          related, notes)
