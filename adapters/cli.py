@@ -10,8 +10,10 @@ from core.models import Result
 WIDTH = 88
 
 
-def _wrap(text: str, indent: str = "") -> str:
-    return textwrap.fill(text, WIDTH, initial_indent=indent, subsequent_indent=indent) if text else ""
+def _wrap(text: str, indent: str = "", hang: str | None = None) -> str:
+    if not text:
+        return ""
+    return textwrap.fill(text, WIDTH, initial_indent=indent, subsequent_indent=indent if hang is None else hang)
 
 
 def render_card(reply: Reply) -> str:
@@ -21,14 +23,14 @@ def render_card(reply: Reply) -> str:
         for c in reply.citations:
             meta = " — ".join(x for x in (c.publisher, c.published_at.isoformat() if c.published_at else "") if x)
             rating = f" · rated “{c.rating}”" if c.rating else ""
-            out.append(_wrap(f"[{c.n}] {c.title}" + (f" — {meta}" if meta else "") + rating, "  "))
+            out.append(_wrap(f"[{c.n}] {c.title}" + (f" — {meta}" if meta else "") + rating, "  ", "      "))
             if c.url:
                 out.append(f"      {c.url}")
     if reply.related:
         out += ["", reply.related_heading]
         for r in reply.related:
             who = f" — {r.publisher}" if r.publisher else ""
-            out.append(_wrap(f"• {r.claim} ({r.rating}{who}, match {r.similarity:.2f})", "  "))
+            out.append(_wrap(f"• {r.claim} ({r.rating}{who}, match {r.similarity:.2f})", "  ", "    "))
     if reply.notes:
         out += [""] + [_wrap(f"Note: {n}") for n in reply.notes]
     out += ["", f"Check id: {reply.check_id} · {reply.mode} mode"]

@@ -8,6 +8,7 @@ nothing at all (files are parsed whole before any write).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -99,7 +100,7 @@ class KnowledgeBase:
     async def ensure_seed(self) -> int:
         """Load the bundled seed once per collection (and again when the seed file changes)."""
         key = _SEED_KEY.format(collection=self.collection)
-        digest = str(SEED_FILE.stat().st_mtime_ns) + ":" + str(SEED_FILE.stat().st_size)
+        digest = hashlib.sha256(SEED_FILE.read_bytes()).hexdigest()
         if await self.db.get_kv(key) == digest:
             return 0
         added = await self.add(load_seed_factchecks())

@@ -1,0 +1,73 @@
+"""Whole checks through the real engine: real model, real embedded Qdrant, real SQLite, the seed KB."""
+
+import pytest
+
+from adapters.cli import render_card
+from bot.render import to_reply
+from core.intake import EmptyInput
+from core.models import Result, Verdict
+
+
+async def test_seed_is_loaded_once(app):
+    n = await app.kb.count()
+    assert n >= 60
+    assert await app.kb.ensure_seed() == 0
+    assert await app.kb.count() == n
+
+
+@pytest.mark.parametrize("text", [
+    "The 5G rollout caused the coronavirus outbreak",
+    "Vaccines cause autism in children",
+    "The moon landings were faked in a studio",
+])
+async def test_classic_false_claims_inherit_the_fact_check_rating(app, text):
+    result = await app.engine.check(text)
+    assert result.mode == "offline"
+    assert result.verdict == Verdict.REFUTED, result.reasoning
+    assert result.label == "False"
+    top = result.matches[0]
+    assert top.tier == "auto" and top.similarity >= app.matcher.thresholds.auto
+    assert result.citations and result.citations[0].url == top.url
+    assert "[1]" in result.reasoning
+    assert [s.name for s in result.steps] == ["intake", "match", "verdict"]
+
+
+async def test_an_unrelated_message_gets_no_verdict(app):
+    result = await app.engine.check("My neighbour's cat sleeps on the warm car bonnet every afternoon.")
+    assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE
+    assert result.label == "Unverified"
+    assert not [m for m in result.matches if m.tier == "auto"]
+    assert any("Offline mode" in n for n in result.notes)
+
+
+async def test_a_negated_claim_does_not_inherit_the_rating(app):
+    result = await app.engine.check("5G networks did not cause the coronavirus outbreak")
+    assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE
+
+
+async def test_exact_url_match_wins(app):
+    seed = (await app.kb.db.factchecks_by_urls(["https://www.logically.ai/factchecks/library/b1f4b613"]))
+    assert seed, "seed entry missing"
+    result = await app.engine.check("look at this https://www.logically.ai/factchecks/library/b1f4b613 !!")
+    assert result.matches[0].method == "url" and result.matches[0].similarity == 1.0
+    assert result.verdict == seed[0].verdict
+
+
+async def test_results_are_stored_and_valid_json(app):
+    result = await app.engine.check("Drinking bleach cures COVID-19")
+    stored = await app.db.get_check(result.id)
+    assert stored == result
+    assert Result.model_validate_json(result.model_dump_json()) == result
+    card = render_card(to_reply(result))
+    assert result.id in card and result.label in card
+
+
+async def test_empty_input_is_refused(app):
+    with pytest.raises(EmptyInput):
+        await app.engine.check("  \x00 ")
+
+
+async def test_long_input_is_truncated_with_a_note(app):
+    result = await app.engine.check("The Earth is flat. " * 400)
+    assert len(result.text) <= 4096
+    assert any("longer than 4096" in n for n in result.notes)
