@@ -53,6 +53,8 @@ FEATURE_NAMES: tuple[str, ...] = (
     "rr_dense_title",
     "rr_sparse",
     "rrf",                # reciprocal-rank fusion over the three lists, scaled so rank 1 in all = 1
+    "cos_doc_margin",     # cos_doc minus the best cos_doc among the *other* candidates (> 0 only for a clear winner)
+    "bm25_doc_margin",    # same for bm25_doc
 )
 N_FEATURES = len(FEATURE_NAMES)
 
@@ -295,4 +297,15 @@ def candidate_features(
         out[:, 17 + j] = np.where(present, 1.0 / np.maximum(r, 1.0), 0.0)
         rrf += np.where(present, 1.0 / (RRF_K + r), 0.0)
     out[:, 20] = rrf * (RRF_K + 1.0) / len(LISTS)
+    out[:, 21] = _margin(out[:, 2])
+    out[:, 22] = _margin(out[:, 8])
     return out
+
+
+def _margin(v: np.ndarray) -> np.ndarray:
+    """v[i] - max_{j != i} v[j] (0 when there is a single candidate)."""
+    if v.size < 2:
+        return np.zeros_like(v)
+    top2 = np.partition(v, -2)[-2:]
+    best, second = top2[1], top2[0]
+    return v - np.where(v >= best, second, best)

@@ -135,13 +135,15 @@ class Corpus:
             self.stats.add(c, t)
         self.sparse = SparseIndex([doc_text(c, t) for c, t in zip(self.claims, self.titles)], self.stats)
 
-    def candidates(self, qvec: np.ndarray, qtext: str, k: int) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
-        """Union of the top-k of the three searches; ranks (1-based, 0 absent) per list."""
-        lists = {
-            "dense_claim": top_k(self.claim_vecs @ qvec, k),
-            "dense_title": top_k(self.title_vecs @ qvec, k),
-            "sparse": top_k(self.sparse.scores(qtext), k),
-        }
+    def candidates(self, qvec: np.ndarray, qtext: str, k: int, exclude=()) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
+        """Union of the top-k of the three searches; ranks (1-based, 0 absent) per list.
+        `exclude`: corpus indices left out of the corpus (to simulate a query with no fact-check)."""
+        scores = {"dense_claim": self.claim_vecs @ qvec, "dense_title": self.title_vecs @ qvec,
+                  "sparse": self.sparse.scores(qtext)}
+        ex = np.asarray(list(exclude), dtype=np.int64)
+        for v in scores.values():
+            v[ex] = -np.inf
+        lists = {name: top_k(v, k) for name, v in scores.items()}
         cand = np.array(sorted(set().union(*[set(v.tolist()) for v in lists.values()])), dtype=np.int64)
         pos = {c: i for i, c in enumerate(cand.tolist())}
         ranks = {}
@@ -153,16 +155,33 @@ class Corpus:
         return cand, ranks, lists
 
 
-def build(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int):
-    """Per query: candidate indices, feature matrix, labels."""
+def near_duplicates(corpus: Corpus, idx: list[int], dup_cos: float) -> list[int]:
+    """Fact-checks that check the same story as any of `idx` (Snopes often has several): claim or
+    headline cosine >= dup_cos. Removed together with the gold ones when simulating "no match", or
+    the simulation labels real matches as wrong and teaches the model to distrust strong matches."""
+    if not idx or dup_cos >= 1.0:
+        return list(idx)
+    sims = np.maximum(corpus.claim_vecs @ corpus.claim_vecs[idx].T, corpus.title_vecs @ corpus.title_vecs[idx].T)
+    return sorted(set(idx) | set(np.flatnonzero(sims.max(axis=1) >= dup_cos).tolist()))
+
+
+def build(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int, no_match: bool = False,
+          dup_cos: float = 1.0):
+    """Per query: candidate indices, feature matrix, labels.
+
+    no_match=True builds the same queries against the corpus with their gold fact-checks removed:
+    queries that have no fact-check, whose best candidate is merely related. CLEF has none of those,
+    and without them the model cannot learn what "no match" looks like (absolute similarity levels)."""
     out = []
     for qid, raw, clean, qv in zip(qids, raw_texts, clean_texts, qvecs):
-        cand, ranks, lists = corpus.candidates(qv, clean, k)
+        exclude = near_duplicates(corpus, [corpus.index[g] for g in gold[qid] if g in corpus.index], dup_cos) \
+            if no_match else ()
+        cand, ranks, lists = corpus.candidates(qv, clean, k, exclude)
         pq = prepare_query(raw, clean, qv, corpus.stats)
         X = candidate_features(pq, [corpus.claims[i] for i in cand], [corpus.titles[i] for i in cand],
                                corpus.claim_vecs[cand], corpus.title_vecs[cand], ranks, corpus.stats)
         y = np.array([corpus.ids[i] in gold[qid] for i in cand], dtype=np.float64)
-        out.append({"qid": qid, "cand": cand, "X": X, "y": y, "lists": lists})
+        out.append({"qid": qid, "cand": cand, "X": X, "y": y, "lists": lists, "no_match": no_match})
     return out
 
 
@@ -238,8 +257,12 @@ def train_model(items, l2: float):
 
 
 def cross_val_probs(items, l2: float, folds: int = 5, seed: int = 13) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    fold_of = rng.permutation(len(items)) % folds
+    """Out-of-fold probabilities; folds are drawn by query id, so a query and its no-match copy
+    always fall in the same fold."""
+    qids = sorted({it["qid"] for it in items}, key=lambda q: (len(q), q))
+    perm = np.random.default_rng(seed).permutation(len(qids)) % folds
+    fold_by_q = dict(zip(qids, perm.tolist()))
+    fold_of = [fold_by_q[it["qid"]] for it in items]
     probs: list[np.ndarray] = [None] * len(items)  # type: ignore[list-item]
     for f in range(folds):
         tr = [it for it, g in zip(items, fold_of) if g != f]
@@ -261,25 +284,22 @@ def top1_table(items, probs):
 
 def pick_threshold(p1: np.ndarray, ok: np.ndarray, precision: float, min_support: int = 20) -> float:
     """Lowest threshold t such that the top-1 precision over queries with p1 >= t is >= `precision`,
-    and stays >= `precision` for every higher threshold with at least `min_support` queries above it
-    (so one lucky point does not decide)."""
+    counting only thresholds with at least `min_support` queries above them (so a few lucky points
+    do not decide). If no such threshold exists, the one with `min_support` queries above it."""
     order = np.argsort(-p1)
     ps, oks = p1[order], ok[order]
     prec = np.cumsum(oks) / np.arange(1, len(oks) + 1)
-    best = None
-    for i in range(len(ps)):
-        if i + 1 >= min_support and prec[i] < precision:
-            break
-        if prec[i] >= precision and (i + 1 >= min_support):
-            best = ps[i]
-    return float(best) if best is not None else float(ps[0])
+    good = [i for i in range(min_support - 1, len(ps)) if prec[i] >= precision]
+    return float(ps[max(good)]) if good else float(ps[min(min_support, len(ps)) - 1])
 
 
-def threshold_report(p1, ok, t) -> dict[str, float]:
+def threshold_report(p1, ok, t, n_matchable: int) -> dict[str, float]:
+    """coverage: share of queries whose top-1 passes; precision: share of those that are right;
+    recall: right top-1 passing / queries that have a fact-check."""
     sel = p1 >= t
-    return {"threshold": round(float(t), 4), "coverage": float(sel.mean()),
-            "precision": float(ok[sel].mean()) if sel.any() else float("nan"),
-            "recall": float((ok & sel).sum() / len(ok))}
+    return {"threshold": round(float(t), 4), "coverage": round(float(sel.mean()), 4),
+            "precision": round(float(ok[sel].mean()), 4) if sel.any() else None,
+            "recall": round(float((ok & sel).sum() / n_matchable), 4)}
 
 
 def reliability(items, probs, bins=(0, .1, .2, .3, .4, .5, .6, .7, .8, .9, 1.0001)):
@@ -314,58 +334,72 @@ def main(argv=None):
     ap.add_argument("--run", type=Path, default=Path("/tmp/matchcache/dev.run"))
     ap.add_argument("--k", type=int, default=40, help="top-K per candidate list")
     ap.add_argument("--l2", type=float, default=1.0)
+    ap.add_argument("--dup-cos", type=float, default=0.85,
+                    help="no-match simulation also removes fact-checks this similar to the gold one (1 = off)")
+    ap.add_argument("--no-match", type=int, default=1, help="1: also train on queries with their gold removed")
     args = ap.parse_args(argv)
 
     emb = CachedEmbedder(args.model_dir, args.cache)
     corpus = Corpus(args.data, emb)
     print(f"claims={len(corpus.ids)}", flush=True)
 
-    splits = {}
+    report: dict = {"k": args.k}
+    splits, nomatch = {}, {}
     for split in ("train", "dev"):
         qids, raws, gold = load_split(args.data, split)
         cleans = [clean_query(t) for t in raws]
         qvecs = emb(cleans, f"q_{split}")
         items = build(corpus, qids, raws, qvecs, cleans, gold, args.k)
         splits[split] = (items, gold)
-        rec = np.mean([it["y"].sum() / len(gold[it["qid"]]) for it in items])
-        size = np.mean([len(it["cand"]) for it in items])
-        print(f"{split}: queries={len(items)} candidates/query={size:.1f} candidate recall@{args.k}={rec:.4f}")
+        nomatch[split] = build(corpus, qids, raws, qvecs, cleans, gold, args.k, no_match=True, dup_cos=args.dup_cos)
+        rec = float(np.mean([it["y"].sum() / len(gold[it["qid"]]) for it in items]))
+        size = float(np.mean([len(it["cand"]) for it in items]))
+        recs = {name: float(np.mean([len({corpus.ids[i] for i in it["lists"][name]} & gold[it["qid"]]) / len(gold[it["qid"]])
+                                     for it in items])) for name in LISTS}
+        report[f"{split}_candidates"] = {"per_query": round(size, 1), f"recall_union@{args.k}": rec,
+                                         **{f"recall_{n}@{args.k}": v for n, v in recs.items()}}
+        print(f"{split}: queries={len(items)} {report[f'{split}_candidates']}", flush=True)
 
-    report: dict = {"k": args.k}
+    def rankings(items, probs):
+        return {it["qid"]: [corpus.ids[it["cand"][j]] for j in np.lexsort((it["cand"], -p))] for it, p in zip(items, probs)}
+
     for split, (items, gold) in splits.items():
-        rrf = metrics(rank_by(items, corpus, lambda it: it["X"][:, FEATURE_NAMES.index("rrf")]), gold)
-        dense = metrics(rank_by(items, corpus, lambda it: it["X"][:, FEATURE_NAMES.index("cos_doc")]), gold)
-        report[f"{split}_rrf"], report[f"{split}_dense_doc"] = rrf, dense
-        print(f"{split} rrf {rrf}\n{split} dense(claim+title vectors) {dense}")
+        col = {n: FEATURE_NAMES.index(n) for n in ("rrf", "cos_doc", "cos_claim", "bm25_doc")}
+        for name, c in col.items():
+            report[f"{split}_{name}_only"] = metrics(rankings(items, [it["X"][:, c] for it in items]), gold)
+            print(f"{split} ranked by {name} alone: {report[f'{split}_{name}_only']}")
 
     train_items, train_gold = splits["train"]
     dev_items, dev_gold = splits["dev"]
-    cv = cross_val_probs(train_items, args.l2)
-    cv_m = metrics(rank_by(train_items, corpus, lambda it: cv[train_items.index(it)]), train_gold) \
-        if False else metrics({it["qid"]: [corpus.ids[it["cand"][j]] for j in np.lexsort((it["cand"], -p))]
-                               for it, p in zip(train_items, cv)}, train_gold)
-    mean, std, w, b = train_model(train_items, args.l2)
+    train_all = train_items + (nomatch["train"] if args.no_match else [])
+    cv_all = cross_val_probs(train_all, args.l2)
+    cv = cv_all[:len(train_items)]
+    cv_m = metrics(rankings(train_items, cv), train_gold)
+    mean, std, w, b = train_model(train_all, args.l2)
     probs = {s: [predict(it["X"], mean, std, w, b) for it in items] for s, (items, _) in splits.items()}
-    res = {}
-    for s, (items, gold) in splits.items():
-        res[s] = metrics({it["qid"]: [corpus.ids[it["cand"][j]] for j in np.lexsort((it["cand"], -p))]
-                          for it, p in zip(items, probs[s])}, gold)
+    probs_nm = {s: [predict(it["X"], mean, std, w, b) for it in nomatch[s]] for s in splits}
+    res = {s: metrics(rankings(items, probs[s]), gold) for s, (items, gold) in splits.items()}
     print(f"train (5-fold CV) reranker {cv_m}\ntrain (fit) reranker {res['train']}\ndev reranker {res['dev']}")
 
-    p1, ok = top1_table(train_items, cv)
+    # Thresholds from out-of-fold predictions on train: queries with a fact-check plus the same
+    # queries with it removed (a 50% no-match base rate).
+    p1, ok = top1_table(train_all if args.no_match else train_items, cv_all)
     t_auto = pick_threshold(p1, ok, 0.9)
     t_suggest = pick_threshold(p1, ok, 0.5)
     if t_suggest >= t_auto:
-        t_suggest = min(t_suggest, t_auto * 0.5)
-    dp1, dok = top1_table(dev_items, probs["dev"])
-    thr = {
-        "auto": {"train_cv": threshold_report(p1, ok, t_auto), "dev": threshold_report(dp1, dok, t_auto)},
-        "suggest": {"train_cv": threshold_report(p1, ok, t_suggest), "dev": threshold_report(dp1, dok, t_suggest)},
-    }
+        t_suggest = t_auto * 0.5
+    dev_mix = dev_items + nomatch["dev"]
+    dp1, dok = top1_table(dev_mix, probs["dev"] + probs_nm["dev"])
+    op1, ook = top1_table(dev_items, probs["dev"])
+    thr = {}
+    for name, t in (("auto", t_auto), ("suggest", t_suggest)):
+        thr[name] = {"train_cv_mixed": threshold_report(p1, ok, t, len(train_items)),
+                     "dev_mixed": threshold_report(dp1, dok, t, len(dev_items)),
+                     "dev_all_have_match": threshold_report(op1, ook, t, len(dev_items))}
     print("thresholds", json.dumps(thr, indent=1))
-    calib = {"train_cv": reliability(train_items, cv), "dev": reliability(dev_items, probs["dev"])}
+    calib = {"train_cv": reliability(train_all, cv_all), "dev": reliability(dev_mix, probs["dev"] + probs_nm["dev"])}
     for s, rows in calib.items():
-        print(f"reliability {s}:")
+        print(f"reliability {s} (candidates of queries with and without a fact-check):")
         for r in rows:
             print(f"  {r['bin']}  n={r['n']:6d}  mean_p={r['mean_p']:.3f}  frac_pos={r['frac_pos']:.3f}")
 
@@ -386,6 +420,8 @@ def main(argv=None):
             "embedding_model": "sentence-transformers/all-MiniLM-L6-v2 int8 ONNX",
             "query_cleaning": list(DEFAULT_STEPS),
             "l2": args.l2,
+            "no_match_augmentation": bool(args.no_match),
+            "no_match_duplicate_cosine": args.dup_cos,
             "date": dt.date.today().isoformat(),
             "metrics": {"train_cv": cv_m, "train_fit": res["train"], "dev": res["dev"],
                         "candidate_recall": report, "thresholds": thr},
