@@ -78,7 +78,9 @@ class LocalHybridIndex:
             return []
         k = min(limit, scores.size)
         part = np.argpartition(-scores, k - 1)[:k]
-        order = part[np.argsort(-scores[part], kind="stable")]
+        # Exact ties (the same claim fact-checked twice) go to the earlier-ingested fact-check, so a
+        # ranking never depends on argpartition's arbitrary order.
+        order = part[np.lexsort((part, -scores[part]))]
         return [(int(i), float(scores[i])) for i in order]
 
     def search(self, dense_query: np.ndarray, sparse_query: SparseVector,
