@@ -12,6 +12,7 @@ import unicodedata
 import zlib
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
@@ -49,8 +50,10 @@ def _stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """Lower-cased content words, accents folded, stop words dropped, plurals/possessives folded,
     thousands separators removed ("1,000" -> "1000")."""
-    folded = unicodedata.normalize("NFKD", _THOUSANDS.sub("", text.lower()))
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    folded = _THOUSANDS.sub("", text.lower())
+    if not folded.isascii():  # most English text is ASCII: skip the per-character accent folding
+        folded = unicodedata.normalize("NFKD", folded)
+        folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
     out = []
     for w in _WORD.findall(folded):
         w = w.replace("’", "'")
@@ -60,6 +63,12 @@ def terms(text: str) -> list[str]:
         if w and w not in STOPWORDS:
             out.append(w)
     return out
+
+
+@lru_cache(maxsize=1 << 17)
+def term_ids(text: str) -> tuple[int, ...]:
+    """Term ids of a text, cached: the re-ranker tokenises the same fact-checks for query after query."""
+    return tuple(term_id(t) for t in terms(text))
 
 
 def term_id(term: str) -> int:
