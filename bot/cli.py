@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import logging
+import select
 import sys
 from pathlib import Path
 
@@ -74,6 +75,18 @@ async def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_message() -> str:
+    """One message from the terminal. A pasted multi-line message arrives as several lines at once,
+    so lines already waiting on a terminal join the first one instead of becoming separate checks."""
+    lines = [input("\n> ")]
+    while sys.stdin.isatty() and select.select([sys.stdin], [], [], 0.05)[0]:
+        more = sys.stdin.readline()
+        if not more:
+            break
+        lines.append(more.rstrip("\n"))
+    return "\n".join(lines)
+
+
 async def cmd_chat(args: argparse.Namespace) -> int:
     settings = _settings(args)
     print("tipline: loading the model and the knowledge base…", file=sys.stderr)
@@ -83,7 +96,7 @@ async def cmd_chat(args: argparse.Namespace) -> int:
               "Enter; Ctrl-D exits.", file=sys.stderr)
         while True:
             try:
-                line = await asyncio.to_thread(input, "\n> ")
+                line = await asyncio.to_thread(_read_message)
             except EOFError:
                 print(file=sys.stderr)
                 return 0

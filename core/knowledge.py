@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,15 +20,17 @@ from core.embeddings import Embedder
 from core.matchfeatures import CorpusStats, doc_text
 from core.models import FactCheck
 from core.ratings import normalize_rating
-from core.sparse import document_vector
+from core.sparse import SPARSE_VERSION, document_vector
 from storage.sqlite import Database
 from storage.vectors import FactCheckPoint, VectorStore
 
 SEED_FILE = Path(__file__).parent / "data" / "seed_factchecks.jsonl"
 _STATS_KEY = "corpus_stats:{collection}"
 _SEED_KEY = "seed_loaded:{collection}"
+_SPARSE_KEY = "sparse_version:{collection}"
 
 Progress = Callable[[int, int], None]
+log = logging.getLogger(__name__)
 
 
 def payload_of(fc: FactCheck) -> dict:
@@ -62,19 +65,35 @@ class KnowledgeBase:
         raw = await self.db.get_kv(_STATS_KEY.format(collection=self.collection))
         if raw:
             self.stats = CorpusStats.from_json(raw)
+        key = _SPARSE_KEY.format(collection=self.collection)
+        if await self.db.get_kv(key) != SPARSE_VERSION:
+            await self._reindex()
+            await self.db.set_kv(key, SPARSE_VERSION)
+
+    async def _reindex(self) -> None:
+        """Rebuild vectors and term statistics from the fact-checks in SQLite, after an upgrade that
+        changed tokenisation (a no-op on a new data dir)."""
+        factchecks = await self.db.all_factchecks()
+        if not factchecks:
+            return
+        log.warning("re-indexing %d fact-checks for the new term index (version %s)", len(factchecks),
+                    SPARSE_VERSION)
+        self.stats = CorpusStats()
+        await self.add(factchecks, rebuild=True)
 
     async def count(self) -> int:
         return await self.vectors.count(self.collection)
 
     async def add(self, factchecks: Sequence[FactCheck], *, run_id: int | None = None,
-                  progress: Progress | None = None, batch: int = 512) -> int:
+                  progress: Progress | None = None, batch: int = 512, rebuild: bool = False) -> int:
         """Index fact-checks; returns how many were new. Re-adding the same ones updates them in place."""
         unique = list({fc.id: fc for fc in factchecks}.values())
         added = 0
         async with self._write_lock:
             for start in range(0, len(unique), batch):
                 chunk = unique[start:start + batch]
-                existing = await self.db.get_factchecks(fc.id for fc in chunk)
+                # On a rebuild the statistics start empty, so nothing old is subtracted.
+                existing = {} if rebuild else await self.db.get_factchecks(fc.id for fc in chunk)
                 vecs = await self.embedder.embed([fc.claim for fc in chunk] + [fc.title for fc in chunk if fc.title])
                 claim_vecs = vecs[:len(chunk)]
                 title_iter = iter(vecs[len(chunk):])

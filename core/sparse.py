@@ -25,6 +25,10 @@ STOPWORDS = frozenset(
     must than then so if into about over under again just also very s t""".split()
 )
 
+# Bump whenever terms(), term_id() or the document weights change: stored sparse vectors and corpus
+# statistics made by another version no longer agree with queries, and are rebuilt on start-up.
+SPARSE_VERSION = "2"
+
 BM25_K1 = 1.2
 BM25_B = 0.75
 # A fact-check (claim + title) has about this many content words (16.9 measured over the 10,375

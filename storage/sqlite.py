@@ -132,6 +132,9 @@ class Database:
         except sqlite3.Error as exc:
             await conn.close()
             raise StorageError(f"cannot use the database at {path}: {exc}") from exc
+        except BaseException:
+            await conn.close()
+            raise
         return db
 
     async def close(self) -> None:
@@ -195,6 +198,10 @@ class Database:
                 [(normalize_url(u), fc.id) for fc in factchecks for u in [fc.url, *fc.appearances] if u.strip()],
             )
         return len(set(ids) - existing)
+
+    async def all_factchecks(self) -> list[FactCheck]:
+        cur = await self._conn.execute("SELECT * FROM factchecks ORDER BY rowid")
+        return [_row_to_factcheck(r) for r in await cur.fetchall()]
 
     async def count_factchecks(self) -> int:
         return (await (await self._conn.execute("SELECT COUNT(*) FROM factchecks")).fetchone())[0]

@@ -1,0 +1,278 @@
+"""Chat glue shared by the chat adapters: message -> what to do -> engine -> neutral reply.
+
+Nothing here knows Telegram (tests/test_architecture.py forbids `bot/` importing a chat SDK). The
+Telegram adapter (`adapters/telegram.py`) translates an update into an `IncomingMessage`, asks
+`route()` what to do, and hands the work to `CheckService`, giving it a `Responder` that knows how
+to send and edit messages on its platform. The same pieces will serve the Slack adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal, Protocol
+
+from bot.render import Reply, to_reply
+from core.engine import Engine
+from core.intake import EmptyInput
+
+log = logging.getLogger(__name__)
+
+ChatKind = Literal["private", "group", "channel"]
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    """One chat message, platform-neutral. `text` is the message text or a media caption."""
+
+    platform: str
+    chat_id: int | str
+    chat_kind: ChatKind
+    message_id: int | str
+    text: str
+    thread_id: int | str | None = None
+    sender_id: int | str | None = None
+    forwarded_from: str | None = None
+    reply_to: IncomingMessage | None = None
+    is_admin_hint: bool = False
+    received_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """Check `text`; answer as a reply to message `target_id` (the checked message)."""
+
+    text: str
+    chat_id: int | str
+    target_id: int | str
+    thread_id: int | str | None = None
+    forwarded_from: str | None = None
+    requested_by: int | str | None = None
+
+
+@dataclass(frozen=True)
+class Info:
+    """Answer with a fixed text (/start, /help, usage hints)."""
+
+    kind: Literal["start", "help", "usage"]
+    chat_id: int | str
+    target_id: int | str
+    thread_id: int | str | None = None
+
+
+Action = CheckRequest | Info | None
+
+COMMANDS: list[tuple[str, str]] = [
+    ("start", "What this bot does"),
+    ("help", "How to use it, privacy, examples"),
+    ("check", "Fact-check a message: reply to it with /check, or /check <text>"),
+]
+
+_COMMAND = re.compile(r"^/(?P<cmd>[A-Za-z0-9_]{1,32})(?:@(?P<bot>[A-Za-z0-9_]{3,64}))?(?=\s|$)")
+
+
+def _mention(bot_username: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w@])@{re.escape(bot_username)}\b", re.IGNORECASE)
+
+
+def route(msg: IncomingMessage, bot_username: str) -> Action:
+    """Decide what an incoming message asks for.
+
+    Private chats: /start, /help, /check [text]; anything else with text (including forwards) is
+    checked. Groups: only /check (as a reply, or with text), /start, /help and mentions of the bot
+    count; ordinary chatter is ignored.
+    """
+    text = msg.text.strip()
+    reply_target = msg.reply_to
+    where = dict(chat_id=msg.chat_id, thread_id=msg.thread_id)
+
+    def check(body: str) -> Action:
+        body = body.strip()
+        if body:
+            return CheckRequest(text=body, target_id=msg.message_id, forwarded_from=msg.forwarded_from,
+                                requested_by=msg.sender_id, **where)
+        if reply_target is not None and reply_target.text.strip():
+            return CheckRequest(text=reply_target.text, target_id=reply_target.message_id,
+                                forwarded_from=reply_target.forwarded_from, requested_by=msg.sender_id, **where)
+        return Info("usage", target_id=msg.message_id, **where)
+
+    m = _COMMAND.match(text)
+    if m:
+        addressed = m["bot"]
+        if addressed and addressed.lower() != bot_username.lower():
+            return None  # a command for another bot in the group
+        cmd = m["cmd"].lower()
+        if cmd in ("start", "help"):
+            return Info(cmd, target_id=msg.message_id, **where)  # type: ignore[arg-type]
+        if cmd == "check":
+            return check(text[m.end():])
+        if msg.chat_kind != "private":
+            return None
+        # An unknown command in a private chat: check the whole text, it's what the user sent.
+        return check(text)
+
+    if msg.chat_kind == "private":
+        return check(text) if text else Info("usage", target_id=msg.message_id, **where)
+
+    mention = _mention(bot_username)
+    if mention.search(text):
+        return check(mention.sub(" ", text))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Replies
+
+
+class Responder(Protocol):
+    """How a check talks back on one platform, always as a reply to the checked message."""
+
+    async def progress(self, text: str) -> None:
+        """Send the progress message the first time, edit it in place afterwards."""
+
+    async def final(self, reply: Reply, request: CheckRequest | None = None) -> None:
+        """Turn the progress message (if any) into the verdict card; `request` says what was checked."""
+
+    async def say(self, text: str) -> None:
+        """A short plain-text answer; replaces the progress message if there is one."""
+
+
+STAGE_TEXT: dict[str, str] = {
+    "intake": "reading the message",
+    "match": "matching against fact-checks",
+    "verdict": "weighing the evidence",
+}
+CHECKING = "🔎 Checking…"
+
+
+class ThrottledProgress:
+    """A `ProgressSink` that edits the progress message at most once per `min_interval` seconds.
+
+    Stages that arrive too soon after the last edit are dropped (the next one, or the verdict,
+    replaces them anyway): chat platforms rate-limit edits, and a check is often faster than that.
+    """
+
+    def __init__(self, responder: Responder, *, min_interval: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.responder = responder
+        self.min_interval = min_interval
+        self.clock = clock
+        self._last: float | None = None
+        self.shown: list[str] = []
+
+    async def start(self) -> None:
+        await self._show(CHECKING)
+
+    async def stage(self, name: str, detail: str = "") -> None:
+        if self._last is not None and self.clock() - self._last < self.min_interval:
+            return
+        await self._show(f"{CHECKING} {STAGE_TEXT.get(name, name)}")
+
+    async def _show(self, text: str) -> None:
+        self._last = self.clock()
+        self.shown.append(text)
+        try:
+            await self.responder.progress(text)
+        except Exception:  # a failed progress edit must never fail the check
+            if text == CHECKING:
+                raise
+            log.warning("progress update failed", exc_info=True)
+
+
+START_TEXT = (
+    "👋 I'm tipline, an open-source fact-checking bot.\n\n"
+    "Send or forward me a message and I'll check it against published fact-checks, "
+    "then answer with a verdict, my confidence, and the sources.\n\n"
+    "In groups, reply to a message with /check, or write /check followed by the text, "
+    "or mention me. Send /help for more."
+)
+HELP_TEXT = (
+    "How to use me\n"
+    "• Private chat: send or forward any message (text or a captioned photo/video).\n"
+    "• Groups: reply to a message with /check, write /check <text>, or mention me with the text. "
+    "I don't read ordinary group chatter.\n\n"
+    "Examples\n"
+    "• The 5G rollout caused the coronavirus outbreak\n"
+    "• /check Drinking bleach cures COVID-19\n\n"
+    "Privacy\n"
+    "I only look at messages you send me or ask me to check. The checked text and the verdict are "
+    "stored with a check id so the result can be reviewed; nothing is shared with other chats. "
+    "Verdicts are automatic and can be wrong: always read the sources."
+)
+USAGE_TEXT = ("Send me the text to check, or reply to a message with /check. "
+              "For example: /check The 5G rollout caused the coronavirus outbreak")
+EMPTY_TEXT = "There's nothing I can check in that message — send me some text, or a photo with a caption."
+ERROR_TEXT = "😔 Sorry, something went wrong while checking this. Please try again in a little while."
+
+INFO_TEXT = {"start": START_TEXT, "help": HELP_TEXT, "usage": USAGE_TEXT}
+
+
+class CheckService:
+    """Runs checks as background tasks: kept referenced, at most `max_concurrency` at once."""
+
+    def __init__(self, engine: Engine, *, max_concurrency: int = 4, progress_interval: float = 1.0):
+        self.engine = engine
+        self.progress_interval = progress_interval
+        self._sem = asyncio.Semaphore(max_concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(self, coro: Awaitable[None], name: str | None = None) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
+        if name:
+            task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def submit(self, action: CheckRequest | Info, responder: Responder) -> asyncio.Task[None]:
+        return self.spawn(self.handle(action, responder), name=f"tipline-{type(action).__name__}")
+
+    async def handle(self, action: CheckRequest | Info, responder: Responder) -> None:
+        try:
+            if isinstance(action, Info):
+                await responder.say(INFO_TEXT[action.kind])
+            else:
+                async with self._sem:
+                    await self._check(action, responder)
+        except Exception:
+            log.exception("could not answer %r", action)
+
+    async def _check(self, req: CheckRequest, responder: Responder) -> None:
+        progress = ThrottledProgress(responder, min_interval=self.progress_interval)
+        await progress.start()
+        try:
+            result = await self.engine.check(req.text, progress)
+        except EmptyInput:
+            await responder.say(EMPTY_TEXT)
+            return
+        except Exception:
+            log.error("check failed (chat %s, message %s, forwarded from %r)", req.chat_id, req.target_id,
+                      req.forwarded_from, exc_info=True)
+            await responder.say(ERROR_TEXT)
+            return
+        log.info("check %s: %s (chat %s, message %s, forwarded from %r)", result.id, result.verdict.value,
+                 req.chat_id, req.target_id, req.forwarded_from)
+        try:
+            await responder.final(to_reply(result), req)
+        except Exception:
+            log.error("could not send the verdict card for check %s", result.id, exc_info=True)
+            await responder.say(f"{ERROR_TEXT} (check id {result.id})")
+
+    async def join(self) -> None:
+        """Wait for every running task (used at shutdown and by tests)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def aclose(self, timeout: float = 30.0) -> None:
+        try:
+            await asyncio.wait_for(self.join(), timeout)
+        except TimeoutError:
+            for t in list(self._tasks):
+                t.cancel()
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -1,0 +1,271 @@
+"""A fake Telegram Bot API server: a real aiohttp server on 127.0.0.1, port 0, real wire format.
+
+Point python-telegram-bot at it with `ApplicationBuilder().base_url(fake.base_url)`. Tests queue
+updates (`fake.queue_message(...)`), the bot long-polls them with getUpdates, and every call the bot
+makes is recorded (`fake.calls`) with its decoded parameters. Sent messages get realistic Message
+objects back, so the bot can edit them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import itertools
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+BOT_USER = {"id": 777000111, "is_bot": True, "first_name": "Tipline", "username": "tipline_bot",
+            "can_join_groups": True, "can_read_all_group_messages": False, "supports_inline_queries": False}
+
+_RAW_STRINGS = {"text", "caption", "parse_mode", "message_thread_id_raw"}
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    token: str
+
+
+@dataclass
+class FakeTelegram:
+    token: str = "123:ABC"
+    calls: list[Call] = field(default_factory=list)
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    messages: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(1000)
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> FakeTelegram:
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        self._runner = web.AppRunner(app, shutdown_timeout=2.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/file/bot"
+
+    # --- what tests queue ------------------------------------------------------------------
+
+    @staticmethod
+    def private_chat(user_id: int = 4242) -> dict[str, Any]:
+        return {"id": user_id, "type": "private", "first_name": "Alice", "username": "alice"}
+
+    @staticmethod
+    def group_chat(chat_id: int = -1001234567890, *, forum: bool = False) -> dict[str, Any]:
+        chat = {"id": chat_id, "type": "supergroup", "title": "Family <group>"}
+        if forum:
+            chat["is_forum"] = True
+        return chat
+
+    def make_message(self, text: str | None = None, *, chat: dict[str, Any] | None = None,
+                     sender: dict[str, Any] | None = None, caption: str | None = None,
+                     reply_to: dict[str, Any] | None = None, thread_id: int | None = None,
+                     forward_origin: dict[str, Any] | None = None, entities: bool = True) -> dict[str, Any]:
+        chat = chat or self.private_chat()
+        sender = sender or {"id": 4242, "is_bot": False, "first_name": "Alice", "username": "alice"}
+        msg: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()), "chat": chat,
+                               "from": sender}
+        if text is not None:
+            msg["text"] = text
+            if entities and text.startswith("/"):
+                cmd = text.split()[0]
+                msg["entities"] = [{"type": "bot_command", "offset": 0, "length": len(cmd.encode("utf-16-le")) // 2}]
+        if caption is not None:
+            msg["caption"] = caption
+            msg["photo"] = [{"file_id": "AgAD", "file_unique_id": "AQAD", "width": 90, "height": 90}]
+        if reply_to is not None:
+            msg["reply_to_message"] = reply_to
+        if thread_id is not None:
+            msg["message_thread_id"] = thread_id
+            msg["is_topic_message"] = True
+        if forward_origin is not None:
+            msg["forward_origin"] = forward_origin
+        self.messages[(chat["id"], msg["message_id"])] = msg
+        return msg
+
+    async def queue_message(self, message: dict[str, Any]) -> int:
+        key = "channel_post" if message["chat"]["type"] == "channel" else "message"
+        update = {"update_id": next(self._update_ids), key: message}
+        async with self._changed:
+            self.updates.append(update)
+            self._changed.notify_all()
+        return update["update_id"]
+
+    async def send_user_message(self, text: str | None = None, **kw: Any) -> dict[str, Any]:
+        msg = self.make_message(text, **kw)
+        await self.queue_message(msg)
+        return msg
+
+    # --- what tests inspect ----------------------------------------------------------------
+
+    def called(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def replies_to(self, message_id: int) -> list[Call]:
+        return [c for c in self.called("sendMessage")
+                if (c.params.get("reply_parameters") or {}).get("message_id") == message_id]
+
+    def edits_of(self, message_id: int) -> list[Call]:
+        return [c for c in self.called("editMessageText") if c.params.get("message_id") == message_id]
+
+    async def wait_for(self, predicate, timeout: float = 20.0) -> Any:
+        """Wait until `predicate()` returns something truthy (re-checked after every API call)."""
+        async def loop() -> Any:
+            async with self._changed:
+                while not (found := predicate()):
+                    await self._changed.wait()
+                return found
+        return await asyncio.wait_for(loop(), timeout)
+
+    # --- the API ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _decode(key: str, value: str) -> Any:
+        if key in _RAW_STRINGS:
+            return value
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+
+    async def _params(self, request: web.Request) -> dict[str, Any]:
+        params: dict[str, Any] = {k: self._decode(k, v) for k, v in request.query.items()}
+        if request.can_read_body:
+            ctype = request.content_type
+            if ctype == "application/json":
+                params.update(await request.json())
+            else:  # PTB: form-encoded, every non-string value JSON-encoded
+                form = await request.post()
+                params.update({k: self._decode(k, v) for k, v in form.items() if isinstance(v, str)})
+        return params
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        token, method = request.match_info["token"], request.match_info["method"]
+        if token != self.token:
+            return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
+        params = await self._params(request)
+        if method != "getUpdates":
+            async with self._changed:
+                self.calls.append(Call(method, params, token))
+                self._changed.notify_all()
+        handler = getattr(self, f"api_{method}", None)
+        if handler is None:
+            return web.json_response({"ok": False, "error_code": 404, "description": "Not Found: method not found"},
+                                     status=404)
+        try:
+            result = await handler(params)
+        except _ApiError as exc:
+            return web.json_response({"ok": False, "error_code": 400, "description": exc.description}, status=400)
+        return web.json_response({"ok": True, "result": result})
+
+    async def api_getMe(self, params: dict[str, Any]) -> Any:
+        return BOT_USER
+
+    async def api_deleteWebhook(self, params: dict[str, Any]) -> Any:
+        return True
+
+    async def api_setMyCommands(self, params: dict[str, Any]) -> Any:
+        return True
+
+    async def api_answerCallbackQuery(self, params: dict[str, Any]) -> Any:
+        return True
+
+    async def api_getUpdates(self, params: dict[str, Any]) -> Any:
+        offset = int(params.get("offset") or 0)
+        timeout = float(params.get("timeout") or 0)
+        limit = int(params.get("limit") or 100)
+        async with self._changed:
+            # Confirming an offset drops the older updates, as Telegram does.
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+            if not self.updates and timeout > 0:
+                try:
+                    await asyncio.wait_for(self._wait_update(), timeout)
+                except TimeoutError:
+                    pass
+            return self.updates[:limit]
+
+    async def _wait_update(self) -> None:
+        while not self.updates:
+            await self._changed.wait()
+
+    def _chat(self, chat_id: Any) -> dict[str, Any]:
+        for (cid, _), msg in self.messages.items():
+            if str(cid) == str(chat_id):
+                return msg["chat"]
+        raise _ApiError("Bad Request: chat not found")
+
+    async def api_sendMessage(self, params: dict[str, Any]) -> Any:
+        text = params.get("text") or ""
+        if not text.strip():
+            raise _ApiError("Bad Request: message text is empty")
+        if _visible_len(text, params.get("parse_mode")) > 4096:
+            raise _ApiError("Bad Request: message is too long")
+        chat = self._chat(params["chat_id"])
+        msg: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()), "chat": chat,
+                               "from": {k: BOT_USER[k] for k in ("id", "is_bot", "first_name", "username")},
+                               "text": text}
+        rp = params.get("reply_parameters")
+        if rp:
+            original = self.messages.get((chat["id"], rp["message_id"]))
+            if original is None and not rp.get("allow_sending_without_reply"):
+                raise _ApiError("Bad Request: message to be replied not found")
+            if original is not None:
+                msg["reply_to_message"] = original
+        if params.get("message_thread_id") is not None:
+            msg["message_thread_id"] = params["message_thread_id"]
+            msg["is_topic_message"] = True
+        self.messages[(chat["id"], msg["message_id"])] = msg
+        return msg
+
+    async def api_editMessageText(self, params: dict[str, Any]) -> Any:
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        msg = self.messages.get(key)
+        if msg is None:
+            raise _ApiError("Bad Request: message to edit not found")
+        if msg.get("text") == params.get("text"):
+            raise _ApiError("Bad Request: message is not modified: specified new message content and reply "
+                            "markup are exactly the same as a current content and reply markup of the message")
+        if _visible_len(params.get("text") or "", params.get("parse_mode")) > 4096:
+            raise _ApiError("Bad Request: MESSAGE_TOO_LONG")
+        msg = {**msg, "text": params.get("text"), "edit_date": int(time.time())}
+        self.messages[key] = msg
+        return msg
+
+
+def _visible_len(text: str, parse_mode: str | None) -> int:
+    """Telegram's length: UTF-16 code units of the text after HTML parsing."""
+    if (parse_mode or "").upper() == "HTML":
+        text = html.unescape(re.sub(r"<[^>]*>", "", text))
+    return len(text.encode("utf-16-le")) // 2
+
+
+class _ApiError(Exception):
+    def __init__(self, description: str):
+        super().__init__(description)
+        self.description = description
