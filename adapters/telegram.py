@@ -246,7 +246,7 @@ def split_html(text: str, limit: int = MAX_TEXT) -> list[str]:
             i += 1
             continue
         room = limit - tg_len(opening(start_stack)) - tg_len(closing(after))
-        if tg_len(tok) > room and not tok.startswith(("<", "&")):
+        if tg_len(tok) > room > 0 and not tok.startswith(("<", "&")):
             # A single word longer than a message: hard cut it.
             cut = max(1, room - cur_len)
             tokens[i:i + 1] = [tok[:cut], tok[cut:]]

@@ -69,6 +69,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None) -> AsyncIte
         if settings.seed_on_start if seed is None else seed:
             await kb.ensure_seed()
         matcher = ClaimMatcher(kb, Reranker.load_default(), candidates=settings.match_candidates,
-                               auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold)
+                               auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold,
+                               auto_languages=frozenset({"en"}) if settings.uses_default_model else None)
         engine = Engine(db, matcher, max_input_chars=settings.max_input_chars)
         yield App(settings, db, vectors, embedder, kb, matcher, engine)

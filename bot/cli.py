@@ -1,6 +1,7 @@
 """The `tipline` command. Every failure a user can cause ends in one sentence and a non-zero exit.
 
     tipline chat                         interactive checks in the terminal (Ctrl-D exits)
+    tipline run                          the chat bots that are configured (Telegram today)
     tipline check [--json] TEXT          one check; '-' reads the text from standard input
     tipline ingest PATH_OR_URL...        load previously fact-checked claims
     tipline eval claim-matching ...      CLEF-2020 Task 2 run file + MAP@5
@@ -66,6 +67,13 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 # --- commands -----------------------------------------------------------------------------------
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    from bot.run import run
+
+    await run(_settings(args))
+    return 0
+
 
 async def cmd_check(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
@@ -191,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("text", nargs="+", help="the text to check ('-' reads standard input)")
 
     sub.add_parser("chat", help="interactive checks in the terminal (Ctrl-D exits)")
+    sub.add_parser("run", help="run the configured chat bots (Telegram: set TIPLINE_TELEGRAM_TOKEN)")
 
     i = sub.add_parser("ingest", help="load previously fact-checked claims (ClaimReview, Fact Check API JSON, "
                        "CSV/TSV/JSONL, RSS/Atom)")
@@ -222,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    handlers = {"check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "eval": cmd_eval, "bench": cmd_bench}
+    handlers = {"run": cmd_run, "check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "eval": cmd_eval, "bench": cmd_bench}
     return await handlers[args.command](args)
 
 

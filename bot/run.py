@@ -34,13 +34,13 @@ def _secret(value: Any) -> str | None:
 
 def telegram_config(settings: Settings) -> Any | None:
     """The Telegram adapter's config from settings, or None when no token is set."""
-    token = _secret(getattr(settings, "telegram_token", None))
+    token = _secret(settings.telegram_token)
     if not token:
         return None
     # Imported only when configured, so a deployment without Telegram doesn't load PTB.
     from adapters.telegram import TelegramConfig
 
-    return TelegramConfig(token=token, base_url=getattr(settings, "telegram_api_url", None) or None)
+    return TelegramConfig(token=token, base_url=settings.telegram_api_url or None)
 
 
 async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:

@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_model: str = "gpt-4o-mini"
 
+    # Telegram (python-telegram-bot, long polling)
+    telegram_token: SecretStr | None = None
+    telegram_api_url: str | None = Field(default=None, description="Bot API base URL, e.g. a local Bot API "
+                                         "server or a test server: http://127.0.0.1:8081/bot")
+
     seed_on_start: bool = Field(default=True, description="Load the bundled seed knowledge base on first run.")
 
     @field_validator("data_dir", mode="before")

@@ -53,7 +53,7 @@ class Engine:
             msg = intake(raw, self.max_input_chars)
             d.append(f"{len(msg.text)} chars, language {msg.language}, {len(msg.urls)} link(s)")
         async with step("match") as d:
-            matches = await self.matcher.match(msg.text, msg.urls)
+            matches = await self.matcher.match(msg.text, msg.urls, language=msg.language)
             d.append(", ".join(f"{m.similarity:.2f}/{m.tier}" for m in matches) or "no candidates")
         async with step("verdict") as d:
             decided = decide(msg.text, matches)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.knowledge import KnowledgeBase
-from core.matchfeatures import LISTS, candidate_features, prepare_query
+from core.matchfeatures import FEATURE_NAMES, LISTS, candidate_features, prepare_query
 from core.models import FactCheck, Match, Verdict
 from core.reranker import Reranker
 from core.sparse import query_vector
@@ -25,13 +25,19 @@ from core.textclean import clean_query
 _LIST_NAMES = {"claim": LISTS[0], "title": LISTS[1], "terms": LISTS[2]}
 
 
+_COS_DOC = FEATURE_NAMES.index("cos_doc")
+
+
 @dataclass(frozen=True)
 class Thresholds:
     auto: float
     suggest: float
+    auto_min_cos_doc: float = 0.0
 
-    def tier(self, p: float) -> str:
-        return "auto" if p >= self.auto else "suggest" if p >= self.suggest else "none"
+    def tier(self, p: float, cos_doc: float) -> str:
+        if p >= self.auto and cos_doc >= self.auto_min_cos_doc:
+            return "auto"
+        return "suggest" if p >= self.suggest else "none"
 
 
 def _match_from_payload(pid: str, payload: dict, p: float, tier: str) -> Match:
@@ -52,12 +58,18 @@ def _match_from_factcheck(fc: FactCheck) -> Match:
 
 class ClaimMatcher:
     def __init__(self, kb: KnowledgeBase, reranker: Reranker, *, candidates: int = 40,
-                 auto: float | None = None, suggest: float | None = None):
+                 auto: float | None = None, suggest: float | None = None,
+                 auto_languages: frozenset[str] | None = frozenset({"en"})):
         self.kb = kb
+        # The default embedding model and the re-ranker's training data are English. In other
+        # languages similarities are unreliable (Cyrillic text all looks alike to it), so matches are
+        # shown but never decide a verdict. None lifts this, e.g. with a multilingual model.
+        self.auto_languages = auto_languages
         self.reranker = reranker
         self.candidates = candidates
         self.thresholds = Thresholds(auto if auto is not None else reranker.auto_threshold,
-                                     suggest if suggest is not None else reranker.suggest_threshold)
+                                     suggest if suggest is not None else reranker.suggest_threshold,
+                                     reranker.auto_min_cos_doc)
 
     async def by_url(self, urls: list[str]) -> list[Match]:
         return [_match_from_factcheck(fc) for fc in await self.kb.db.factchecks_by_urls(urls)]
@@ -83,11 +95,14 @@ class ClaimMatcher:
         )
         probs = self.reranker.score(features)
         order = np.argsort(-probs, kind="stable")[:limit]
-        return [_match_from_payload(hits[i].id, hits[i].payload, probs[i], self.thresholds.tier(probs[i]))
+        return [_match_from_payload(hits[i].id, hits[i].payload, probs[i],
+                                    self.thresholds.tier(probs[i], features[i, _COS_DOC]))
                 for i in order]
 
-    async def match(self, text: str, urls: list[str], limit: int = 5) -> list[Match]:
+    async def match(self, text: str, urls: list[str], limit: int = 5, language: str = "en") -> list[Match]:
         exact = await self.by_url(urls)
         seen = {m.factcheck_id for m in exact}
         ranked = [m for m in await self.by_text(text, limit + len(exact)) if m.factcheck_id not in seen]
+        if self.auto_languages is not None and language not in self.auto_languages:
+            ranked = [m.model_copy(update={"tier": "suggest"}) if m.tier == "auto" else m for m in ranked]
         return (exact + ranked)[:limit]

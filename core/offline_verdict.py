@@ -64,7 +64,9 @@ def decide(text: str, matches: list[Match], closest: int = 3) -> OfflineVerdict:
             who = top.publisher or "A fact-checker"
             reasoning = (f"This is a claim {who} has already fact-checked{_when(top)}: “{top.claim}” — rated "
                          f"“{top.rating_text or top.verdict.label}” [1].")
-            confidence = top.similarity
+            # A match probability rounds to 1.0 for near-identical text, but no similarity makes a
+            # verdict certain; only an exact link match (method "url") is reported as such.
+            confidence = top.similarity if top.method == "url" else min(top.similarity, 0.99)
             if len(agreeing) > 1:
                 reasoning += f" {len(agreeing) - 1} more matching fact-check(s) agree [" + \
                     "][".join(str(i) for i in range(2, len(agreeing[:3]) + 1)) + "]."

@@ -33,6 +33,8 @@ class Reranker:
     auto_threshold: float
     suggest_threshold: float
     provenance: dict = field(default_factory=dict)
+    # Semantic floor for `auto`: the candidate's cos_doc must reach it too (see train_reranker.py).
+    auto_min_cos_doc: float = 0.0
 
     @classmethod
     def from_dict(cls, data: dict) -> Reranker:
@@ -43,7 +45,8 @@ class Reranker:
             raise ValueError("reranker weights do not match its feature names")
         thr = data["thresholds"]
         return cls(names, mean, np.where(std > 0, std, 1.0), w, float(data["bias"]),
-                   float(thr["auto"]), float(thr["suggest"]), dict(data.get("provenance", {})))
+                   float(thr["auto"]), float(thr["suggest"]), dict(data.get("provenance", {})),
+                   float(thr.get("auto_min_cos_doc", 0.0)))
 
     @classmethod
     def load(cls, path: Path | str) -> Reranker:

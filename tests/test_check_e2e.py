@@ -71,3 +71,17 @@ async def test_long_input_is_truncated_with_a_note(app):
     result = await app.engine.check("The Earth is flat. " * 400)
     assert len(result.text) <= 4096
     assert any("longer than 4096" in n for n in result.notes)
+
+
+async def test_non_english_matches_never_decide_with_the_english_model(app):
+    result = await app.engine.check("Вышки 5G распространяют коронавирус")
+    assert result.language == "ru"
+    assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE
+    assert all(m.tier != "auto" for m in result.matches)
+
+
+@pytest.mark.parametrize("text", ["Paris is the capital of France",
+                                  "Bill Gates owns most of the farmland in America"])
+async def test_sharing_a_name_with_a_fact_check_is_not_a_match(app, text):
+    result = await app.engine.check(text)
+    assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE, result.matches[0]

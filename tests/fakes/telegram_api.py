@@ -30,6 +30,7 @@ class Call:
     method: str
     params: dict[str, Any]
     token: str
+    result: Any = None
 
 
 @dataclass
@@ -170,19 +171,19 @@ class FakeTelegram:
         if token != self.token:
             return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
         params = await self._params(request)
-        if method != "getUpdates":
-            async with self._changed:
-                self.calls.append(Call(method, params, token))
-                self._changed.notify_all()
         handler = getattr(self, f"api_{method}", None)
         if handler is None:
-            return web.json_response({"ok": False, "error_code": 404, "description": "Not Found: method not found"},
-                                     status=404)
-        try:
-            result = await handler(params)
-        except _ApiError as exc:
-            return web.json_response({"ok": False, "error_code": 400, "description": exc.description}, status=400)
-        return web.json_response({"ok": True, "result": result})
+            body, status = {"ok": False, "error_code": 404, "description": "Not Found: method not found"}, 404
+        else:
+            try:
+                body, status = {"ok": True, "result": await handler(params)}, 200
+            except _ApiError as exc:
+                body, status = {"ok": False, "error_code": 400, "description": exc.description}, 400
+        if method != "getUpdates":
+            async with self._changed:
+                self.calls.append(Call(method, params, token, body.get("result", body)))
+                self._changed.notify_all()
+        return web.json_response(body, status=status)
 
     async def api_getMe(self, params: dict[str, Any]) -> Any:
         return BOT_USER
