@@ -1,0 +1,400 @@
+"""Slack adapter: events and /check -> `IncomingMessage`/`CheckRequest`, `Reply` -> Block Kit, sending and editing.
+
+The only module that imports `slack_bolt`/`slack_sdk`. It runs slack-bolt's `AsyncApp` in HTTP mode
+behind an aiohttp server (`POST /slack/events`); bolt verifies the request signature (signing
+secret, 5-minute timestamp window) and answers 401 otherwise. Handlers only translate and hand the
+work to `bot.telegram_bot.CheckService` as a background task, so Slack gets its 200 at once.
+
+Replies go in the thread of the checked message: a "🔎 Checking…" message is posted there, edited
+with `chat.update` as stages finish (throttled), then turned into the verdict card.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.render import Reply
+from bot.telegram_bot import CheckRequest, CheckService, Info, IncomingMessage, route
+from core.engine import Engine
+
+log = logging.getLogger(__name__)
+
+MAX_CITATIONS = 5
+SECTION_LIMIT = 3000  # Block Kit: a section's text
+CONTEXT_LIMIT = 2000  # Block Kit: a context element's text
+FALLBACK_LIMIT = 4000  # chat.postMessage truncates `text` beyond 40k; keep notifications short
+QUOTE_CHARS = 160
+
+SLACK_USAGE = ("To check a claim, mention me with the text, e.g. "
+               "`@tipline The 5G rollout caused the coronavirus outbreak`, "
+               "send me a direct message, or use `/check <text>`.")
+SLACK_THREAD_USAGE = ("I can't see which message you mean: mention me *with the text to check*, e.g. "
+                      "`@tipline The 5G rollout caused the coronavirus outbreak`, or use `/check <text>`.")
+SLACK_HELP = (
+    "👋 I'm tipline, an open-source fact-checking bot.\n"
+    "• Send me a direct message with a claim, or mention me in a channel with the text.\n"
+    "• `/check <text>` works anywhere I'm a member.\n"
+    "I answer in the thread with a verdict, my confidence and the sources. The checked text and the "
+    "verdict are stored with a check id so the result can be reviewed. Verdicts are automatic and can "
+    "be wrong: always read the sources."
+)
+SLACK_INFO = {"start": SLACK_HELP, "help": SLACK_HELP, "usage": SLACK_USAGE}
+
+
+@dataclass(frozen=True)
+class SlackConfig:
+    bot_token: str
+    signing_secret: str
+    api_url: str | None = None  # e.g. "http://127.0.0.1:PORT/api/" (trailing slash); None = slack.com
+    host: str = "127.0.0.1"
+    port: int = 8080  # 0 = any free port (tests); the bound port is `SlackBot.port`
+    path: str = "/slack/events"
+    max_concurrency: int = 4
+    progress_interval: float = 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Translation: Slack -> plain text / IncomingMessage
+
+_SLACK_TOKEN = re.compile(r"<([^<>]*)>")
+
+
+def slack_to_plain(text: str, bot_user_id: str | None = None) -> str:
+    """Slack message markup -> the text a person sees; mentions of the bot are dropped.
+
+    `<@U1|name>` -> `@name`, `<#C1|general>` -> `#general`, `<!here>` -> `@here`, `<url|label>` ->
+    `label (url)`; then `&lt; &gt; &amp;` are unescaped (what users typed literally).
+    """
+    def token(m: re.Match[str]) -> str:
+        body = m[1]
+        target, _, label = body.partition("|")
+        if target.startswith("@"):
+            if bot_user_id and target[1:] == bot_user_id:
+                return " "
+            return "@" + (label or target[1:])
+        if target.startswith("#"):
+            return "#" + (label or target[1:])
+        if target.startswith("!"):
+            if label:
+                return label
+            name = target[1:].split("^", 1)[0]
+            return "@" + name
+        if label and label != target:
+            return f"{label} ({target})"
+        return target
+
+    plain = _SLACK_TOKEN.sub(token, text or "")
+    return plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _kind(event: dict[str, Any]) -> str:
+    return "private" if event.get("channel_type") == "im" else "group"
+
+
+def to_incoming(event: dict[str, Any], bot_user_id: str | None = None) -> IncomingMessage:
+    return IncomingMessage(
+        platform="slack", chat_id=event.get("channel", ""), chat_kind=_kind(event),  # type: ignore[arg-type]
+        message_id=event.get("ts", ""), text=slack_to_plain(event.get("text", ""), bot_user_id),
+        thread_id=event.get("thread_ts"), sender_id=event.get("user"), raw=event,
+    )
+
+
+_HANDLED_SUBTYPES = {None, "file_share", "thread_broadcast"}
+
+
+def is_ignored(event: dict[str, Any], bot_user_id: str | None = None) -> bool:
+    """Bots (including this one), edits, deletions, joins, … are never checked."""
+    if event.get("bot_id") or event.get("bot_profile") or event.get("subtype") == "bot_message":
+        return True
+    if event.get("subtype") not in _HANDLED_SUBTYPES:
+        return True
+    return bool(bot_user_id) and event.get("user") == bot_user_id
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering: Reply -> Block Kit + mrkdwn fallback
+
+
+def esc(text: object) -> str:
+    """mrkdwn-escape user/web text: `&`, `<`, `>` (so no mention, channel ping or link can be formed)."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+_URL_OK = re.compile(r"^https?://[^\s<>|]+$", re.IGNORECASE)
+
+
+def safe_url(url: str | None) -> str | None:
+    """An http(s) URL usable inside `<url|title>`, or None."""
+    if not url:
+        return None
+    url = url.strip().replace("|", "%7C").replace(">", "%3E").replace("<", "%3C").replace(" ", "%20")
+    if not _URL_OK.match(url):
+        return None
+    return url.replace("&", "&amp;")
+
+
+def link(url: str | None, title: str | None, limit: int = 200) -> str:
+    label = esc(_clip((title or url or "").replace("|", "¦").replace("\n", " ").strip(), limit))
+    target = safe_url(url)
+    if target is None:
+        return label
+    return f"<{target}|{label or target}>"
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _clip(text, SECTION_LIMIT), "verbatim": True}}
+
+
+def _context(*texts: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(t, CONTEXT_LIMIT), "verbatim": True}
+                                            for t in texts[:10]]}
+
+
+def _checked_line(request: CheckRequest | None) -> str | None:
+    if request is None:
+        return None
+    text = _clip(" ".join(request.text.split()), QUOTE_CHARS)
+    line = f"Checked: “{esc(text)}”"
+    if request.forwarded_from:
+        line += f" (forwarded from {esc(request.forwarded_from)})"
+    return line
+
+
+def render_blocks(reply: Reply, request: CheckRequest | None = None,
+                  requester: str | None = None) -> tuple[list[dict[str, Any]], str]:
+    """(blocks, fallback text): the verdict card. Everything from users or the web is escaped."""
+    blocks: list[dict[str, Any]] = [_section(f"*{esc(reply.headline)}*")]
+    checked = _checked_line(request)
+    if requester and re.fullmatch(r"[UW][A-Z0-9]{2,20}", requester):
+        checked = (checked + " · " if checked else "") + f"asked by <@{requester}>"
+    if checked:
+        blocks.append(_context(checked))
+    if reply.reasoning:
+        blocks.append(_section(esc(reply.reasoning)))
+    if reply.citations:
+        lines = ["*Sources*"]
+        for c in reply.citations[:MAX_CITATIONS]:
+            meta = " — ".join(x for x in (esc(c.publisher or ""),
+                                          c.published_at.isoformat() if c.published_at else "") if x)
+            rating = f" · rated “{esc(c.rating)}”" if c.rating else ""
+            lines.append(f"[{c.n}] {link(c.url, c.title)}" + (f" — {meta}" if meta else "") + rating)
+        blocks.append(_section("\n".join(lines)))
+    if reply.related:
+        lines = [f"*{esc(reply.related_heading)}*"]
+        for r in reply.related:
+            who = f" — {esc(r.publisher)}" if r.publisher else ""
+            lines.append(f"• {link(r.url, r.claim)} ({esc(r.rating)}{who}, match {r.similarity:.2f})")
+        blocks.append(_section("\n".join(lines)))
+    if reply.notes:
+        blocks.append(_context(*[f"Note: {esc(n)}" for n in reply.notes[:9]]))
+    blocks.append(_context(f"Check id: `{esc(reply.check_id)}` · {esc(reply.mode)} mode"))
+
+    fallback = [esc(reply.headline)]
+    if request is not None:
+        fallback.append(f"Checked: “{esc(_clip(' '.join(request.text.split()), QUOTE_CHARS))}”")
+    if reply.reasoning:
+        fallback.append(esc(reply.reasoning))
+    fallback.append(f"Check id: {esc(reply.check_id)}")
+    return blocks, _clip("\n".join(fallback), FALLBACK_LIMIT)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sending
+
+
+class SlackResponder:
+    """Replies to one checked message in its thread: progress posted once, then edited in place.
+
+    With `show_progress=False` (slash commands, already acknowledged ephemerally) nothing is posted
+    until the verdict.
+    """
+
+    def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str | None = None, *,
+                 show_progress: bool = True, requester: str | None = None):
+        self.client = client
+        self.channel = channel
+        self.thread_ts = thread_ts
+        self.show_progress = show_progress
+        self.requester = requester
+        self.ts: str | None = None
+
+    async def _put(self, text: str, blocks: list[dict[str, Any]] | None = None) -> None:
+        if self.ts is None:
+            kw: dict[str, Any] = dict(channel=self.channel, text=text, unfurl_links=False, unfurl_media=False)
+            if self.thread_ts:
+                kw["thread_ts"] = self.thread_ts
+            if blocks is not None:
+                kw["blocks"] = blocks
+            resp = await self.client.chat_postMessage(**kw)
+            self.ts = resp["ts"]
+            self.channel = resp.get("channel") or self.channel
+        else:
+            kw = dict(channel=self.channel, ts=self.ts, text=text)
+            # An edit without blocks keeps the old ones: send [] to clear them.
+            kw["blocks"] = blocks if blocks is not None else []
+            await self.client.chat_update(**kw)
+
+    async def progress(self, text: str) -> None:
+        if self.show_progress:
+            await self._put(esc(text))
+
+    async def say(self, text: str) -> None:
+        await self._put(text)  # our own fixed texts (they use mrkdwn on purpose)
+
+    async def final(self, reply: Reply, request: CheckRequest | None = None) -> None:
+        blocks, text = render_blocks(reply, request, self.requester)
+        await self._put(text, blocks)
+
+
+# ---------------------------------------------------------------------------------------------
+# Application wiring
+
+
+class SlackBot:
+    """A bolt `AsyncApp` behind an aiohttp server; every check runs in a `CheckService` task."""
+
+    def __init__(self, config: SlackConfig, engine: Engine):
+        self.config = config
+        self.service = CheckService(engine, max_concurrency=config.max_concurrency,
+                                    progress_interval=config.progress_interval)
+        client_kw: dict[str, Any] = {"token": config.bot_token}
+        if config.api_url:
+            client_kw["base_url"] = config.api_url
+        self.client = AsyncWebClient(**client_kw)
+        self.client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=2))  # HTTP 429
+        self.app = AsyncApp(client=self.client, signing_secret=config.signing_secret, name="tipline")
+        self.app.event("app_mention")(self._on_mention)
+        self.app.event("message")(self._on_message)
+        self.app.command("/check")(self._on_check_command)
+        self.app.error(self._on_error)
+        self._seen: OrderedDict[str, None] = OrderedDict()  # event ids, against Slack's retries
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    # --- HTTP --------------------------------------------------------------------------------
+
+    def web_app(self) -> web.Application:
+        web_app = web.Application()
+        web_app.router.add_post(self.config.path, self._handle_http)
+        return web_app
+
+    async def _handle_http(self, request: web.Request) -> web.Response:
+        if request.headers.get("X-Slack-Retry-Reason") == "http_timeout":
+            # Slack retries when we were slow to answer; the first delivery is already being handled.
+            return web.Response(status=200, headers={"X-Slack-No-Retry": "1"})
+        bolt_req = await to_bolt_request(request)
+        bolt_resp = await self.app.async_dispatch(bolt_req)
+        return await to_aiohttp_response(bolt_resp)
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.web_app(), shutdown_timeout=5.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.config.host, self.config.port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        log.info("slack: listening on http://%s:%s%s", self.config.host, self.port, self.config.path)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.service.aclose()
+
+    async def run_forever(self, stop: asyncio.Event | None = None) -> None:
+        await self.start()
+        try:
+            await (stop or asyncio.Event()).wait()
+        finally:
+            await self.stop()
+
+    # --- listeners ---------------------------------------------------------------------------
+
+    def _first_time(self, body: dict[str, Any]) -> bool:
+        event_id = body.get("event_id")
+        if not event_id:
+            return True
+        if event_id in self._seen:
+            return False
+        self._seen[event_id] = None
+        while len(self._seen) > 1000:
+            self._seen.popitem(last=False)
+        return True
+
+    def _say(self, responder: SlackResponder, text: str) -> None:
+        async def say() -> None:
+            try:
+                await responder.say(text)
+            except Exception:
+                log.exception("slack: could not answer in %s", responder.channel)
+        self.service.spawn(say(), name="tipline-slack-say")
+
+    async def _on_mention(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
+        bot_user_id = context.bot_user_id
+        if is_ignored(event, bot_user_id) or not self._first_time(body):
+            return
+        msg = to_incoming(event, bot_user_id)
+        thread_ts = event.get("thread_ts") or event.get("ts")
+        responder = SlackResponder(client, msg.chat_id, thread_ts)  # type: ignore[arg-type]
+        text = msg.text.strip()
+        if not text:
+            self._say(responder, SLACK_THREAD_USAGE if event.get("thread_ts") else SLACK_USAGE)
+            return
+        req = CheckRequest(text=text, chat_id=msg.chat_id, target_id=msg.message_id, thread_id=thread_ts,
+                           requested_by=msg.sender_id)
+        self.service.submit(req, responder)
+
+    async def _on_message(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
+        if event.get("channel_type") != "im":
+            return  # channel messages count only as @mentions (app_mention)
+        bot_user_id = context.bot_user_id
+        if is_ignored(event, bot_user_id) or not self._first_time(body):
+            return
+        msg = to_incoming(event, bot_user_id)
+        thread_ts = event.get("thread_ts") or event.get("ts")
+        responder = SlackResponder(client, msg.chat_id, thread_ts)  # type: ignore[arg-type]
+        if msg.text.strip().lower() in ("help", "start", "hi", "hello"):
+            self._say(responder, SLACK_HELP)
+            return
+        action = route(msg, bot_username="tipline")
+        if action is None:
+            return
+        if isinstance(action, Info):
+            self._say(responder, SLACK_INFO[action.kind])
+            return
+        self.service.submit(CheckRequest(text=action.text, chat_id=action.chat_id, target_id=action.target_id,
+                                         thread_id=thread_ts, requested_by=action.requested_by), responder)
+
+    async def _on_check_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
+        text = slack_to_plain(command.get("text", "")).strip()
+        if not text:
+            await ack(text=SLACK_USAGE, response_type="ephemeral")
+            return
+        await ack(text="🔎 Checking…", response_type="ephemeral")
+        channel = command.get("channel_id", "")
+        user = command.get("user_id")
+        responder = SlackResponder(client, channel, None, show_progress=False, requester=user)
+        req = CheckRequest(text=text, chat_id=channel, target_id=command.get("trigger_id", ""), requested_by=user)
+        self.service.submit(req, responder)
+
+    async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
+        log.error("slack: error while handling a request", exc_info=error)
+
+
+__all__ = ["SlackBot", "SlackConfig", "SlackResponder", "render_blocks", "slack_to_plain", "to_incoming",
+           "is_ignored", "esc", "link", "safe_url"]

@@ -1,0 +1,160 @@
+"""A fake Slack Web API: a real aiohttp server on 127.0.0.1, port 0, Slack's wire format.
+
+Point slack_sdk at it with `AsyncWebClient(base_url=fake.base_url, token=...)` (the trailing slash
+matters). It serves `auth.test`, `chat.postMessage` and `chat.update`, accepts form or JSON bodies as
+slack_sdk sends them, records every call with its decoded parameters and the bearer token, and
+answers `{"ok": true, ...}` with realistic `channel`/`ts` values so messages can be edited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+TEAM_ID = "T0TIPLINE"
+BOT_USER_ID = "U0TIPBOT"
+BOT_ID = "B0TIPBOT"
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    token: str | None
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FakeSlack:
+    token: str = "xoxb-test-token"
+    calls: list[Call] = field(default_factory=list)
+    messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._seq = itertools.count(100)
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> FakeSlack:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._handle)
+        self._runner = web.AppRunner(app, shutdown_timeout=2.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    # --- what tests inspect ----------------------------------------------------------------
+
+    def called(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def posts_in_thread(self, channel: str, thread_ts: str) -> list[Call]:
+        return [c for c in self.called("chat.postMessage")
+                if c.params.get("channel") == channel and c.params.get("thread_ts") == thread_ts]
+
+    def updates_of(self, channel: str, ts: str) -> list[Call]:
+        return [c for c in self.called("chat.update") if c.params.get("channel") == channel
+                and c.params.get("ts") == ts]
+
+    async def wait_for(self, predicate, timeout: float = 20.0) -> Any:
+        """Wait until `predicate()` returns something truthy (re-checked after every API call)."""
+        async def loop() -> Any:
+            async with self._changed:
+                while not (found := predicate()):
+                    await self._changed.wait()
+                return found
+        return await asyncio.wait_for(loop(), timeout)
+
+    # --- the API ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _decode(value: Any) -> Any:
+        if isinstance(value, str) and value[:1] in "[{":
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return value
+
+    async def _params(self, request: web.Request) -> dict[str, Any]:
+        params: dict[str, Any] = dict(request.query.items())
+        if request.can_read_body:
+            if request.content_type == "application/json":
+                params.update(await request.json())
+            else:
+                params.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
+        return {k: self._decode(v) for k, v in params.items()}
+
+    def _ts(self) -> str:
+        return f"{int(time.time())}.{next(self._seq):06d}"
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await self._params(request)
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else params.pop("token", None)
+        if token != self.token:
+            result: dict[str, Any] = {"ok": False, "error": "invalid_auth"}
+        elif method == "auth.test":
+            result = {"ok": True, "url": "https://tipline-test.slack.com/", "team": "Tipline Test",
+                      "user": "tipline", "team_id": TEAM_ID, "user_id": BOT_USER_ID, "bot_id": BOT_ID,
+                      "is_enterprise_install": False}
+        elif method == "chat.postMessage":
+            result = self._post(params)
+        elif method == "chat.update":
+            result = self._update(params)
+        else:
+            result = {"ok": False, "error": "unknown_method"}
+        self.calls.append(Call(method, params, token, result))
+        async with self._changed:
+            self._changed.notify_all()
+        return web.json_response(result)
+
+    def _message(self, params: dict[str, Any], ts: str) -> dict[str, Any]:
+        msg = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "app_id": "A0TIPLINE", "ts": ts,
+               "team": TEAM_ID, "text": params.get("text", "")}
+        if params.get("blocks"):
+            msg["blocks"] = params["blocks"]
+        if params.get("thread_ts"):
+            msg["thread_ts"] = params["thread_ts"]
+        return msg
+
+    def _post(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = params.get("channel")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        if not params.get("text") and not params.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        ts = self._ts()
+        msg = self._message(params, ts)
+        self.messages[(channel, ts)] = msg
+        return {"ok": True, "channel": channel, "ts": ts, "message": msg}
+
+    def _update(self, params: dict[str, Any]) -> dict[str, Any]:
+        key = (params.get("channel"), params.get("ts"))
+        if key not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        msg = self._message(params, key[1])
+        if "thread_ts" in self.messages[key]:
+            msg["thread_ts"] = self.messages[key]["thread_ts"]
+        self.messages[key] = msg  # type: ignore[index]
+        return {"ok": True, "channel": key[0], "ts": key[1], "text": msg["text"], "message": msg}
