@@ -47,8 +47,8 @@ def telegram_config(settings: Settings) -> Any | None:
 
 def slack_config(settings: Settings) -> Any | None:
     """The Slack adapter's config from settings, or None unless both the bot token and signing secret are set."""
-    token = _secret(getattr(settings, "slack_bot_token", None))
-    secret = _secret(getattr(settings, "slack_signing_secret", None))
+    token = _secret(settings.slack_bot_token)
+    secret = _secret(settings.slack_signing_secret)
     if not token or not secret:
         if token or secret:
             log.warning("slack: both TIPLINE_SLACK_BOT_TOKEN and TIPLINE_SLACK_SIGNING_SECRET are needed; "
@@ -58,8 +58,8 @@ def slack_config(settings: Settings) -> Any | None:
     from adapters.slack import SlackConfig
 
     return SlackConfig(bot_token=token, signing_secret=secret,
-                       api_url=getattr(settings, "slack_api_url", None) or None,
-                       host=getattr(settings, "http_host", "127.0.0.1"), port=getattr(settings, "http_port", 8080))
+                       api_url=settings.slack_api_url or None,
+                       host=settings.http_host, port=settings.http_port)
 
 
 async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:

@@ -46,6 +46,14 @@ class Settings(BaseSettings):
     telegram_api_url: str | None = Field(default=None, description="Bot API base URL, e.g. a local Bot API "
                                          "server or a test server: http://127.0.0.1:8081/bot")
 
+    # Slack (slack-bolt, HTTP mode on the shared aiohttp server)
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_api_url: str | None = Field(default=None, description="Web API base URL with a trailing slash, e.g. "
+                                      "http://127.0.0.1:PORT/api/ for a test server")
+    http_host: str = "127.0.0.1"
+    http_port: int = 8080
+
     seed_on_start: bool = Field(default=True, description="Load the bundled seed knowledge base on first run.")
 
     @field_validator("data_dir", mode="before")
