@@ -5,9 +5,10 @@
     from bot.settings import Settings
     asyncio.run(run(Settings()))
 
-Adapters: Telegram long polling (`TIPLINE_TELEGRAM_TOKEN`) and Slack over HTTP (`POST /slack/events`
-on `TIPLINE_HTTP_HOST`:`TIPLINE_HTTP_PORT`, enabled by `TIPLINE_SLACK_BOT_TOKEN` and
-`TIPLINE_SLACK_SIGNING_SECRET`).
+Adapters: Telegram long polling (`TIPLINE_TELEGRAM_TOKEN`); one HTTP server on
+`TIPLINE_HTTP_HOST`:`TIPLINE_HTTP_PORT` carrying Slack (`POST /slack/events`, enabled by
+`TIPLINE_SLACK_BOT_TOKEN` and `TIPLINE_SLACK_SIGNING_SECRET`), the REST API (`/v1/checks`, enabled by
+`TIPLINE_API_TOKEN`) and `/healthz`.
 """
 
 from __future__ import annotations
@@ -66,10 +67,12 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
     """Run until `stop` is set (or SIGINT/SIGTERM). Raises `NoAdapterConfigured` if nothing is set up."""
     tg_config = telegram_config(settings)
     sl_config = slack_config(settings)
-    if tg_config is None and sl_config is None:
+    api_token = _secret(settings.api_token)
+    if tg_config is None and sl_config is None and not api_token:
         raise NoAdapterConfigured("no chat adapter is configured: set TIPLINE_TELEGRAM_TOKEN "
-                                  "(a token from @BotFather) to run the Telegram bot, or "
-                                  "TIPLINE_SLACK_BOT_TOKEN and TIPLINE_SLACK_SIGNING_SECRET to run the Slack bot")
+                                  "(a token from @BotFather) to run the Telegram bot, "
+                                  "TIPLINE_SLACK_BOT_TOKEN and TIPLINE_SLACK_SIGNING_SECRET to run the Slack bot, "
+                                  "or TIPLINE_API_TOKEN to serve the REST API")
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     installed: list[int] = []
@@ -85,12 +88,8 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
                 tg_bot = TelegramBot(tg_config, app.engine)
                 await tg_bot.start()
                 adapters.push_async_callback(tg_bot.stop)
-            if sl_config is not None:
-                from adapters.slack import SlackBot
-
-                sl_bot = SlackBot(sl_config, app.engine)
-                await sl_bot.start()
-                adapters.push_async_callback(sl_bot.stop)
+            if sl_config is not None or api_token:
+                await _start_http(settings, app, sl_config, api_token, adapters)
             try:
                 await stop.wait()
             finally:
@@ -98,3 +97,30 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+async def _start_http(settings: Settings, app, sl_config, api_token: str | None, stack: AsyncExitStack) -> None:
+    """One aiohttp server for everything that arrives over HTTP (Slack events, REST API, health)."""
+    from aiohttp import web
+
+    from adapters.http_api import HttpApi
+
+    if sl_config is not None:
+        from adapters.slack import SlackBot
+
+        slack = SlackBot(sl_config, app.engine)
+        stack.push_async_callback(slack.service.aclose)  # runs after the server stops taking events
+        web_app = slack.web_app()
+    else:
+        web_app = web.Application()
+    HttpApi(app.engine, app.db, api_token, count_factchecks=app.kb.count).add_routes(web_app)
+    runner = web.AppRunner(web_app, shutdown_timeout=5.0)
+    await runner.setup()
+    stack.push_async_callback(runner.cleanup)
+    site = web.TCPSite(runner, settings.http_host, settings.http_port)
+    try:
+        await site.start()
+    except OSError as exc:
+        raise SetupError(f"cannot listen on {settings.http_host}:{settings.http_port} ({exc.strerror or exc}); "
+                         "set TIPLINE_HTTP_PORT to a free port") from exc
+    log.info("http: listening on %s:%s", settings.http_host, settings.http_port)

@@ -51,6 +51,7 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = None
     slack_api_url: str | None = Field(default=None, description="Web API base URL with a trailing slash, e.g. "
                                       "http://127.0.0.1:PORT/api/ for a test server")
+    api_token: SecretStr | None = Field(default=None, description="Bearer token for the REST API; unset = no REST API.")
     http_host: str = "127.0.0.1"
     http_port: int = 8080
 

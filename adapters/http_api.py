@@ -1,0 +1,88 @@
+"""The REST API: the same checks as the bots, as JSON, for scripts, newsroom tools and browser extensions.
+
+    POST /v1/checks        {"text": "..."}  -> 201 Result JSON       (Authorization: Bearer <token>)
+    GET  /v1/checks/{id}                    -> 200 Result JSON | 404
+    GET  /healthz                           -> 200 {"status": "ok", "factchecks": N}
+
+Routes are added to the one aiohttp application that also carries /slack/events.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+
+from aiohttp import web
+
+from core.engine import Engine
+from core.intake import EmptyInput
+from storage.sqlite import Database
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 64 * 1024
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+class HttpApi:
+    def __init__(self, engine: Engine, db: Database, token: str | None, count_factchecks=None):
+        self.engine = engine
+        self.db = db
+        self.token = token
+        self._count = count_factchecks
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_get("/healthz", self.healthz)
+        if self.token:
+            app.router.add_post("/v1/checks", self.create_check)
+            app.router.add_get("/v1/checks/{check_id}", self.get_check)
+
+    def _authorised(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        scheme, _, given = header.partition(" ")
+        # Constant-time comparison: the token is the only thing between the internet and the engine.
+        return scheme.lower() == "bearer" and bool(given) and hmac.compare_digest(given.encode(), self.token.encode())
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        body: dict = {"status": "ok"}
+        if self._count is not None:
+            try:
+                body["factchecks"] = await self._count()
+            except Exception:  # a health check reports, it does not crash
+                log.exception("healthz: knowledge base unavailable")
+                return web.json_response({"status": "degraded", "error": "knowledge base unavailable"}, status=503)
+        return web.json_response(body)
+
+    async def create_check(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            return _error(401, "missing or wrong bearer token")
+        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+            return _error(413, f"the request body is over {MAX_BODY_BYTES // 1024} KB")
+        raw = await request.content.read(MAX_BODY_BYTES + 1)
+        if len(raw) > MAX_BODY_BYTES:
+            return _error(413, f"the request body is over {MAX_BODY_BYTES // 1024} KB")
+        try:
+            payload = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return _error(400, 'the body must be JSON like {"text": "the message to check"}')
+        text = payload.get("text") if isinstance(payload, dict) else None
+        if not isinstance(text, str):
+            return _error(400, 'the body must be JSON like {"text": "the message to check"}')
+        try:
+            result = await self.engine.check(text)
+        except EmptyInput as exc:
+            return _error(400, str(exc))
+        return web.Response(status=201, text=result.model_dump_json(), content_type="application/json",
+                            headers={"Location": f"/v1/checks/{result.id}"})
+
+    async def get_check(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            return _error(401, "missing or wrong bearer token")
+        result = await self.db.get_check(request.match_info["check_id"])
+        if result is None:
+            return _error(404, "no check with that id")
+        return web.Response(text=result.model_dump_json(), content_type="application/json")

@@ -1,0 +1,89 @@
+"""The REST API and /healthz through `tipline run`'s HTTP server, with real HTTP requests."""
+
+import asyncio
+import json
+import socket
+
+import aiohttp
+import pytest
+
+from bot.run import NoAdapterConfigured, run
+
+TOKEN = "s3cret-token"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+async def server(settings):
+    port = _free_port()
+    configured = settings.model_copy(update={"api_token": TOKEN, "http_port": port})
+    stop = asyncio.Event()
+    task = asyncio.create_task(run(configured, stop))
+    base = f"http://127.0.0.1:{port}"
+    async with aiohttp.ClientSession() as http:
+        for _ in range(300):  # the first start loads the model and the seed
+            if task.done():
+                task.result()
+            try:
+                async with http.get(f"{base}/healthz") as r:
+                    if r.status == 200:
+                        break
+            except aiohttp.ClientConnectionError:
+                await asyncio.sleep(0.1)
+        yield base, http
+    stop.set()
+    await asyncio.wait_for(task, 30)
+
+
+async def test_healthz_reports_the_knowledge_base(server):
+    base, http = server
+    async with http.get(f"{base}/healthz") as r:
+        body = await r.json()
+    assert r.status == 200 and body["status"] == "ok" and body["factchecks"] >= 60
+
+
+async def test_create_and_fetch_a_check(server):
+    base, http = server
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    async with http.post(f"{base}/v1/checks", json={"text": "Vaccines cause autism"}, headers=auth) as r:
+        assert r.status == 201
+        created = await r.json()
+        location = r.headers["Location"]
+    assert created["verdict"] == "REFUTED" and created["mode"] == "offline"
+    async with http.get(f"{base}{location}", headers=auth) as r:
+        assert r.status == 200
+        assert (await r.json())["id"] == created["id"]
+    async with http.get(f"{base}/v1/checks/nope", headers=auth) as r:
+        assert r.status == 404
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}])
+async def test_requests_without_the_token_are_refused(server, headers):
+    base, http = server
+    async with http.post(f"{base}/v1/checks", json={"text": "x y z"}, headers=headers) as r:
+        assert r.status == 401
+        assert "token" in (await r.json())["error"]
+
+
+@pytest.mark.parametrize("body,status,phrase", [
+    (b"not json", 400, "must be JSON"),
+    (json.dumps({"text": 5}).encode(), 400, "must be JSON"),
+    (json.dumps({"text": "   "}).encode(), 400, "no text to check"),
+    (json.dumps({"text": "a" * 70_000}).encode(), 413, "over 64 KB"),
+])
+async def test_bad_bodies_get_a_clear_answer(server, body, status, phrase):
+    base, http = server
+    async with http.post(f"{base}/v1/checks", data=body, headers={"Authorization": f"Bearer {TOKEN}",
+                                                                 "Content-Type": "application/json"}) as r:
+        assert r.status == status
+        assert phrase in (await r.json())["error"]
+
+
+async def test_nothing_configured_is_a_clear_error(settings):
+    with pytest.raises(NoAdapterConfigured, match="TIPLINE_API_TOKEN"):
+        await run(settings, asyncio.Event())
