@@ -25,9 +25,11 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.domains import GLOBAL, DomainCommands, DomainsRequest, command_args
 from bot.render import Reply
-from bot.telegram_bot import CheckRequest, CheckService, Info, IncomingMessage, route
+from bot.telegram_bot import ERROR_TEXT, CheckRequest, CheckService, Info, IncomingMessage, route
 from core.engine import Engine
+from storage.sqlite import Database
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,8 @@ SLACK_HELP = (
     "👋 I'm tipline, an open-source fact-checking bot.\n"
     "• Send me a direct message with a claim, or mention me in a channel with the text.\n"
     "• `/check <text>` works anywhere I'm a member.\n"
+    "• Admins: `/domains list`, `/domains allow add <domain>`, `/domains deny add <domain>` "
+    "(also as a direct message) manage the trusted and blocked source domains.\n"
     "I answer in the thread with a verdict, my confidence and the sources. The checked text and the "
     "verdict are stored with a check id so the result can be reviewed. Verdicts are automatic and can "
     "be wrong: always read the sources."
@@ -63,6 +67,7 @@ class SlackConfig:
     path: str = "/slack/events"
     max_concurrency: int = 4
     progress_interval: float = 1.0
+    admins: tuple[str, ...] = ()  # configured admins (Settings.admins): Slack user ids
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,6 +100,15 @@ def slack_to_plain(text: str, bot_user_id: str | None = None) -> str:
             return f"{label} ({target})"
         return target
 
+    plain = _SLACK_TOKEN.sub(token, text or "")
+    return plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def domain_text(text: str) -> str:
+    """Slack markup -> text for a domains command: an auto-linked `<http://x.org|x.org>` becomes `x.org`."""
+    def token(m: re.Match[str]) -> str:
+        target, _, label = m[1].partition("|")
+        return label or target
     plain = _SLACK_TOKEN.sub(token, text or "")
     return plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
@@ -269,10 +283,11 @@ class SlackResponder:
 class SlackBot:
     """A bolt `AsyncApp` behind an aiohttp server; every check runs in a `CheckService` task."""
 
-    def __init__(self, config: SlackConfig, engine: Engine):
+    def __init__(self, config: SlackConfig, engine: Engine, *, db: Database | None = None):
         self.config = config
         self.service = CheckService(engine, max_concurrency=config.max_concurrency,
                                     progress_interval=config.progress_interval)
+        self.domains = DomainCommands(db if db is not None else engine.db, config.admins)
         client_kw: dict[str, Any] = {"token": config.bot_token}
         if config.api_url:
             client_kw["base_url"] = config.api_url
@@ -282,6 +297,7 @@ class SlackBot:
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.app.command("/check")(self._on_check_command)
+        self.app.command("/domains")(self._on_domains_command)
         self.app.error(self._on_error)
         self._seen: OrderedDict[str, None] = OrderedDict()  # event ids, against Slack's retries
         self._runner: web.AppRunner | None = None
@@ -368,6 +384,15 @@ class SlackBot:
         msg = to_incoming(event, bot_user_id)
         thread_ts = event.get("thread_ts") or event.get("ts")
         responder = SlackResponder(client, msg.chat_id, thread_ts)  # type: ignore[arg-type]
+        args = command_args(domain_text(event.get("text", "")), bare=True)
+        if args is not None:  # `/domains …` or `domains …` in a DM: global rules, configured admins only
+            req = DomainsRequest(platform="slack", chat_id=msg.chat_id, target_id=msg.message_id,
+                                 user_id=msg.sender_id, scope=GLOBAL, args=args, thread_id=thread_ts)
+
+            async def answer() -> None:
+                await responder.say(esc(await self._domains_answer(req)))
+            self.service.spawn(answer(), name="tipline-slack-domains")
+            return
         if msg.text.strip().lower() in ("help", "start", "hi", "hello"):
             self._say(responder, SLACK_HELP)
             return
@@ -391,6 +416,20 @@ class SlackBot:
         responder = SlackResponder(client, channel, None, show_progress=False, requester=user)
         req = CheckRequest(text=text, chat_id=channel, target_id=command.get("trigger_id", ""), requested_by=user)
         self.service.submit(req, responder)
+
+    async def _domains_answer(self, req: DomainsRequest) -> str:
+        try:
+            return await self.domains.handle(req)
+        except Exception:
+            log.exception("slack: domains command failed")
+            return ERROR_TEXT
+
+    async def _on_domains_command(self, ack: Any, command: dict[str, Any]) -> None:
+        """`/domains …`: global rules, configured admins only; answered ephemerally in the ack."""
+        req = DomainsRequest(platform="slack", chat_id=command.get("channel_id", ""),
+                             target_id=command.get("trigger_id", ""), user_id=command.get("user_id"),
+                             scope=GLOBAL, args=domain_text(command.get("text", "")).strip())
+        await ack(text=esc(await self._domains_answer(req)), response_type="ephemeral")
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
         log.error("slack: error while handling a request", exc_info=error)

@@ -29,9 +29,11 @@ from telegram.constants import MessageLimit, ParseMode
 from telegram.error import BadRequest
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
+from bot.domains import DomainCommands, DomainsRequest
 from bot.render import Reply
-from bot.telegram_bot import CheckRequest, CheckService, COMMANDS, Info, IncomingMessage, route
+from bot.telegram_bot import ERROR_TEXT, CheckRequest, CheckService, COMMANDS, Info, IncomingMessage, route
 from core.engine import Engine
+from storage.sqlite import Database
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,7 @@ class TelegramConfig:
     poll_timeout: float = 10.0  # getUpdates long-poll seconds
     max_concurrency: int = 4
     progress_interval: float = 1.0  # at most one progress edit per this many seconds
+    admins: tuple[str, ...] = ()  # configured admins (Settings.admins): user ids, may change global rules
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,10 +331,11 @@ class TelegramResponder:
 class TelegramBot:
     """A PTB `Application` that routes every message to a `CheckService`."""
 
-    def __init__(self, config: TelegramConfig, engine: Engine):
+    def __init__(self, config: TelegramConfig, engine: Engine, *, db: Database | None = None):
         self.config = config
         self.service = CheckService(engine, max_concurrency=config.max_concurrency,
                                     progress_interval=config.progress_interval)
+        self.domains = DomainCommands(db if db is not None else engine.db, config.admins)
         builder = ApplicationBuilder().token(config.token)
         if config.base_url:
             builder = builder.base_url(config.base_url)
@@ -353,7 +357,31 @@ class TelegramBot:
         if action is None:
             return
         responder = TelegramResponder(context.bot, action.chat_id, action.target_id, action.thread_id)
+        if isinstance(action, DomainsRequest):
+            self.service.spawn(self._domains(context.bot, action, message, responder), name="tipline-domains")
+            return
         self.service.submit(action, responder)
+
+    async def _domains(self, bot: Any, req: DomainsRequest, message: Message, responder: TelegramResponder) -> None:
+        """A /domains command; in groups the chat's administrators may change the chat's rules."""
+        async def is_chat_admin() -> bool:
+            if message.sender_chat is not None and message.sender_chat.id == message.chat_id:
+                return True  # an anonymous group admin, posting as the group
+            if req.user_id is None:
+                return False
+            member = await bot.get_chat_member(chat_id=req.chat_id, user_id=int(req.user_id))
+            return member.status in ("creator", "administrator")
+
+        try:
+            text = await self.domains.handle(req, is_chat_admin=None if message.chat.type == "private"
+                                             else is_chat_admin)
+        except Exception:
+            log.exception("domains command failed in chat %s", req.chat_id)
+            text = ERROR_TEXT
+        try:
+            await responder.say(text)
+        except Exception:
+            log.exception("could not answer the domains command in chat %s", req.chat_id)
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("error while handling an update", exc_info=context.error)

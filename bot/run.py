@@ -43,7 +43,7 @@ def telegram_config(settings: Settings) -> Any | None:
     # Imported only when configured, so a deployment without Telegram doesn't load PTB.
     from adapters.telegram import TelegramConfig
 
-    return TelegramConfig(token=token, base_url=settings.telegram_api_url or None)
+    return TelegramConfig(token=token, base_url=settings.telegram_api_url or None, admins=tuple(settings.admins))
 
 
 def slack_config(settings: Settings) -> Any | None:
@@ -60,7 +60,7 @@ def slack_config(settings: Settings) -> Any | None:
 
     return SlackConfig(bot_token=token, signing_secret=secret,
                        api_url=settings.slack_api_url or None,
-                       host=settings.http_host, port=settings.http_port)
+                       host=settings.http_host, port=settings.http_port, admins=tuple(settings.admins))
 
 
 async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:

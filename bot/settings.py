@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from core.embeddings import DEFAULT_MODEL
 
@@ -55,7 +56,16 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = 8080
 
+    # Who may change global settings such as trusted domains: comma-separated Telegram and Slack user
+    # ids. In Telegram groups, that chat's own administrators may change the chat's settings too.
+    admins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
     seed_on_start: bool = Field(default=True, description="Load the bundled seed knowledge base on first run.")
+
+    @field_validator("admins", mode="before")
+    @classmethod
+    def _split_admins(cls, v: object) -> object:
+        return [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v
 
     @field_validator("data_dir", mode="before")
     @classmethod

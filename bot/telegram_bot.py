@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
+from bot.domains import GLOBAL, DomainsRequest, chat_scope, command_args
 from bot.render import Reply, to_reply
 from core.engine import Engine
 from core.intake import EmptyInput
@@ -66,12 +67,13 @@ class Info:
     thread_id: int | str | None = None
 
 
-Action = CheckRequest | Info | None
+Action = CheckRequest | Info | DomainsRequest | None
 
 COMMANDS: list[tuple[str, str]] = [
     ("start", "What this bot does"),
     ("help", "How to use it, privacy, examples"),
     ("check", "Fact-check a message: reply to it with /check, or /check <text>"),
+    ("domains", "Admins: trusted and blocked source domains (/domains list)"),
 ]
 
 _COMMAND = re.compile(r"^/(?P<cmd>[A-Za-z0-9_]{1,32})(?:@(?P<bot>[A-Za-z0-9_]{3,64}))?(?=\s|$)")
@@ -86,7 +88,8 @@ def route(msg: IncomingMessage, bot_username: str) -> Action:
 
     Private chats: /start, /help, /check [text]; anything else with text (including forwards) is
     checked. Groups: only /check (as a reply, or with text), /start, /help and mentions of the bot
-    count; ordinary chatter is ignored.
+    count; ordinary chatter is ignored. `/domains …` (and `/enrichment domains …`) become a
+    `DomainsRequest`: global scope in private chats, the chat's scope in groups.
     """
     text = msg.text.strip()
     reply_target = msg.reply_to
@@ -112,6 +115,15 @@ def route(msg: IncomingMessage, bot_username: str) -> Action:
             return Info(cmd, target_id=msg.message_id, **where)  # type: ignore[arg-type]
         if cmd == "check":
             return check(text[m.end():])
+        if cmd in ("domains", "enrichment"):
+            if msg.chat_kind == "channel":
+                return None
+            args = command_args(text, bot_username=bot_username)
+            if args is None:
+                return None
+            scope = GLOBAL if msg.chat_kind == "private" else chat_scope(msg.platform, msg.chat_id)
+            return DomainsRequest(platform=msg.platform, chat_id=msg.chat_id, target_id=msg.message_id,
+                                  user_id=msg.sender_id, scope=scope, args=args, thread_id=msg.thread_id)
         if msg.chat_kind != "private":
             return None
         # An unknown command in a private chat: check the whole text, it's what the user sent.
@@ -200,6 +212,10 @@ HELP_TEXT = (
     "Examples\n"
     "• The 5G rollout caused the coronavirus outbreak\n"
     "• /check Drinking bleach cures COVID-19\n\n"
+    "Admins\n"
+    "• /domains list shows the trusted and blocked source domains; "
+    "/domains allow add <domain> or /domains deny add <domain> changes them "
+    "(in a group: for that group, by its admins).\n\n"
     "Privacy\n"
     "I only look at messages you send me or ask me to check. The checked text and the verdict are "
     "stored with a check id so the result can be reviewed; nothing is shared with other chats. "

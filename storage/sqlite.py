@@ -72,6 +72,28 @@ MIGRATIONS: tuple[str, ...] = (
         value TEXT NOT NULL
     );
     """,
+    # 2: trusted/untrusted source domains (scope "global" or "<platform>:<chat id>") and the audit trail
+    # of admin actions (storage/domains.py).
+    """
+    CREATE TABLE domain_rules (
+        scope TEXT NOT NULL,
+        domain TEXT NOT NULL,
+        rule TEXT NOT NULL CHECK (rule IN ('allow', 'deny')),
+        added_by TEXT,
+        added_at TEXT,
+        PRIMARY KEY (scope, domain)
+    );
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT,
+        platform TEXT,
+        chat_id TEXT,
+        user_id TEXT,
+        action TEXT,
+        detail TEXT
+    );
+    CREATE INDEX audit_at ON audit(at);
+    """,
 )
 
 

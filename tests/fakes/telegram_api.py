@@ -39,6 +39,8 @@ class FakeTelegram:
     calls: list[Call] = field(default_factory=list)
     updates: list[dict[str, Any]] = field(default_factory=list)
     messages: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    # chat id -> {user id: "creator" | "administrator"}; everyone else is a plain "member"
+    chat_admins: dict[int, dict[int, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._update_ids = itertools.count(1)
@@ -220,6 +222,29 @@ class FakeTelegram:
             if str(cid) == str(chat_id):
                 return msg["chat"]
         raise _ApiError("Bad Request: chat not found")
+
+    @staticmethod
+    def _member(user_id: int, status: str) -> dict[str, Any]:
+        user = {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"}
+        if status == "creator":
+            return {"status": "creator", "user": user, "is_anonymous": False}
+        if status == "administrator":
+            rights = dict.fromkeys(("can_be_edited", "is_anonymous", "can_manage_chat", "can_delete_messages",
+                                    "can_manage_video_chats", "can_restrict_members", "can_promote_members",
+                                    "can_change_info", "can_invite_users", "can_post_stories",
+                                    "can_edit_stories", "can_delete_stories"), False)
+            return {"status": "administrator", "user": user, **rights, "can_manage_chat": True}
+        return {"status": "member", "user": user}
+
+    async def api_getChatMember(self, params: dict[str, Any]) -> Any:
+        chat_id, user_id = int(params["chat_id"]), int(params["user_id"])
+        self._chat(chat_id)
+        return self._member(user_id, self.chat_admins.get(chat_id, {}).get(user_id, "member"))
+
+    async def api_getChatAdministrators(self, params: dict[str, Any]) -> Any:
+        chat_id = int(params["chat_id"])
+        self._chat(chat_id)
+        return [self._member(uid, st) for uid, st in self.chat_admins.get(chat_id, {}).items()]
 
     async def api_sendMessage(self, params: dict[str, Any]) -> Any:
         text = params.get("text") or ""

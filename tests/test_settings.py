@@ -1,0 +1,27 @@
+from pathlib import Path
+
+from bot.settings import Settings
+
+
+def test_settings_come_from_tipline_env_vars(monkeypatch, tmp_path):
+    monkeypatch.setenv("TIPLINE_DATA_DIR", str(tmp_path / "d"))
+    monkeypatch.setenv("TIPLINE_ADMINS", "12345, U0ADMIN ,")
+    monkeypatch.setenv("TIPLINE_TELEGRAM_TOKEN", "123:very-secret")
+    monkeypatch.setenv("TIPLINE_HTTP_PORT", "9090")
+    s = Settings(_env_file=None)
+    assert s.data_dir == tmp_path / "d"
+    assert s.sqlite_path == tmp_path / "d" / "tipline.sqlite3"
+    assert s.admins == ["12345", "U0ADMIN"]
+    assert s.http_port == 9090
+    assert s.telegram_token.get_secret_value() == "123:very-secret"
+    assert "very-secret" not in repr(s) and "very-secret" not in str(s.model_dump())
+
+
+def test_defaults_run_offline(monkeypatch):
+    import os
+
+    for key in [k for k in os.environ if k.startswith("TIPLINE_")]:
+        monkeypatch.delenv(key)
+    s = Settings(_env_file=None)
+    assert s.data_dir == Path("data") and s.qdrant_url is None and s.llm_base_url is None
+    assert s.uses_default_model and s.admins == []
