@@ -124,6 +124,20 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return idx[np.lexsort((idx, -scores[idx]))]
 
 
+def union_with_ranks(lists: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The union of the candidate lists (sorted corpus indices) and each candidate's 1-based rank in
+    every list (0 when absent), as production's vector store reports them."""
+    cand = np.array(sorted(set().union(*[set(v.tolist()) for v in lists.values()])), dtype=np.int64)
+    pos = {c: i for i, c in enumerate(cand.tolist())}
+    ranks = {}
+    for name in LISTS:
+        r = np.zeros(len(cand), dtype=np.int64)
+        for rank, c in enumerate(lists[name].tolist(), 1):
+            r[pos[c]] = rank
+        ranks[name] = r
+    return cand, ranks
+
+
 class Corpus:
     def __init__(self, data: Path, emb: CachedEmbedder):
         self.ids, self.claims, self.titles = load_claims(data)
@@ -144,14 +158,7 @@ class Corpus:
         for v in scores.values():
             v[ex] = -np.inf
         lists = {name: top_k(v, k) for name, v in scores.items()}
-        cand = np.array(sorted(set().union(*[set(v.tolist()) for v in lists.values()])), dtype=np.int64)
-        pos = {c: i for i, c in enumerate(cand.tolist())}
-        ranks = {}
-        for name in LISTS:
-            r = np.zeros(len(cand), dtype=np.int64)
-            for rank, c in enumerate(lists[name].tolist(), 1):
-                r[pos[c]] = rank
-            ranks[name] = r
+        cand, ranks = union_with_ranks(lists)
         return cand, ranks, lists
 
 
@@ -236,14 +243,7 @@ def build_small(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: in
                  "sparse": top_k(sparse, k)}
         lists = {name: v[np.isfinite({"dense_claim": dense_c, "dense_title": dense_t, "sparse": sparse}[name][v])]
                  for name, v in lists.items()}
-        cand = np.array(sorted(set().union(*[set(v.tolist()) for v in lists.values()])), dtype=np.int64)
-        pos = {c: i for i, c in enumerate(cand.tolist())}
-        ranks = {}
-        for name in LISTS:
-            r = np.zeros(len(cand), dtype=np.int64)
-            for rank, c in enumerate(lists[name].tolist(), 1):
-                r[pos[c]] = rank
-            ranks[name] = r
+        cand, ranks = union_with_ranks(lists)
         pq = prepare_query(raw, clean, qv, stats)
         X = candidate_features(pq, [corpus.claims[i] for i in cand], [corpus.titles[i] for i in cand],
                                corpus.claim_vecs[cand], corpus.title_vecs[cand], ranks, stats)

@@ -1,0 +1,130 @@
+"""A fake OpenAI-compatible chat completions API: a real aiohttp server on 127.0.0.1, port 0.
+
+Point the openai client at it with `AsyncOpenAI(base_url=fake.base_url, api_key="test")`.
+`POST /v1/chat/completions` answers in the real wire format (id, object, created, model, choices with
+message{role, content, refusal}, finish_reason, usage). Each test scripts the answers in order:
+
+    fake.reply_json({"kind": "FACTUAL", ...})   # a valid content
+    fake.reply_raw("{not json")                 # malformed content
+    fake.reply_status(500)                      # HTTP error with an OpenAI-style error body
+    fake.reply_slow(5.0, {...})                 # answer only after a delay (to hit the client timeout)
+    fake.reply_refusal("I can't help")          # message.refusal set, content null
+    fake.reply_no_choices()                     # choices: []
+
+With nothing scripted it answers 500 "fake: nothing scripted", so a missing script fails loudly.
+Every request body is recorded in `requests` (with its Authorization header in `auth`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Scripted:
+    content: str | None = None
+    status: int = 200
+    delay_s: float = 0.0
+    refusal: str | None = None
+    no_choices: bool = False
+    prompt_tokens: int = 11
+    completion_tokens: int = 7
+
+
+@dataclass
+class FakeOpenAI:
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    auth: list[str | None] = field(default_factory=list)
+    script: list[Scripted] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._seq = itertools.count(1)
+        self._stopping = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> FakeOpenAI:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._completions)
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._runner:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # --- scripting -------------------------------------------------------------------------
+
+    def reply_json(self, content: Any, **kw: Any) -> None:
+        self.script.append(Scripted(content=json.dumps(content), **kw))
+
+    def reply_raw(self, content: str | None, **kw: Any) -> None:
+        self.script.append(Scripted(content=content, **kw))
+
+    def reply_status(self, status: int) -> None:
+        self.script.append(Scripted(status=status))
+
+    def reply_slow(self, delay_s: float, content: Any) -> None:
+        self.script.append(Scripted(content=json.dumps(content), delay_s=delay_s))
+
+    def reply_refusal(self, text: str) -> None:
+        self.script.append(Scripted(refusal=text))
+
+    def reply_no_choices(self) -> None:
+        self.script.append(Scripted(no_choices=True))
+
+    # --- handler ---------------------------------------------------------------------------
+
+    async def _completions(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.auth.append(request.headers.get("Authorization"))
+        if not self.script:
+            return self._error(500, "fake: nothing scripted for this request", "server_error")
+        s = self.script.pop(0)
+        if s.delay_s:
+            try:
+                await asyncio.wait_for(self._stopping.wait(), s.delay_s)
+            except asyncio.TimeoutError:
+                pass
+        if s.status != 200:
+            kind = "rate_limit_exceeded" if s.status == 429 else "server_error"
+            return self._error(s.status, f"fake HTTP {s.status}", kind)
+        choices = [] if s.no_choices else [{
+            "index": 0,
+            "message": {"role": "assistant", "content": s.content, "refusal": s.refusal},
+            "logprobs": None,
+            "finish_reason": "stop",
+        }]
+        return web.json_response({
+            "id": f"chatcmpl-fake{next(self._seq)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake-model"),
+            "choices": choices,
+            "usage": {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
+                      "total_tokens": s.prompt_tokens + s.completion_tokens},
+        })
+
+    @staticmethod
+    def _error(status: int, message: str, code: str) -> web.Response:
+        return web.json_response({"error": {"message": message, "type": code, "param": None, "code": code}},
+                                 status=status)
