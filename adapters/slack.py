@@ -26,9 +26,11 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domains import GLOBAL, DomainCommands, DomainsRequest, command_args
+from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, evidence_arg, evidence_lines, give_feedback, load_check
 from bot.render import Reply
 from bot.telegram_bot import ERROR_TEXT, CheckRequest, CheckService, Info, IncomingMessage, route
 from core.engine import Engine
+from core.models import Result
 from storage.sqlite import Database
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,8 @@ SLACK_HELP = (
     "👋 I'm tipline, an open-source fact-checking bot.\n"
     "• Send me a direct message with a claim, or mention me in a channel with the text.\n"
     "• `/check <text>` works anywhere I'm a member.\n"
+    "• `/evidence <check id>` (or `evidence <check id>` as a direct message) shows every source, match and "
+    "step behind a verdict; the Sources button under a card does the same, 👍 / 👎 tell us if it helped.\n"
     "• Admins: `/domains list`, `/domains allow add <domain>`, `/domains deny add <domain>` "
     "(also as a direct message) manage the trusted and blocked source domains.\n"
     "I answer in the thread with a verdict, my confidence and the sources. The checked text and the "
@@ -126,6 +130,8 @@ def to_incoming(event: dict[str, Any], bot_user_id: str | None = None) -> Incomi
 
 
 _HANDLED_SUBTYPES = {None, "file_share", "thread_broadcast"}
+# `evidence <id>` in a DM; only a single id-like word, so "Evidence shows that …" is still checked.
+_EVIDENCE_DM = re.compile(r"^/?evidence(?:\s+(?P<args>`?[A-Za-z0-9_-]{1,64}`?))?\s*$", re.IGNORECASE)
 
 
 def is_ignored(event: dict[str, Any], bot_user_id: str | None = None) -> bool:
@@ -190,8 +196,51 @@ def _checked_line(request: CheckRequest | None) -> str | None:
     return line
 
 
+ACTION_SOURCES = "tipline_sources"
+ACTION_UP = "tipline_fb_up"
+ACTION_DOWN = "tipline_fb_down"
+EVIDENCE_BLOCKS = 20  # sections per evidence message (Block Kit allows 50)
+
+
+def actions_block(check_id: str) -> dict[str, Any]:
+    """Sources / 👍 / 👎 under a verdict card; each button's value is the check id."""
+    def button(action_id: str, label: str) -> dict[str, Any]:
+        return {"type": "button", "action_id": action_id, "value": check_id,
+                "text": {"type": "plain_text", "text": label, "emoji": True}}
+    return {"type": "actions", "block_id": "tipline_card_actions",
+            "elements": [button(ACTION_SOURCES, "Sources"), button(ACTION_UP, "👍"), button(ACTION_DOWN, "👎")]}
+
+
+def render_evidence(result: Result) -> list[tuple[list[dict[str, Any]], str]]:
+    """The full evidence view of a stored check: [(blocks, fallback text)], one per message.
+
+    Lines are packed into sections under SECTION_LIMIT (a longer line is clipped), sections into
+    messages of at most EVIDENCE_BLOCKS blocks.
+    """
+    lines = evidence_lines(result, esc=esc, link=lambda u, t: link(u, t, 300), bold=lambda t: f"*{t}*",
+                           code=lambda t: f"`{t}`")
+    sections: list[str] = []
+    cur = ""
+    for line in lines:
+        line = _clip(line, SECTION_LIMIT) if len(line) > SECTION_LIMIT else line
+        candidate = f"{cur}\n{line}" if cur else line
+        if len(candidate) > SECTION_LIMIT:
+            sections.append(cur)
+            cur = line
+        else:
+            cur = candidate
+    if cur.strip():
+        sections.append(cur)
+    chunks = [sections[i:i + EVIDENCE_BLOCKS] for i in range(0, len(sections), EVIDENCE_BLOCKS)]
+    out = []
+    for n, chunk in enumerate(chunks, 1):
+        part = f" (part {n}/{len(chunks)})" if len(chunks) > 1 else ""
+        out.append(([_section(t) for t in chunk if t.strip()], f"Evidence for check {esc(result.id)}{part}"))
+    return out
+
+
 def render_blocks(reply: Reply, request: CheckRequest | None = None,
-                  requester: str | None = None) -> tuple[list[dict[str, Any]], str]:
+                  requester: str | None = None, *, buttons: bool = True) -> tuple[list[dict[str, Any]], str]:
     """(blocks, fallback text): the verdict card. Everything from users or the web is escaped."""
     blocks: list[dict[str, Any]] = [_section(f"*{esc(reply.headline)}*")]
     checked = _checked_line(request)
@@ -218,6 +267,8 @@ def render_blocks(reply: Reply, request: CheckRequest | None = None,
     if reply.notes:
         blocks.append(_context(*[f"Note: {esc(n)}" for n in reply.notes[:9]]))
     blocks.append(_context(f"Check id: `{esc(reply.check_id)}` · {esc(reply.mode)} mode"))
+    if buttons:
+        blocks.append(actions_block(reply.check_id))
 
     fallback = [esc(reply.headline)]
     if request is not None:
@@ -271,6 +322,14 @@ class SlackResponder:
     async def say(self, text: str) -> None:
         await self._put(text)  # our own fixed texts (they use mrkdwn on purpose)
 
+    async def post_new(self, text: str, blocks: list[dict[str, Any]]) -> None:
+        """A new message in the thread (never an edit)."""
+        kw: dict[str, Any] = dict(channel=self.channel, text=text, blocks=blocks, unfurl_links=False,
+                                  unfurl_media=False)
+        if self.thread_ts:
+            kw["thread_ts"] = self.thread_ts
+        await self.client.chat_postMessage(**kw)
+
     async def final(self, reply: Reply, request: CheckRequest | None = None) -> None:
         blocks, text = render_blocks(reply, request, self.requester)
         await self._put(text, blocks)
@@ -287,7 +346,8 @@ class SlackBot:
         self.config = config
         self.service = CheckService(engine, max_concurrency=config.max_concurrency,
                                     progress_interval=config.progress_interval)
-        self.domains = DomainCommands(db if db is not None else engine.db, config.admins)
+        self.db = db if db is not None else engine.db
+        self.domains = DomainCommands(self.db, config.admins)
         client_kw: dict[str, Any] = {"token": config.bot_token}
         if config.api_url:
             client_kw["base_url"] = config.api_url
@@ -298,6 +358,10 @@ class SlackBot:
         self.app.event("message")(self._on_message)
         self.app.command("/check")(self._on_check_command)
         self.app.command("/domains")(self._on_domains_command)
+        self.app.command("/evidence")(self._on_evidence_command)
+        self.app.action(ACTION_SOURCES)(self._on_sources)
+        self.app.action(ACTION_UP)(self._on_vote)
+        self.app.action(ACTION_DOWN)(self._on_vote)
         self.app.error(self._on_error)
         self._seen: OrderedDict[str, None] = OrderedDict()  # event ids, against Slack's retries
         self._runner: web.AppRunner | None = None
@@ -393,6 +457,10 @@ class SlackBot:
                 await responder.say(esc(await self._domains_answer(req)))
             self.service.spawn(answer(), name="tipline-slack-domains")
             return
+        ev = _EVIDENCE_DM.match(msg.text.strip())
+        if ev:
+            self.service.spawn(self._evidence(evidence_arg(ev["args"] or ""), responder), name="tipline-slack-evidence")
+            return
         if msg.text.strip().lower() in ("help", "start", "hi", "hello"):
             self._say(responder, SLACK_HELP)
             return
@@ -417,6 +485,69 @@ class SlackBot:
         req = CheckRequest(text=text, chat_id=channel, target_id=command.get("trigger_id", ""), requested_by=user)
         self.service.submit(req, responder)
 
+    async def _evidence(self, check_id: str, responder: SlackResponder) -> None:
+        """Post the evidence view of `check_id` in the responder's thread (or one sentence why not)."""
+        try:
+            result = await load_check(self.db, check_id) if check_id else None
+            if result is None:
+                await responder.say(esc(UNKNOWN_CHECK if check_id else EVIDENCE_USAGE))
+                return
+            for blocks, text in render_evidence(result):
+                await responder.post_new(text, blocks)
+        except Exception:
+            log.exception("slack: could not send the evidence of check %r", check_id)
+
+    async def _on_evidence_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
+        """`/evidence <id>`: the first message in the ack (ephemeral), any further parts as ephemeral posts."""
+        check_id = evidence_arg(slack_to_plain(command.get("text", "")))
+        result = await load_check(self.db, check_id) if check_id else None
+        if result is None:
+            await ack(text=esc(UNKNOWN_CHECK if check_id else EVIDENCE_USAGE), response_type="ephemeral")
+            return
+        messages = render_evidence(result)
+        blocks, text = messages[0]
+        await ack(text=text, blocks=blocks, response_type="ephemeral")
+        for blocks, text in messages[1:]:
+            try:
+                await client.chat_postEphemeral(channel=command.get("channel_id", ""),
+                                                user=command.get("user_id", ""), text=text, blocks=blocks)
+            except Exception:
+                log.exception("slack: could not post the rest of the evidence of %s", check_id)
+
+    @staticmethod
+    def _action_place(body: dict[str, Any]) -> tuple[str, str | None, str, str]:
+        """(channel, thread ts, user, check id) of a block_actions payload."""
+        container = body.get("container") or {}
+        message = body.get("message") or {}
+        channel = (body.get("channel") or {}).get("id") or container.get("channel_id", "")
+        thread_ts = message.get("thread_ts") or container.get("thread_ts") or message.get("ts") \
+            or container.get("message_ts")
+        action = (body.get("actions") or [{}])[0]
+        return channel, thread_ts, (body.get("user") or {}).get("id", ""), str(action.get("value", ""))
+
+    async def _on_sources(self, ack: Any, body: dict[str, Any], client: Any) -> None:
+        await ack()
+        channel, thread_ts, _, check_id = self._action_place(body)
+        responder = SlackResponder(client, channel, thread_ts)
+        self.service.spawn(self._evidence(check_id, responder), name="tipline-slack-sources")
+
+    async def _on_vote(self, ack: Any, body: dict[str, Any], client: Any) -> None:
+        await ack()
+        channel, thread_ts, user, check_id = self._action_place(body)
+        action_id = (body.get("actions") or [{}])[0].get("action_id")
+        try:
+            answer = await give_feedback(self.db, check_id, "slack", user, 1 if action_id == ACTION_UP else -1)
+        except Exception:
+            log.exception("slack: could not store feedback on %r", check_id)
+            answer = ERROR_TEXT
+        kw: dict[str, Any] = dict(channel=channel, user=user, text=esc(answer))
+        if thread_ts:
+            kw["thread_ts"] = thread_ts
+        try:
+            await client.chat_postEphemeral(**kw)
+        except Exception:
+            log.exception("slack: could not answer the vote on %r", check_id)
+
     async def _domains_answer(self, req: DomainsRequest) -> str:
         try:
             return await self.domains.handle(req)
@@ -435,5 +566,5 @@ class SlackBot:
         log.error("slack: error while handling a request", exc_info=error)
 
 
-__all__ = ["SlackBot", "SlackConfig", "SlackResponder", "render_blocks", "slack_to_plain", "to_incoming",
+__all__ = ["SlackBot", "SlackConfig", "SlackResponder", "render_blocks", "render_evidence", "actions_block", "slack_to_plain", "to_incoming",
            "is_ignored", "esc", "link", "safe_url"]

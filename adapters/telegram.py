@@ -16,6 +16,9 @@ from typing import Any
 
 from telegram import (
     BotCommand,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
     LinkPreviewOptions,
     Message,
     MessageOriginChannel,
@@ -30,7 +33,10 @@ from telegram.error import BadRequest
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bot.domains import DomainCommands, DomainsRequest
+from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, callback_data, evidence_lines,
+                          give_feedback, load_check, parse_callback)
 from bot.render import Reply
+from core.models import Result
 from bot.telegram_bot import ERROR_TEXT, CheckRequest, CheckService, COMMANDS, Info, IncomingMessage, route
 from core.engine import Engine
 from storage.sqlite import Database
@@ -165,6 +171,22 @@ def render_html(reply: Reply, request: CheckRequest | None = None) -> str:
     return "\n".join(out)
 
 
+def feedback_keyboard(check_id: str) -> InlineKeyboardMarkup:
+    """The buttons under a verdict card: Sources, 👍, 👎 (callback data carries the check id)."""
+    return InlineKeyboardMarkup([[
+        InlineKeyboardButton("Sources", callback_data=callback_data("sources", check_id)),
+        InlineKeyboardButton("👍", callback_data=callback_data("up", check_id)),
+        InlineKeyboardButton("👎", callback_data=callback_data("down", check_id)),
+    ]])
+
+
+def render_evidence_html(result: Result) -> list[str]:
+    """The full evidence view of a stored check as Telegram HTML, split into messages."""
+    lines = evidence_lines(result, esc=esc, link=_link, bold=lambda t: f"<b>{t}</b>",
+                           code=lambda t: f"<code>{t}</code>")
+    return split_html("\n".join(lines))
+
+
 def tg_len(text: str) -> int:
     """Length as Telegram counts it (UTF-16 code units); HTML markup only makes this an overestimate."""
     return len(text.encode("utf-16-le")) // 2
@@ -289,13 +311,14 @@ class TelegramResponder:
             kw["message_thread_id"] = self.thread_id
         return kw
 
-    async def _send(self, text: str, parse_mode: str | None = None) -> Message:
-        return await self.bot.send_message(text=text, parse_mode=parse_mode, **self._send_kwargs())
+    async def _send(self, text: str, parse_mode: str | None = None, reply_markup: Any = None) -> Message:
+        return await self.bot.send_message(text=text, parse_mode=parse_mode, reply_markup=reply_markup,
+                                           **self._send_kwargs())
 
-    async def _edit(self, text: str, parse_mode: str | None = None) -> None:
+    async def _edit(self, text: str, parse_mode: str | None = None, reply_markup: Any = None) -> None:
         try:
             await self.bot.edit_message_text(text=text, chat_id=self.chat_id, message_id=self.message_id,
-                                             parse_mode=parse_mode,
+                                             parse_mode=parse_mode, reply_markup=reply_markup,
                                              link_preview_options=LinkPreviewOptions(is_disabled=True))
         except BadRequest as exc:
             if "not modified" not in str(exc).lower():
@@ -316,11 +339,17 @@ class TelegramResponder:
     async def final(self, reply: Reply, request: CheckRequest | None = None) -> None:
         parts = split_html(render_html(reply, request))
         first, rest = parts[0], parts[1:]
+        keyboard = feedback_keyboard(reply.check_id)
         if self.message_id is None:
-            self.message_id = (await self._send(first, ParseMode.HTML)).message_id
+            self.message_id = (await self._send(first, ParseMode.HTML, keyboard)).message_id
         else:
-            await self._edit(first, ParseMode.HTML)
+            await self._edit(first, ParseMode.HTML, keyboard)
         for part in rest:
+            await self._send(part, ParseMode.HTML)
+
+    async def send_html(self, parts: list[str]) -> None:
+        """New messages (HTML), each a reply to the target message."""
+        for part in parts:
             await self._send(part, ParseMode.HTML)
 
 
@@ -335,7 +364,8 @@ class TelegramBot:
         self.config = config
         self.service = CheckService(engine, max_concurrency=config.max_concurrency,
                                     progress_interval=config.progress_interval)
-        self.domains = DomainCommands(db if db is not None else engine.db, config.admins)
+        self.db = db if db is not None else engine.db
+        self.domains = DomainCommands(self.db, config.admins)
         builder = ApplicationBuilder().token(config.token)
         if config.base_url:
             builder = builder.base_url(config.base_url)
@@ -349,9 +379,12 @@ class TelegramBot:
         self.username: str = ""
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if update.callback_query is not None:
+            self.service.spawn(self._callback(context.bot, update.callback_query), name="tipline-callback")
+            return
         message = update.message or update.channel_post
         if message is None:
-            return  # edits, reactions, callback queries, … are not checked
+            return  # edits, reactions, … are not checked
         incoming = to_incoming(message)
         action = route(incoming, self.username or context.bot.username)
         if action is None:
@@ -360,7 +393,55 @@ class TelegramBot:
         if isinstance(action, DomainsRequest):
             self.service.spawn(self._domains(context.bot, action, message, responder), name="tipline-domains")
             return
+        if isinstance(action, EvidenceRequest):
+            self.service.spawn(self._evidence(action.check_id, responder), name="tipline-evidence")
+            return
         self.service.submit(action, responder)
+
+    async def _evidence(self, check_id: str, responder: TelegramResponder) -> bool:
+        """Send the evidence view of `check_id` (or one sentence why not); False if there is no such check."""
+        try:
+            if not check_id:
+                await responder.say(EVIDENCE_USAGE)
+                return False
+            result = await load_check(self.db, check_id)
+            if result is None:
+                await responder.say(UNKNOWN_CHECK)
+                return False
+            await responder.send_html(render_evidence_html(result))
+            return True
+        except Exception:
+            log.exception("could not send the evidence of check %r", check_id)
+            return False
+
+    async def _callback(self, bot: Any, query: CallbackQuery) -> None:
+        """A button under a verdict card: Sources -> the evidence in the thread; 👍/👎 -> a stored vote."""
+        parsed = parse_callback(query.data)
+        answer: str | None = None
+        try:
+            if parsed is None:
+                answer = None
+            elif parsed[0] == "sources":
+                message = query.message
+                if not isinstance(message, Message):  # too old to reply to
+                    answer = "That card is too old: use /evidence with its check id."
+                else:
+                    await bot.answer_callback_query(query.id)
+                    thread = message.message_thread_id if message.is_topic_message else None
+                    responder = TelegramResponder(bot, message.chat_id, message.message_id, thread)
+                    await self._evidence(parsed[1], responder)
+                    return
+            else:
+                kind, check_id = parsed
+                answer = await give_feedback(self.db, check_id, "telegram", query.from_user.id,
+                                             1 if kind == "up" else -1)
+        except Exception:
+            log.exception("callback %r failed", query.data)
+            answer = ERROR_TEXT
+        try:
+            await bot.answer_callback_query(query.id, text=answer)
+        except Exception:
+            log.exception("could not answer callback query %s", query.id)
 
     async def _domains(self, bot: Any, req: DomainsRequest, message: Message, responder: TelegramResponder) -> None:
         """A /domains command; in groups the chat's administrators may change the chat's rules."""
@@ -394,7 +475,7 @@ class TelegramBot:
         await app.start()
         assert app.updater is not None
         await app.updater.start_polling(timeout=self.config.poll_timeout,
-                                        allowed_updates=["message", "channel_post"])
+                                        allowed_updates=["message", "channel_post", "callback_query"])
         log.info("telegram: polling as @%s", self.username)
 
     async def stop(self) -> None:
@@ -415,4 +496,5 @@ class TelegramBot:
 
 
 __all__ = ["TelegramBot", "TelegramConfig", "TelegramResponder", "render_html", "split_html", "to_incoming",
+           "render_evidence_html", "feedback_keyboard",
            "forward_origin", "CheckRequest", "Info"]

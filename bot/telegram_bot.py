@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
 from bot.domains import GLOBAL, DomainsRequest, chat_scope, command_args
+from bot.evidence import EvidenceRequest, evidence_arg
 from bot.render import Reply, to_reply
 from core.engine import Engine
 from core.intake import EmptyInput
@@ -67,12 +68,13 @@ class Info:
     thread_id: int | str | None = None
 
 
-Action = CheckRequest | Info | DomainsRequest | None
+Action = CheckRequest | Info | DomainsRequest | EvidenceRequest | None
 
 COMMANDS: list[tuple[str, str]] = [
     ("start", "What this bot does"),
     ("help", "How to use it, privacy, examples"),
     ("check", "Fact-check a message: reply to it with /check, or /check <text>"),
+    ("evidence", "All sources and the trace of a past check: /evidence <check id>"),
     ("domains", "Admins: trusted and blocked source domains (/domains list)"),
 ]
 
@@ -115,6 +117,10 @@ def route(msg: IncomingMessage, bot_username: str) -> Action:
             return Info(cmd, target_id=msg.message_id, **where)  # type: ignore[arg-type]
         if cmd == "check":
             return check(text[m.end():])
+        if cmd == "evidence":
+            if msg.chat_kind == "channel":
+                return None
+            return EvidenceRequest(check_id=evidence_arg(text[m.end():]), target_id=msg.message_id, **where)
         if cmd in ("domains", "enrichment"):
             if msg.chat_kind == "channel":
                 return None
@@ -212,6 +218,10 @@ HELP_TEXT = (
     "Examples\n"
     "• The 5G rollout caused the coronavirus outbreak\n"
     "• /check Drinking bleach cures COVID-19\n\n"
+    "Evidence and feedback\n"
+    "• /evidence <check id> shows every source, match and step behind a verdict "
+    "(the id is at the bottom of the card; the Sources button does the same).\n"
+    "• 👍 / 👎 under a card tell us whether it helped; a 👎 on an unsettled check is sent for review.\n\n"
     "Admins\n"
     "• /domains list shows the trusted and blocked source domains; "
     "/domains allow add <domain> or /domains deny add <domain> changes them "

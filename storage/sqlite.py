@@ -94,6 +94,24 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX audit_at ON audit(at);
     """,
+    # 3: 👍/👎 on verdict cards (one vote per user and platform per check; a later vote replaces the
+    # earlier one) and the queue of checks a person should review (storage/feedback.py).
+    """
+    CREATE TABLE feedback (
+        check_id TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        vote INTEGER NOT NULL CHECK (vote IN (-1, 1)),
+        at TEXT,
+        PRIMARY KEY (check_id, platform, user_id)
+    );
+    CREATE TABLE review_queue (
+        check_id TEXT PRIMARY KEY,
+        reason TEXT,
+        added_at TEXT,
+        resolved_at TEXT
+    );
+    """,
 )
 
 

@@ -198,7 +198,10 @@ async def test_hostile_text_is_escaped(fake, bot):
     for bad in ("<!channel>", "<@U999>", "<http://evil", "<!here>"):
         assert bad not in out
     assert "&lt;!channel&gt; &lt;@U999&gt; &lt;http://evil.example|click&gt; @here" in out
-    assert all(e.get("verbatim") for b in upd.params["blocks"] for e in ([b["text"]] if "text" in b else b["elements"]))
+    assert all(e.get("verbatim") for b in upd.params["blocks"] if b["type"] != "actions"
+               for e in ([b["text"]] if "text" in b else b["elements"]))
+    [actions] = [b for b in upd.params["blocks"] if b["type"] == "actions"]  # buttons: plain_text only
+    assert {e["text"]["type"] for e in actions["elements"]} == {"plain_text"}
 
 
 async def test_citation_titles_and_urls_cannot_inject_markup():

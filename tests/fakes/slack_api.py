@@ -1,7 +1,7 @@
 """A fake Slack Web API: a real aiohttp server on 127.0.0.1, port 0, Slack's wire format.
 
 Point slack_sdk at it with `AsyncWebClient(base_url=fake.base_url, token=...)` (the trailing slash
-matters). It serves `auth.test`, `chat.postMessage` and `chat.update`, accepts form or JSON bodies as
+matters). It serves `auth.test`, `chat.postMessage`, `chat.update` and `chat.postEphemeral`, accepts form or JSON bodies as
 slack_sdk sends them, records every call with its decoded parameters and the bearer token, and
 answers `{"ok": true, ...}` with realistic `channel`/`ts` values so messages can be edited.
 """
@@ -122,6 +122,13 @@ class FakeSlack:
             result = self._post(params)
         elif method == "chat.update":
             result = self._update(params)
+        elif method == "chat.postEphemeral":
+            if not params.get("channel") or not params.get("user"):
+                result = {"ok": False, "error": "channel_not_found" if not params.get("channel") else "user_not_found"}
+            elif not params.get("text") and not params.get("blocks"):
+                result = {"ok": False, "error": "no_text"}
+            else:
+                result = {"ok": True, "message_ts": self._ts()}
         else:
             result = {"ok": False, "error": "unknown_method"}
         self.calls.append(Call(method, params, token, result))

@@ -120,6 +120,20 @@ class FakeTelegram:
             self._changed.notify_all()
         return update["update_id"]
 
+    async def press_button(self, message: dict[str, Any], data: str, *,
+                           sender: dict[str, Any] | None = None) -> str:
+        """Queue a callback_query update: `sender` pressed an inline button with `data` under `message`."""
+        query_id = f"cbq{next(self._update_ids)}"
+        sender = sender or {"id": 4242, "is_bot": False, "first_name": "Alice", "username": "alice"}
+        update = {"update_id": next(self._update_ids),
+                  "callback_query": {"id": query_id, "from": sender, "chat_instance": "ci-1", "data": data,
+                                     "message": self.messages.get((message["chat"]["id"], message["message_id"]),
+                                                                  message)}}
+        async with self._changed:
+            self.updates.append(update)
+            self._changed.notify_all()
+        return query_id
+
     async def send_user_message(self, text: str | None = None, **kw: Any) -> dict[str, Any]:
         msg = self.make_message(text, **kw)
         await self.queue_message(msg)
@@ -197,6 +211,8 @@ class FakeTelegram:
         return True
 
     async def api_answerCallbackQuery(self, params: dict[str, Any]) -> Any:
+        if not params.get("callback_query_id"):
+            raise _ApiError("Bad Request: query is too old and response timeout expired or query ID is invalid")
         return True
 
     async def api_getUpdates(self, params: dict[str, Any]) -> Any:
@@ -280,6 +296,8 @@ class FakeTelegram:
         if _visible_len(params.get("text") or "", params.get("parse_mode")) > 4096:
             raise _ApiError("Bad Request: MESSAGE_TOO_LONG")
         msg = {**msg, "text": params.get("text"), "edit_date": int(time.time())}
+        if params.get("reply_markup"):
+            msg["reply_markup"] = params["reply_markup"]
         self.messages[key] = msg
         return msg
 
