@@ -4,6 +4,7 @@ and files, into the real knowledge base."""
 from aiohttp import web
 
 from bot.ingest_files import ingest_source
+from tests.fakes.loopback import serve_on_loopback
 
 FEED = """<?xml version="1.0" encoding="UTF-8"?>
 <rss version="2.0"><channel><title>Example Checks</title><link>https://checks.example</link>
@@ -19,11 +20,7 @@ FEED = """<?xml version="1.0" encoding="UTF-8"?>
 async def _serve(routes):
     app = web.Application()
     app.add_routes(routes)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
+    runner, port = await serve_on_loopback(app)
     return runner, f"http://127.0.0.1:{port}"
 
 

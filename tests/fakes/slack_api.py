@@ -17,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.loopback import serve_on_loopback
+
 TEAM_ID = "T0TIPLINE"
 BOT_USER_ID = "U0TIPBOT"
 BOT_ID = "B0TIPBOT"
@@ -47,11 +49,7 @@ class FakeSlack:
     async def start(self) -> FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._handle)
-        self._runner = web.AppRunner(app, shutdown_timeout=2.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner, self.port = await serve_on_loopback(app, shutdown_timeout=2.0)
         return self
 
     async def stop(self) -> None:

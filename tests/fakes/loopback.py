@@ -1,0 +1,13 @@
+"""Start an aiohttp application on 127.0.0.1 with a free port: the one way every fake server starts."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+
+async def serve_on_loopback(app: web.Application, shutdown_timeout: float = 2.0) -> tuple[web.AppRunner, int]:
+    runner = web.AppRunner(app, shutdown_timeout=shutdown_timeout)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
