@@ -9,6 +9,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.domains import DomainPolicy
 from bot.settings import Settings
 from core.embeddings import Embedder
 from core.engine import Engine
@@ -71,5 +72,5 @@ async def build_app(settings: Settings, *, seed: bool | None = None) -> AsyncIte
         matcher = ClaimMatcher(kb, Reranker.load_default(), candidates=settings.match_candidates,
                                auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold,
                                auto_languages=frozenset({"en"}) if settings.uses_default_model else None)
-        engine = Engine(db, matcher, max_input_chars=settings.max_input_chars)
+        engine = Engine(db, matcher, max_input_chars=settings.max_input_chars, source_policy=DomainPolicy(db))
         yield App(settings, db, vectors, embedder, kb, matcher, engine)

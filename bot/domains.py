@@ -140,6 +140,19 @@ async def effective_rules(db: Database, scope: str) -> tuple[set[str], set[str]]
     return ({d for d, r in merged.items() if r == "allow"}, {d for d, r in merged.items() if r == "deny"})
 
 
+class DomainPolicy:
+    """The engine's `SourcePolicy`: which sources a chat's admins (and the global admins) denied."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def denied_filter(self, scope: str) -> Callable[[str], bool]:
+        _, deny = await effective_rules(self.db, scope)
+        if not deny:
+            return lambda url: False
+        return lambda url: domain_matches(url, deny)
+
+
 def chat_scope(platform: str, chat_id: object) -> str:
     return f"{platform}:{chat_id}"
 

@@ -56,6 +56,7 @@ class CheckRequest:
     thread_id: int | str | None = None
     forwarded_from: str | None = None
     requested_by: int | str | None = None
+    scope: str = GLOBAL  # whose source rules apply: global, or a group chat's own
 
 
 @dataclass(frozen=True)
@@ -96,15 +97,17 @@ def route(msg: IncomingMessage, bot_username: str) -> Action:
     text = msg.text.strip()
     reply_target = msg.reply_to
     where = dict(chat_id=msg.chat_id, thread_id=msg.thread_id)
+    scope = GLOBAL if msg.chat_kind == "private" else chat_scope(msg.platform, msg.chat_id)
 
     def check(body: str) -> Action:
         body = body.strip()
         if body:
             return CheckRequest(text=body, target_id=msg.message_id, forwarded_from=msg.forwarded_from,
-                                requested_by=msg.sender_id, **where)
+                                requested_by=msg.sender_id, scope=scope, **where)
         if reply_target is not None and reply_target.text.strip():
             return CheckRequest(text=reply_target.text, target_id=reply_target.message_id,
-                                forwarded_from=reply_target.forwarded_from, requested_by=msg.sender_id, **where)
+                                forwarded_from=reply_target.forwarded_from, requested_by=msg.sender_id,
+                                scope=scope, **where)
         return Info("usage", target_id=msg.message_id, **where)
 
     m = _COMMAND.match(text)
@@ -127,7 +130,6 @@ def route(msg: IncomingMessage, bot_username: str) -> Action:
             args = command_args(text, bot_username=bot_username)
             if args is None:
                 return None
-            scope = GLOBAL if msg.chat_kind == "private" else chat_scope(msg.platform, msg.chat_id)
             return DomainsRequest(platform=msg.platform, chat_id=msg.chat_id, target_id=msg.message_id,
                                   user_id=msg.sender_id, scope=scope, args=args, thread_id=msg.thread_id)
         if msg.chat_kind != "private":
@@ -273,7 +275,7 @@ class CheckService:
         progress = ThrottledProgress(responder, min_interval=self.progress_interval)
         await progress.start()
         try:
-            result = await self.engine.check(req.text, progress)
+            result = await self.engine.check(req.text, progress, scope=req.scope)
         except EmptyInput:
             await responder.say(EMPTY_TEXT)
             return

@@ -7,7 +7,7 @@ This is where a check's verdict is decided. Stages are timed into `Result.steps`
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -22,19 +22,30 @@ class ProgressSink(Protocol):
     async def stage(self, name: str, detail: str = "") -> None: ...
 
 
+class SourcePolicy(Protocol):
+    """The admins' source rules for a chat (bot/domains.py implements it over the domain tables)."""
+
+    async def denied_filter(self, scope: str) -> Callable[[str], bool]: ...
+
+
 class NullProgress:
     async def stage(self, name: str, detail: str = "") -> None:
         return None
 
 
 class Engine:
-    def __init__(self, db: Database, matcher: ClaimMatcher, *, max_input_chars: int = 4096):
+    def __init__(self, db: Database, matcher: ClaimMatcher, *, max_input_chars: int = 4096,
+                 source_policy: SourcePolicy | None = None):
         self.db = db
         self.matcher = matcher
         self.max_input_chars = max_input_chars
+        self.source_policy = source_policy
 
-    async def check(self, raw: str | bytes, progress: ProgressSink | None = None, *, save: bool = True) -> Result:
-        """Raises `core.intake.EmptyInput` when there is nothing to check; everything else ends in a Result."""
+    async def check(self, raw: str | bytes, progress: ProgressSink | None = None, *, save: bool = True,
+                    scope: str = "global") -> Result:
+        """Raises `core.intake.EmptyInput` when there is nothing to check; everything else ends in a Result.
+
+        `scope` selects the admins' source rules (global, or a chat's): denied domains are never cited."""
         progress = progress or NullProgress()
         steps: list[Step] = []
 
@@ -55,6 +66,15 @@ class Engine:
         async with step("match") as d:
             matches = await self.matcher.match(msg.text, msg.urls, language=msg.language)
             d.append(", ".join(f"{m.similarity:.2f}/{m.tier}" for m in matches) or "no candidates")
+            policy_notes: list[str] = []
+            if self.source_policy is not None:
+                denied = await self.source_policy.denied_filter(scope)
+                kept = [m for m in matches if not (m.url and denied(m.url))]
+                if len(kept) < len(matches):
+                    d.append(f"{len(matches) - len(kept)} from denied domains left out")
+                    policy_notes.append(f"{len(matches) - len(kept)} fact-check(s) from domains an admin "
+                                        "denied were left out.")
+                matches = kept
         async with step("verdict") as d:
             decided = decide(msg.text, matches)
             d.append(f"{decided.verdict.value} ({decided.confidence:.2f}), offline")
@@ -63,7 +83,7 @@ class Engine:
             id=new_check_id(), text=msg.text, language=msg.language, verdict=decided.verdict,
             label=decided.verdict.label, confidence=decided.confidence, reasoning=decided.reasoning,
             citations=decided.citations, matches=decided.matches, mode="offline",
-            notes=[*msg.notes, *decided.notes], steps=steps,
+            notes=[*msg.notes, *policy_notes, *decided.notes], steps=steps,
         )
         if save:
             await self.db.save_check(result)

@@ -85,3 +85,18 @@ async def test_non_english_matches_never_decide_with_the_english_model(app):
 async def test_sharing_a_name_with_a_fact_check_is_not_a_match(app, text):
     result = await app.engine.check(text)
     assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE, result.matches[0]
+
+
+async def test_denied_domains_are_never_cited_and_scopes_are_separate(app):
+    from storage.domains import DomainStore
+
+    text = "The 5G rollout caused the coronavirus outbreak"
+    before = await app.engine.check(text)
+    assert "logically.ai" in before.matches[0].url
+    await DomainStore(app.db).set_rule("telegram:42", "logically.ai", "deny", added_by="test")
+    in_chat = await app.engine.check(text, scope="telegram:42")
+    assert all("logically.ai" not in m.url for m in in_chat.matches)
+    assert all("logically.ai" not in c.url for c in in_chat.citations)
+    assert any("denied" in n for n in in_chat.notes)
+    elsewhere = await app.engine.check(text, scope="telegram:7")
+    assert "logically.ai" in elsewhere.matches[0].url and elsewhere.verdict == before.verdict

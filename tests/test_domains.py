@@ -272,3 +272,13 @@ async def test_slack_dm_domains_list(slack, db):
     await post(bot, event_body(ev))
     [sent] = await fake.wait_for(lambda: fake.posts_in_thread("D0ALICE", ev["ts"]))
     assert "Global trusted domains: apnews.com" in sent.params["text"]
+
+
+def test_checks_carry_the_scope_whose_rules_apply():
+    from bot.telegram_bot import CheckRequest, IncomingMessage, route
+
+    group = route(IncomingMessage("telegram", -100123, "supergroup", 5, "/check The moon is made of cheese"),
+                  "tiplinebot")
+    private = route(IncomingMessage("telegram", 77, "private", 6, "The moon is made of cheese"), "tiplinebot")
+    assert isinstance(group, CheckRequest) and group.scope == "telegram:-100123"
+    assert isinstance(private, CheckRequest) and private.scope == "global"

@@ -52,7 +52,7 @@ class StandInEngine:
     def __init__(self, db: Database):
         self.db = db
 
-    async def check(self, raw, progress=None, *, save: bool = True) -> Result:
+    async def check(self, raw, progress=None, *, save: bool = True, scope: str = "global") -> Result:
         result = make_result(str(raw), matched="unmatched" not in str(raw))
         if save:
             await self.db.save_check(result)
