@@ -33,6 +33,7 @@ from telegram.error import BadRequest
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from bot.domains import DomainCommands, DomainsRequest
+from bot.review import ReviewCommands, ReviewRequest
 from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, callback_data, evidence_lines,
                           give_feedback, load_check, parse_callback)
 from bot.render import Reply
@@ -366,6 +367,8 @@ class TelegramBot:
                                     progress_interval=config.progress_interval)
         self.db = db if db is not None else engine.db
         self.domains = DomainCommands(self.db, config.admins)
+        kb = getattr(getattr(engine, "matcher", None), "kb", None)
+        self.review = ReviewCommands(self.db, kb.add if kb is not None else None, config.admins)
         builder = ApplicationBuilder().token(config.token)
         if config.base_url:
             builder = builder.base_url(config.base_url)
@@ -395,6 +398,9 @@ class TelegramBot:
             return
         if isinstance(action, EvidenceRequest):
             self.service.spawn(self._evidence(action.check_id, responder), name="tipline-evidence")
+            return
+        if isinstance(action, ReviewRequest):
+            self.service.spawn(self._review(action, responder), name="tipline-review")
             return
         self.service.submit(action, responder)
 
@@ -463,6 +469,17 @@ class TelegramBot:
             await responder.say(text)
         except Exception:
             log.exception("could not answer the domains command in chat %s", req.chat_id)
+
+    async def _review(self, req: ReviewRequest, responder: TelegramResponder) -> None:
+        try:
+            text = await self.review.handle(req)
+        except Exception:
+            log.exception("review command failed in chat %s", req.chat_id)
+            text = ERROR_TEXT
+        try:
+            await responder.say(text)
+        except Exception:
+            log.exception("could not answer the review command in chat %s", req.chat_id)
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("error while handling an update", exc_info=context.error)

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
 from bot.domains import GLOBAL, DomainsRequest, chat_scope, command_args
+from bot.review import ReviewRequest
 from bot.evidence import EvidenceRequest, evidence_arg
 from bot.render import Reply, to_reply
 from core.engine import Engine
@@ -77,6 +78,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("check", "Fact-check a message: reply to it with /check, or /check <text>"),
     ("evidence", "All sources and the trace of a past check: /evidence <check id>"),
     ("domains", "Admins: trusted and blocked source domains (/domains list)"),
+    ("review", "Admins: checks waiting for a verdict; /review <id> <rating> <url> records one"),
 ]
 
 _COMMAND = re.compile(r"^/(?P<cmd>[A-Za-z0-9_]{1,32})(?:@(?P<bot>[A-Za-z0-9_]{3,64}))?(?=\s|$)")
@@ -124,6 +126,11 @@ def route(msg: IncomingMessage, bot_username: str) -> Action:
             if msg.chat_kind == "channel":
                 return None
             return EvidenceRequest(check_id=evidence_arg(text[m.end():]), target_id=msg.message_id, **where)
+        if cmd == "review":
+            if msg.chat_kind != "private":
+                return None  # the queue holds other people's messages: admins use it in a private chat
+            return ReviewRequest(platform=msg.platform, chat_id=msg.chat_id, target_id=msg.message_id,
+                                 user_id=msg.sender_id, args=text[m.end():].strip(), thread_id=msg.thread_id)
         if cmd in ("domains", "enrichment"):
             if msg.chat_kind == "channel":
                 return None

@@ -1,0 +1,107 @@
+"""The admins' review queue: checks that got a 👎 without a matching fact-check wait here until an
+admin records a verdict, which becomes a fact-check in the knowledge base (so the next person who
+forwards the same claim gets an answer at once).
+
+    /review                                  the open items, oldest first
+    /review <check id> <rating> <url>        record a verdict, e.g. /review 3f9a1c2b7d False https://…
+
+Only configured admins (TIPLINE_ADMINS); every use and refusal is written to the audit table.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from core.models import FactCheck, Verdict
+from core.ratings import match_rating
+from storage.domains import DomainStore
+from storage.feedback import FeedbackStore
+from storage.sqlite import Database
+
+log = logging.getLogger(__name__)
+
+REFUSED = "Only admins can use the review queue."
+USAGE = ("Usage: /review lists the open items; /review <check id> <rating> <url> records a verdict, "
+         "e.g. /review 3f9a1c2b7d False https://example.org/fact-check")
+REVIEW_PUBLISHER = "tipline reviewers"
+_URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    platform: str
+    chat_id: int | str
+    target_id: int | str
+    user_id: int | str | None
+    args: str
+    thread_id: int | str | None = None
+
+
+AddFactChecks = Callable[[Sequence[FactCheck]], Awaitable[int]]
+
+
+class ReviewCommands:
+    def __init__(self, db: Database, add_factchecks: AddFactChecks | None, admins: Iterable[str] = ()):
+        self.db = db
+        self.feedback = FeedbackStore(db)
+        self.audit = DomainStore(db)
+        self.add_factchecks = add_factchecks
+        self.admins = {a.strip() for a in admins if a and a.strip()}
+
+    def is_admin(self, platform: str, user_id: object) -> bool:
+        uid = str(user_id)
+        return user_id is not None and (uid in self.admins or f"{platform}:{uid}" in self.admins)
+
+    async def handle(self, req: ReviewRequest) -> str:
+        if not self.is_admin(req.platform, req.user_id):
+            await self._audit(req, "review.refused", req.args[:200])
+            return REFUSED
+        parts = req.args.split()
+        if not parts:
+            return await self.listing()
+        if len(parts) < 3 or not _URL.match(parts[-1]):
+            return USAGE
+        check_id, rating, url = parts[0], " ".join(parts[1:-1]), parts[-1]
+        verdict = match_rating(rating)
+        if verdict is None:
+            return f"I don't know the rating “{rating}”: use words like True, False, Misleading, Mixed, Unproven."
+        result = await self.db.get_check(check_id)
+        if result is None:
+            return "I have no check with that id: copy the id from the review list or the verdict card."
+        if self.add_factchecks is None:
+            return "The knowledge base is not available in this process; nothing was recorded."
+        fc = FactCheck(claim=result.text[:1000], title=f"Reviewed: {result.text[:120]}", url=url,
+                       publisher=REVIEW_PUBLISHER, published_at=date.today(), rating_text=rating,
+                       verdict=verdict, language=result.language)
+        await self.add_factchecks([fc])
+        resolved = await self.feedback.resolve(check_id)
+        await self._audit(req, "review.verdict", f"check={check_id} rating={rating} url={url}")
+        label = verdict.label if verdict != Verdict.NOT_CHECKABLE else "Not checkable"
+        return (f"Recorded “{label}” for check {check_id}; the next check of this claim will match it."
+                + ("" if resolved else " (It was not on the open review list.)"))
+
+    async def listing(self, limit: int = 10) -> str:
+        items = await self.feedback.open_reviews()
+        if not items:
+            return "The review queue is empty."
+        lines = [f"Open reviews ({len(items)}), oldest first:"]
+        for item in items[:limit]:
+            result = await self.db.get_check(item.check_id)
+            text = (result.text[:100] + ("…" if len(result.text) > 100 else "")) if result else "(check missing)"
+            verdict = result.label if result else "?"
+            lines.append(f"• {item.check_id} — “{text}” ({verdict}; {item.reason})")
+        if len(items) > limit:
+            lines.append(f"… and {len(items) - limit} more.")
+        lines.append(USAGE)
+        return "\n".join(lines)
+
+    async def _audit(self, req: ReviewRequest, action: str, detail: str) -> None:
+        try:
+            await self.audit.audit(platform=req.platform, chat_id=req.chat_id, user_id=req.user_id, action=action,
+                                   detail=detail)
+        except Exception:  # the audit must never turn an answer into an error
+            log.exception("could not write the audit entry %s", action)
