@@ -1,0 +1,154 @@
+"""Evaluate same-story detection ("also reported by") on CLEF-2020 Task 2 tweets.
+
+Each tweet ends with "— Name (@handle) Month D, YYYY": the handle is the account, the date the time.
+Two tweets are the same story when they share a vclaim_id in the qrels.
+
+    python -m bot.corroboration_eval MESSAGES.tsv OUT.tsv [QRELS]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from core.corroboration import (
+    COS_FLOOR,
+    DEFAULT_WINDOW_DAYS,
+    TEXT_STEPS,
+    StoryDetector,
+    StoryModel,
+    best_threshold,
+    fit_logistic,
+    pairwise_scores,
+    parse_signature,
+    prepare_text,
+)
+from core.evaluation import read_qrels, read_queries
+
+DEFAULT_MODEL_DIR = Path("/tmp/model")
+CACHE_DIR = Path("/tmp/corrcache")
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    account: str
+    time: datetime | None
+    raw: str
+    text: str  # prepared (cleaned) text
+
+
+def load_messages(path: Path, steps: Sequence[str] | None = None) -> list[Message]:
+    out = []
+    for mid, raw in read_queries(Path(path)):
+        sig = parse_signature(raw)
+        account = f"@{sig.handle}" if sig else mid
+        out.append(Message(mid, account, sig.time if sig else None, raw, prepare_text(raw, steps)))
+    return out
+
+
+def embed_cached(texts: Sequence[str], model_dir: Path = DEFAULT_MODEL_DIR, embedder=None,
+                 cache_dir: Path = CACHE_DIR) -> np.ndarray:
+    key = hashlib.sha256(("\x1e".join(texts) + f"|{model_dir}").encode()).hexdigest()[:24]
+    path = cache_dir / f"{key}.npy"
+    if path.exists():
+        return np.load(path)
+    if embedder is None:
+        from core.embeddings import Embedder
+
+        embedder = Embedder(model_dir=Path(model_dir))
+    vecs = np.asarray(embedder.embed_sync(list(texts)), dtype=np.float32)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    np.save(path, vecs)
+    return vecs
+
+
+def _stream_order(msgs: Sequence[Message]) -> list[int]:
+    # timed messages in time order (stable), untimed ones last (they are compared with everything)
+    return sorted(range(len(msgs)), key=lambda k: (msgs[k].time is None, msgs[k].time or datetime.min, k))
+
+
+def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | None = None,
+               window_days: float = DEFAULT_WINDOW_DAYS, record_pairs: bool = False) -> StoryDetector:
+    det = StoryDetector(model=model, window_days=window_days, dim=vecs.shape[1], record_pairs=record_pairs)
+    for k in _stream_order(msgs):
+        m = msgs[k]
+        det.add(m.id, m.account, m.time, m.text, vecs[k])
+    return det
+
+
+def baseline_clusters(msgs: Sequence[Message], vecs: np.ndarray, threshold: float) -> dict[str, str]:
+    """Naive baseline: single-link over raw cosine, no account or time constraints."""
+    from core.corroboration import clusters_at
+
+    sims = vecs @ vecs.T
+    a, b = np.nonzero(np.triu(sims >= threshold, 1))
+    ids = [m.id for m in msgs]
+    return clusters_at(ids, list(zip(a.tolist(), b.tolist())), np.ones(len(a)), 0.5)
+
+
+def fit(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]],
+        window_days: float = DEFAULT_WINDOW_DAYS, cos_floor: float = COS_FLOOR,
+        features: Sequence[int] | None = None) -> tuple[StoryModel, dict]:
+    """Fit logistic weights on candidate pairs of a stream replay, then pick the clustering threshold
+    maximising pairwise F1 (both on the split given: use TRAIN)."""
+    probe = StoryModel(weights=(0.0, 0.0, 0.0), bias=0.0, threshold=2.0, cos_floor=cos_floor)  # links nothing
+    det = run_stream(msgs, vecs, probe, window_days, record_pairs=True)
+    pairs = [(i, j) for i, j, _ in det.pairs]
+    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, 3))
+    if features is not None:
+        mask = np.zeros(x.shape[1], dtype=bool)
+        mask[list(features)] = True
+        x = np.where(mask, x, 0.0)
+    y = np.array([float(bool(gold.get(det.ids[i], set()) & gold.get(det.ids[j], set()))) for i, j in pairs])
+    w, b = fit_logistic(x, y)
+    model = StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, cos_floor=cos_floor)
+    t, s = best_threshold(det.ids, pairs, model.score(x), gold)
+    model.threshold = t
+    return model, {"candidate_pairs": len(pairs), "positive_pairs": int(y.sum()), "train": asdict(s)}
+
+
+def run_corroboration_eval(messages_path: Path, out_path: Path, qrels_path: Path | None = None,
+                           model_dir: Path = DEFAULT_MODEL_DIR, model: StoryModel | None = None,
+                           window_days: float = DEFAULT_WINDOW_DAYS, embedder=None,
+                           quiet: bool = False) -> dict:
+    msgs = load_messages(Path(messages_path))
+    vecs = embed_cached([m.text for m in msgs], model_dir, embedder)
+    det = run_stream(msgs, vecs, model, window_days)
+    clusters = det.clusters()
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_path, "w", encoding="utf-8") as f:
+        for m in msgs:
+            f.write(f"{m.id}\t{clusters[m.id]}\n")
+    result: dict = {"messages": len(msgs), "clusters": len(set(clusters.values()))}
+    if qrels_path is not None:
+        s = pairwise_scores(clusters, read_qrels(Path(qrels_path)))
+        result.update(asdict(s))
+        if not quiet:
+            print(f"pairwise P={s.precision:.4f} R={s.recall:.4f} F1={s.f1:.4f} "
+                  f"(pred {s.predicted_pairs}, gold {s.gold_pairs}, true {s.true_pairs})")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 2:
+        print(__doc__)
+        return 2
+    run_corroboration_eval(Path(args[0]), Path(args[1]), Path(args[2]) if len(args) > 2 else None)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["Message", "load_messages", "embed_cached", "run_stream", "baseline_clusters", "fit",
+           "run_corroboration_eval", "TEXT_STEPS"]

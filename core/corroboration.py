@@ -1,0 +1,394 @@
+"""Same-story detection for "also reported by": which messages from *other* chats/channels carry the
+same story as this one.
+
+`StoryDetector` takes a stream of messages in time order. Each new message is compared with the stored
+messages of other accounts inside a time window (default 7 days); a pair is linked when a small
+logistic same-story score passes a threshold, and linked messages are merged with union-find, so
+A~B and B~C puts A, B and C in one story.
+
+Score features (all in [0, 1]):
+  cos      cosine of the two L2-normalised embeddings
+  ent      Jaccard overlap of alias-normalised entities (names, places, handles, hashtags)
+  rare     IDF-weighted Jaccard overlap of content terms (IDF from the messages seen so far)
+
+Weights and threshold were fitted on the CLEF-2020 CheckThat! Task 2 *train* tweets only (pairs =
+tweets sharing a vclaim_id); dev was only reported. See docs/corroboration.md and
+bot/corroboration_eval.py to reproduce.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from core.matchfeatures import entities as _raw_entities
+from core.sparse import term_ids
+
+# --- fitted constants ----------------------------------------------------------------------------
+# Fitted 2025 on CLEF-2020 Task 2 TRAIN (800 tweets, 193 same-vclaim pairs), features from a stream
+# replay (see fit_weights / bot.corroboration_eval). Figures filled in from the measurement below.
+FEATURES: tuple[str, ...] = ("cos", "ent", "rare")
+WEIGHTS: tuple[float, ...] = (0.0, 0.0, 0.0)  # replaced by the fitted values
+BIAS: float = 0.0
+THRESHOLD: float = 0.5
+COS_FLOOR: float = 0.35  # pairs below this cosine are never scored (cheap pre-filter)
+DEFAULT_WINDOW_DAYS: float = 7.0
+TEXT_STEPS: tuple[str, ...] = ()  # textclean steps applied before embedding/terms (measured on train)
+
+# --- signatures ------------------------------------------------------------------------------------
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
+_SIGNATURE = re.compile(
+    r"[—–-]\s*(?P<name>[^—–\n]{0,80}?)\s*\(@(?P<handle>\w+)\)\s*"
+    r"(?:(?P<month>" + "|".join(_MONTHS) + r")\s+(?P<day>\d{1,2}),\s+(?P<year>\d{4}))?\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str
+    handle: str  # lower-cased, without "@"
+    time: datetime | None
+
+
+def parse_signature(text: str) -> Signature | None:
+    """The trailing "— Name (@handle) Month D, YYYY" of a pasted tweet, or None."""
+    m = _SIGNATURE.search(text or "")
+    if not m:
+        return None
+    when = None
+    if m.group("month"):
+        try:
+            when = datetime(int(m.group("year")), _MONTHS.index(m.group("month")) + 1, int(m.group("day")))
+        except ValueError:
+            when = None
+    return Signature(m.group("name").strip(), m.group("handle").lower(), when)
+
+
+def strip_signature(text: str) -> str:
+    m = _SIGNATURE.search(text or "")
+    return text[: m.start()].rstrip() if m else text
+
+
+# --- entities with aliases -----------------------------------------------------------------------
+
+_CYR = {
+    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh", "з": "z", "и": "i",
+    "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r", "с": "s", "т": "t",
+    "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y",
+    "ь": "", "э": "e", "ю": "yu", "я": "ya", "і": "i", "ї": "yi", "є": "ye", "ґ": "g",
+}
+_CYR_TABLE = {ord(k): v for k, v in _CYR.items()} | {ord(k.upper()): v.capitalize() for k, v in _CYR.items()}
+
+# canonical spelling for common variants (after transliteration and lower-casing)
+ALIASES: dict[str, str] = {
+    "kiev": "kyiv", "kyiv": "kyiv", "kiew": "kyiv", "kijev": "kyiv",
+    "moskva": "moscow", "moskau": "moscow",
+    "kharkov": "kharkiv", "odessa": "odesa", "lvov": "lviv", "nikolaev": "mykolaiv",
+    "mykolayiv": "mykolaiv", "zaporozhye": "zaporizhzhia", "zaporozhe": "zaporizhzhia",
+    "dnepr": "dnipro", "chernigov": "chernihiv", "rossiya": "russia", "rossii": "russia",
+    "ukraina": "ukraine", "ukrainy": "ukraine", "ukrayina": "ukraine",
+    "putina": "putin", "zelensky": "zelenskyy", "zelenskiy": "zelenskyy", "zelenskii": "zelenskyy",
+    "zelenskyi": "zelenskyy", "zelenskogo": "zelenskyy", "zelenskii's": "zelenskyy",
+    "usa": "us", "u.s": "us", "america": "us", "uk": "britain", "u.k": "britain",
+    "covid19": "covid", "covid-19": "covid", "coronavirus": "covid", "sars-cov-2": "covid",
+    "trump's": "trump", "realdonaldtrump": "trump", "potus": "trump",
+}
+
+
+def transliterate(text: str) -> str:
+    """Cyrillic -> Latin (simple scientific-ish map); other characters unchanged."""
+    return text.translate(_CYR_TABLE)
+
+
+def normalise_entity(word: str) -> str:
+    w = word.lower().strip(".'’")
+    if not w.isascii():
+        w = unicodedata.normalize("NFKD", w)
+        w = "".join(ch for ch in w if not unicodedata.combining(ch))
+    return ALIASES.get(w, w)
+
+
+def story_entities(text: str) -> frozenset[str]:
+    """`core.matchfeatures.entities` on the transliterated text, alias-normalised."""
+    return frozenset(normalise_entity(e) for e in _raw_entities(transliterate(text or "")))
+
+
+def story_terms(text: str) -> frozenset[int]:
+    return frozenset(term_ids(transliterate(text or "")))
+
+
+def _alias_terms(text: str) -> str:
+    """Apply the alias table word by word so term overlap also sees Kiev == Kyiv."""
+    return re.sub(r"[A-Za-z][\w'-]*", lambda m: ALIASES.get(m.group(0).lower(), m.group(0)), text)
+
+
+def prepare_text(text: str, steps: Sequence[str] | None = None) -> str:
+    """Text used for embedding and terms: optional textclean steps, signature removed when the
+    `signature` step is named (kept otherwise)."""
+    from core.textclean import clean_query
+
+    steps = TEXT_STEPS if steps is None else tuple(steps)
+    return clean_query(text, steps=list(steps))
+
+
+# --- union-find ------------------------------------------------------------------------------------
+
+
+class UnionFind:
+    def __init__(self) -> None:
+        self.parent: list[int] = []
+
+    def make(self) -> int:
+        self.parent.append(len(self.parent))
+        return len(self.parent) - 1
+
+    def find(self, i: int) -> int:
+        p = self.parent
+        root = i
+        while p[root] != root:
+            root = p[root]
+        while p[i] != root:
+            p[i], i = root, p[i]
+        return root
+
+    def union(self, a: int, b: int) -> int:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return ra
+        if ra > rb:  # the older message stays the root: cluster ids are stable
+            ra, rb = rb, ra
+        self.parent[rb] = ra
+        return ra
+
+
+# --- scoring ---------------------------------------------------------------------------------------
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+
+
+@dataclass
+class StoryModel:
+    weights: tuple[float, ...] = WEIGHTS
+    bias: float = BIAS
+    threshold: float = THRESHOLD
+    cos_floor: float = COS_FLOOR
+
+    def score(self, feats: np.ndarray) -> np.ndarray:
+        return _sigmoid(feats @ np.asarray(self.weights, dtype=np.float64) + self.bias)
+
+
+def jaccard(a: frozenset, b: frozenset) -> float:
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter) if inter else 0.0
+
+
+class StoryDetector:
+    """Streaming same-story clustering. Messages must arrive in time order (messages with time None are
+    compared with everything, i.e. treated as inside the window)."""
+
+    def __init__(self, model: StoryModel | None = None, window_days: float = DEFAULT_WINDOW_DAYS,
+                 dim: int = 384, capacity: int = 1024, record_pairs: bool = False):
+        self.model = model or StoryModel()
+        self.window = float(window_days) * 86400.0
+        self._vecs = np.zeros((capacity, dim), dtype=np.float32)
+        self._times = np.full(capacity, np.nan)
+        self._accounts = np.zeros(capacity, dtype=np.int64)
+        self._account_ids: dict[str, int] = {}
+        self._ents: list[frozenset[str]] = []
+        self._terms: list[frozenset[int]] = []
+        self._df: dict[int, int] = {}
+        self.ids: list[str] = []
+        self._index: dict[str, int] = {}
+        self.uf = UnionFind()
+        self.n = 0
+        # (i, j, features) for every scored pair, for fitting / threshold sweeps
+        self.record_pairs = record_pairs
+        self.pairs: list[tuple[int, int, np.ndarray]] = []
+
+    # -- public -------------------------------------------------------------------------------------
+    def add(self, message_id: str, account: str, time: datetime | float | None, text: str,
+            vector: np.ndarray) -> str:
+        """Store a message, link it to same-story messages of other accounts, return its cluster id
+        (the message id of the oldest message of the story)."""
+        i = self._store(message_id, account, time, text, vector)
+        cand = self._candidates(i)
+        if cand.size:
+            feats = self.features(i, cand)
+            if self.record_pairs:
+                self.pairs.extend((int(j), i, f) for j, f in zip(cand, feats))
+            keep = cand[self.model.score(feats) >= self.model.threshold]
+            for j in keep:
+                self.uf.union(int(j), i)
+        return self.cluster_of(message_id)
+
+    def cluster_of(self, message_id: str) -> str:
+        return self.ids[self.uf.find(self._index[message_id])]
+
+    def same_story(self, message_id: str) -> list[str]:
+        """Other messages in the story of `message_id` (the "also reported by" list)."""
+        root = self.uf.find(self._index[message_id])
+        return [m for k, m in enumerate(self.ids) if m != message_id and self.uf.find(k) == root]
+
+    def clusters(self) -> dict[str, str]:
+        return {m: self.ids[self.uf.find(k)] for k, m in enumerate(self.ids)}
+
+    # -- internals ----------------------------------------------------------------------------------
+    def _store(self, message_id: str, account: str, time, text: str, vector: np.ndarray) -> int:
+        if message_id in self._index:
+            raise ValueError(f"duplicate message id {message_id!r}")
+        if self.n == len(self._times):
+            cap = 2 * len(self._times)
+            self._vecs = np.resize(self._vecs, (cap, self._vecs.shape[1]))
+            self._times = np.concatenate([self._times, np.full(cap - len(self._times), np.nan)])
+            self._accounts = np.resize(self._accounts, cap)
+        i = self.n
+        v = np.asarray(vector, dtype=np.float32).ravel()
+        norm = float(np.linalg.norm(v))
+        self._vecs[i] = v / norm if norm > 0 else v
+        self._times[i] = _seconds(time)
+        self._accounts[i] = self._account_ids.setdefault(account, len(self._account_ids))
+        self._ents.append(story_entities(text))
+        t = story_terms(_alias_terms(transliterate(text)))
+        self._terms.append(t)
+        for tid in t:
+            self._df[tid] = self._df.get(tid, 0) + 1
+        self.ids.append(message_id)
+        self._index[message_id] = i
+        self.uf.make()
+        self.n += 1
+        return i
+
+    def _candidates(self, i: int) -> np.ndarray:
+        n = i  # earlier messages only
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        ok = self._accounts[:n] != self._accounts[i]
+        t = self._times[i]
+        if not math.isnan(t):
+            times = self._times[:n]
+            ok &= np.isnan(times) | (np.abs(t - times) <= self.window)
+        idx = np.flatnonzero(ok)
+        if not idx.size:
+            return idx
+        cos = self._vecs[idx] @ self._vecs[i]
+        return idx[cos >= self.model.cos_floor]
+
+    def _idf(self, tid: int) -> float:
+        return math.log(1.0 + self.n / self._df.get(tid, 1))
+
+    def features(self, i: int, cand: np.ndarray) -> np.ndarray:
+        cos = self._vecs[cand] @ self._vecs[i]
+        out = np.zeros((len(cand), len(FEATURES)), dtype=np.float64)
+        out[:, 0] = cos
+        ei, ti = self._ents[i], self._terms[i]
+        wi = {t: self._idf(t) for t in ti}
+        for r, j in enumerate(cand):
+            out[r, 1] = jaccard(ei, self._ents[j])
+            tj = self._terms[j]
+            shared = ti & tj
+            if shared:
+                num = sum(wi[t] for t in shared)
+                den = sum(wi.values()) + sum(self._idf(t) for t in tj - ti)
+                out[r, 2] = num / den if den > 0 else 0.0
+        return out
+
+
+def _seconds(time: datetime | float | None) -> float:
+    if time is None:
+        return math.nan
+    if isinstance(time, datetime):
+        return time.timestamp() if time.tzinfo else (time - datetime(1970, 1, 1)).total_seconds()
+    return float(time)
+
+
+def pair_score(text_a: str, vec_a: np.ndarray, text_b: str, vec_b: np.ndarray,
+               model: StoryModel | None = None) -> float:
+    """Same-story probability of two messages in isolation (IDF from just these two)."""
+    d = StoryDetector(model=model, dim=len(np.ravel(vec_a)), capacity=2)
+    d._store("a", "a", None, text_a, vec_a)
+    d._store("b", "b", None, text_b, vec_b)
+    return float(d.model.score(d.features(1, np.array([0])))[0])
+
+
+# --- metrics and fitting ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairScores:
+    precision: float
+    recall: float
+    f1: float
+    predicted_pairs: int
+    gold_pairs: int
+    true_pairs: int
+
+
+def pairwise_scores(clusters: Mapping[str, str], gold: Mapping[str, Iterable[str]]) -> PairScores:
+    """Pairwise P/R/F1: gold pairs = messages sharing a label (vclaim id), predicted pairs = messages
+    in the same cluster. Only messages with gold labels count."""
+    members = [m for m in gold if m in clusters]
+    by_label: dict[str, list[str]] = {}
+    for m in members:
+        for lab in gold[m]:
+            by_label.setdefault(lab, []).append(m)
+    gold_pairs = {tuple(sorted((a, b))) for ms in by_label.values() for x, a in enumerate(ms) for b in ms[x + 1:]}
+    sizes: dict[str, int] = {}
+    for m in members:
+        sizes[clusters[m]] = sizes.get(clusters[m], 0) + 1
+    predicted = sum(s * (s - 1) // 2 for s in sizes.values())
+    true = sum(1 for a, b in gold_pairs if clusters[a] == clusters[b])
+    p = true / predicted if predicted else 0.0
+    r = true / len(gold_pairs) if gold_pairs else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return PairScores(p, r, f, predicted, len(gold_pairs), true)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, iters: int = 50) -> tuple[np.ndarray, float]:
+    """Newton-IRLS logistic regression with a small L2 penalty (bias unpenalised)."""
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(xb.shape[1])
+    reg = np.full(xb.shape[1], l2)
+    reg[-1] = 0.0
+    for _ in range(iters):
+        p = _sigmoid(xb @ w)
+        g = xb.T @ (p - y) / len(y) + reg * w
+        h = (xb * (p * (1 - p))[:, None]).T @ xb / len(y) + np.diag(reg) + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(h, g)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+def clusters_at(ids: Sequence[str], pairs: Sequence[tuple[int, int]], scores: np.ndarray,
+                threshold: float) -> dict[str, str]:
+    uf = UnionFind()
+    for _ in ids:
+        uf.make()
+    for (a, b), s in zip(pairs, scores):
+        if s >= threshold:
+            uf.union(a, b)
+    return {m: ids[uf.find(k)] for k, m in enumerate(ids)}
+
+
+def best_threshold(ids: Sequence[str], pairs: Sequence[tuple[int, int]], scores: np.ndarray,
+                   gold: Mapping[str, Iterable[str]], grid: Iterable[float] | None = None) -> tuple[float, PairScores]:
+    grid = np.round(np.arange(0.05, 0.96, 0.01), 2) if grid is None else grid
+    best = (0.5, PairScores(0, 0, 0, 0, 0, 0))
+    for t in grid:
+        s = pairwise_scores(clusters_at(ids, pairs, scores, float(t)), gold)
+        if s.f1 > best[1].f1:
+            best = (float(t), s)
+    return best
