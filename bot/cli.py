@@ -144,6 +144,8 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 async def cmd_eval(args: argparse.Namespace) -> int:
+    if args.task == "corroboration":
+        return await cmd_eval_corroboration(args)
     from bot.claim_eval import run_claim_matching
 
     bar = ProgressBar("index claims")
@@ -160,6 +162,21 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     if outcome.scores:
         s = outcome.scores
         print(f"queries={s.queries} MAP@5={s.map5:.4f} MRR={s.mrr:.4f} recall@5={s.recall5:.4f}")
+    return 0
+
+
+async def cmd_eval_corroboration(args: argparse.Namespace) -> int:
+    from bot.app import check_data_dir, load_embedder
+    from bot.corroboration_eval import run_corroboration_eval
+
+    settings = _settings(args)
+    check_data_dir(settings.data_dir)
+    embedder = await asyncio.to_thread(load_embedder, settings)
+    result = await asyncio.to_thread(run_corroboration_eval, args.messages, args.out, args.qrels,
+                                     embedder=embedder, quiet=True)
+    print(f"wrote {args.out}: {result['messages']} messages in {result['clusters']} stories")
+    if args.qrels:
+        print(f"pairwise P={result['precision']:.4f} R={result['recall']:.4f} F1={result['f1']:.4f}")
     return 0
 
 
@@ -215,6 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--out", type=Path, required=True, help="run file to write")
     cm.add_argument("--qrels", type=Path, help="tweet-vclaim-pairs.qrels: print MAP@5, MRR, recall@5")
     cm.add_argument("--tag", default="tipline", help="run tag (last column)")
+
+    co = esub.add_parser("corroboration", help="same-story detection over tweets as a message stream")
+    co.add_argument("--messages", type=Path, required=True, help="tweets.queries.tsv")
+    co.add_argument("--out", type=Path, required=True, help="message_id<TAB>cluster_id file to write")
+    co.add_argument("--qrels", type=Path, help="tweet-vclaim-pairs.qrels: print pairwise precision, recall, F1")
 
     b = sub.add_parser("bench", help="speed benchmarks")
     b.add_argument("what", choices=["ingest", "match"])

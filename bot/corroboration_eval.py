@@ -55,6 +55,10 @@ def load_messages(path: Path, steps: Sequence[str] | None = None) -> list[Messag
 
 def embed_cached(texts: Sequence[str], model_dir: Path = DEFAULT_MODEL_DIR, embedder=None,
                  cache_dir: Path = CACHE_DIR) -> np.ndarray:
+    """Embeddings cached under cache_dir keyed by a hash of the texts and model dir (only for the real
+    embedder: an injected one, e.g. a test fake, is never cached)."""
+    if embedder is not None:
+        return np.asarray(embedder.embed_sync(list(texts)), dtype=np.float32)
     key = hashlib.sha256(("\x1e".join(texts) + f"|{model_dir}").encode()).hexdigest()[:24]
     path = cache_dir / f"{key}.npy"
     if path.exists():
@@ -75,8 +79,10 @@ def _stream_order(msgs: Sequence[Message]) -> list[int]:
 
 
 def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | None = None,
-               window_days: float = DEFAULT_WINDOW_DAYS, record_pairs: bool = False) -> StoryDetector:
-    det = StoryDetector(model=model, window_days=window_days, dim=vecs.shape[1], record_pairs=record_pairs)
+               window_days: float = DEFAULT_WINDOW_DAYS, record_pairs: bool = False,
+               same_account: bool = False) -> StoryDetector:
+    det = StoryDetector(model=model, window_days=window_days, dim=vecs.shape[1], record_pairs=record_pairs,
+                        same_account=same_account)
     for k in _stream_order(msgs):
         m = msgs[k]
         det.add(m.id, m.account, m.time, m.text, vecs[k])
@@ -95,11 +101,11 @@ def baseline_clusters(msgs: Sequence[Message], vecs: np.ndarray, threshold: floa
 
 def fit(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]],
         window_days: float = DEFAULT_WINDOW_DAYS, cos_floor: float = COS_FLOOR,
-        features: Sequence[int] | None = None) -> tuple[StoryModel, dict]:
+        features: Sequence[int] | None = None, same_account: bool = False) -> tuple[StoryModel, dict]:
     """Fit logistic weights on candidate pairs of a stream replay, then pick the clustering threshold
     maximising pairwise F1 (both on the split given: use TRAIN)."""
     probe = StoryModel(weights=(0.0, 0.0, 0.0), bias=0.0, threshold=2.0, cos_floor=cos_floor)  # links nothing
-    det = run_stream(msgs, vecs, probe, window_days, record_pairs=True)
+    det = run_stream(msgs, vecs, probe, window_days, record_pairs=True, same_account=same_account)
     pairs = [(i, j) for i, j, _ in det.pairs]
     x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, 3))
     if features is not None:
