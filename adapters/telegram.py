@@ -11,6 +11,7 @@ import asyncio
 import html
 import logging
 import re
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -358,6 +359,20 @@ class TelegramResponder:
 # Application wiring
 
 
+async def _answer_command(responder: TelegramResponder, name: str, chat_id: object,
+                          produce: Awaitable[str]) -> None:
+    """Answer an admin command with the sentence it produced, or an apology if it failed; never raise."""
+    try:
+        text = await produce
+    except Exception:
+        log.exception("%s command failed in chat %s", name, chat_id)
+        text = ERROR_TEXT
+    try:
+        await responder.say(text)
+    except Exception:
+        log.exception("could not answer the %s command in chat %s", name, chat_id)
+
+
 class TelegramBot:
     """A PTB `Application` that routes every message to a `CheckService`."""
 
@@ -459,27 +474,11 @@ class TelegramBot:
             member = await bot.get_chat_member(chat_id=req.chat_id, user_id=int(req.user_id))
             return member.status in ("creator", "administrator")
 
-        try:
-            text = await self.domains.handle(req, is_chat_admin=None if message.chat.type == "private"
-                                             else is_chat_admin)
-        except Exception:
-            log.exception("domains command failed in chat %s", req.chat_id)
-            text = ERROR_TEXT
-        try:
-            await responder.say(text)
-        except Exception:
-            log.exception("could not answer the domains command in chat %s", req.chat_id)
+        await _answer_command(responder, "domains", req.chat_id, self.domains.handle(
+            req, is_chat_admin=None if message.chat.type == "private" else is_chat_admin))
 
     async def _review(self, req: ReviewRequest, responder: TelegramResponder) -> None:
-        try:
-            text = await self.review.handle(req)
-        except Exception:
-            log.exception("review command failed in chat %s", req.chat_id)
-            text = ERROR_TEXT
-        try:
-            await responder.say(text)
-        except Exception:
-            log.exception("could not answer the review command in chat %s", req.chat_id)
+        await _answer_command(responder, "review", req.chat_id, self.review.handle(req))
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("error while handling an update", exc_info=context.error)
