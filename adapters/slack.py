@@ -424,13 +424,22 @@ class SlackBot:
                 log.exception("slack: could not answer in %s", responder.channel)
         self.service.spawn(say(), name="tipline-slack-say")
 
-    async def _on_mention(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
+    def _receive(self, body: dict[str, Any], event: dict[str, Any], context: Any,
+                 client: Any) -> tuple[IncomingMessage, str, SlackResponder] | None:
+        """The message, its thread root and a responder in that thread; None for what we ignore
+        (ourselves, other bots, edits, Slack's retries of an event already taken)."""
         bot_user_id = context.bot_user_id
         if is_ignored(event, bot_user_id) or not self._first_time(body):
-            return
+            return None
         msg = to_incoming(event, bot_user_id)
         thread_ts = event.get("thread_ts") or event.get("ts")
-        responder = SlackResponder(client, msg.chat_id, thread_ts)  # type: ignore[arg-type]
+        return msg, thread_ts, SlackResponder(client, msg.chat_id, thread_ts)  # type: ignore[arg-type]
+
+    async def _on_mention(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
+        received = self._receive(body, event, context, client)
+        if received is None:
+            return
+        msg, thread_ts, responder = received
         text = msg.text.strip()
         if not text:
             self._say(responder, SLACK_THREAD_USAGE if event.get("thread_ts") else SLACK_USAGE)
@@ -442,12 +451,10 @@ class SlackBot:
     async def _on_message(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
         if event.get("channel_type") != "im":
             return  # channel messages count only as @mentions (app_mention)
-        bot_user_id = context.bot_user_id
-        if is_ignored(event, bot_user_id) or not self._first_time(body):
+        received = self._receive(body, event, context, client)
+        if received is None:
             return
-        msg = to_incoming(event, bot_user_id)
-        thread_ts = event.get("thread_ts") or event.get("ts")
-        responder = SlackResponder(client, msg.chat_id, thread_ts)  # type: ignore[arg-type]
+        msg, thread_ts, responder = received
         args = command_args(domain_text(event.get("text", "")), bare=True)
         if args is not None:  # `/domains …` or `domains …` in a DM: global rules, configured admins only
             req = DomainsRequest(platform="slack", chat_id=msg.chat_id, target_id=msg.message_id,

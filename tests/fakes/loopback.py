@@ -11,3 +11,24 @@ async def serve_on_loopback(app: web.Application, shutdown_timeout: float = 2.0)
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
+class LoopbackFake:
+    """Lifecycle shared by the fake platform servers: `start()` serves `add_routes` on a free port."""
+
+    shutdown_timeout = 2.0
+    _runner: web.AppRunner | None = None
+    port: int = 0
+
+    def add_routes(self, app: web.Application) -> None:
+        raise NotImplementedError
+
+    async def start(self):
+        app = web.Application()
+        self.add_routes(app)
+        self._runner, self.port = await serve_on_loopback(app, shutdown_timeout=self.shutdown_timeout)
+        return self
+
+    async def stop(self) -> None:
+        if self._runner:
+            await self._runner.cleanup()

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.loopback import serve_on_loopback
+from tests.fakes.loopback import LoopbackFake
 
 TEAM_ID = "T0TIPLINE"
 BOT_USER_ID = "U0TIPBOT"
@@ -33,7 +33,7 @@ class Call:
 
 
 @dataclass
-class FakeSlack:
+class FakeSlack(LoopbackFake):
     token: str = "xoxb-test-token"
     calls: list[Call] = field(default_factory=list)
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
@@ -41,20 +41,11 @@ class FakeSlack:
     def __post_init__(self) -> None:
         self._seq = itertools.count(100)
         self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
-        self.port = 0
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> FakeSlack:
-        app = web.Application()
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/api/{method}", self._handle)
-        self._runner, self.port = await serve_on_loopback(app, shutdown_timeout=2.0)
-        return self
-
-    async def stop(self) -> None:
-        if self._runner:
-            await self._runner.cleanup()
 
     @property
     def base_url(self) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.loopback import serve_on_loopback
+from tests.fakes.loopback import LoopbackFake
 
 BOT_USER = {"id": 777000111, "is_bot": True, "first_name": "Tipline", "username": "tipline_bot",
             "can_join_groups": True, "can_read_all_group_messages": False, "supports_inline_queries": False}
@@ -36,7 +36,7 @@ class Call:
 
 
 @dataclass
-class FakeTelegram:
+class FakeTelegram(LoopbackFake):
     token: str = "123:ABC"
     calls: list[Call] = field(default_factory=list)
     updates: list[dict[str, Any]] = field(default_factory=list)
@@ -48,20 +48,11 @@ class FakeTelegram:
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
         self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
-        self.port = 0
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> FakeTelegram:
-        app = web.Application()
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
-        self._runner, self.port = await serve_on_loopback(app, shutdown_timeout=2.0)
-        return self
-
-    async def stop(self) -> None:
-        if self._runner:
-            await self._runner.cleanup()
 
     @property
     def base_url(self) -> str:
