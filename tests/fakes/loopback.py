@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
 from aiohttp import web
 
 
@@ -17,6 +21,7 @@ class LoopbackFake:
     """Lifecycle shared by the fake platform servers: `start()` serves `add_routes` on a free port."""
 
     shutdown_timeout = 2.0
+    _changed: asyncio.Condition  # set by each fake's __post_init__
     _runner: web.AppRunner | None = None
     port: int = 0
 
@@ -32,3 +37,13 @@ class LoopbackFake:
     async def stop(self) -> None:
         if self._runner:
             await self._runner.cleanup()
+
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 20.0) -> Any:
+        """Wait until `predicate()` returns something truthy, re-checked whenever the fake notifies
+        its `_changed` condition (after every API call)."""
+        async def loop() -> Any:
+            async with self._changed:
+                while not (found := predicate()):
+                    await self._changed.wait()
+                return found
+        return await asyncio.wait_for(loop(), timeout)

@@ -64,15 +64,6 @@ class FakeSlack(LoopbackFake):
         return [c for c in self.called("chat.update") if c.params.get("channel") == channel
                 and c.params.get("ts") == ts]
 
-    async def wait_for(self, predicate, timeout: float = 20.0) -> Any:
-        """Wait until `predicate()` returns something truthy (re-checked after every API call)."""
-        async def loop() -> Any:
-            async with self._changed:
-                while not (found := predicate()):
-                    await self._changed.wait()
-                return found
-        return await asyncio.wait_for(loop(), timeout)
-
     # --- the API ---------------------------------------------------------------------------
 
     @staticmethod

@@ -140,15 +140,6 @@ class FakeTelegram(LoopbackFake):
     def edits_of(self, message_id: int) -> list[Call]:
         return [c for c in self.called("editMessageText") if c.params.get("message_id") == message_id]
 
-    async def wait_for(self, predicate, timeout: float = 20.0) -> Any:
-        """Wait until `predicate()` returns something truthy (re-checked after every API call)."""
-        async def loop() -> Any:
-            async with self._changed:
-                while not (found := predicate()):
-                    await self._changed.wait()
-                return found
-        return await asyncio.wait_for(loop(), timeout)
-
     # --- the API ---------------------------------------------------------------------------
 
     @staticmethod
