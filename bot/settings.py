@@ -62,7 +62,52 @@ class Settings(BaseSettings):
 
     seed_on_start: bool = Field(default=True, description="Load the bundled seed knowledge base on first run.")
 
-    @field_validator("admins", mode="before")
+    # Evidence sources (core/evidence/). Every provider URL is configurable so proxies, self-hosted and
+    # test servers work; provider URLs set here are trusted, the SSRF guard is for URLs from messages.
+    searxng_url: str | None = Field(default=None, description="SearxNG base URL (JSON API), e.g. http://127.0.0.1:8888")
+    brave_api_key: SecretStr | None = None
+    brave_url: str = "https://api.search.brave.com/res/v1/web/search"
+    gdelt_url: str | None = Field(default="https://api.gdeltproject.org/api/v2/doc/doc",
+                                  description="GDELT DOC 2.1 API (keyless); empty to turn news search off.")
+    factcheck_api_key: SecretStr | None = Field(default=None, description="Google Fact Check Tools API key.")
+    factcheck_url: str = "https://factchecktools.googleapis.com/v1alpha1/claims:search"
+    fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Intranet host names link expansion may fetch despite the SSRF guard.")
+    fetch_max_bytes: int = 2 * 1024 * 1024
+    fetch_timeout_s: float = 8.0
+    source_timeout_s: float = Field(default=10.0, description="Per evidence source, per claim.")
+    max_links: int = 3
+    evidence_collection: str = "evidence"
+    feeds: Annotated[list[str], NoDecode] = Field(default_factory=list, description="Fact-check/news feed URLs "
+                                                  "re-ingested by `tipline run`.")
+    feed_refresh_minutes: float = 60.0
+
+    # Corroboration ("also reported by")
+    messages_collection: str = "messages"
+    retention_days: float = 30.0
+    corroboration_window_days: float = 7.0
+
+    # Reliability: job queue, rate limits, provider protection, LLM budget
+    workers: int = 4
+    queue_max: int = Field(default=200, description="Pending checks past which new requests are told to wait.")
+    user_rate_per_minute: float = 6.0
+    chat_rate_per_minute: float = 30.0
+    provider_rate_per_minute: float = 60.0
+    provider_retries: int = 2
+    breaker_failures: int = 5
+    breaker_cooldown_s: float = 60.0
+    cache_ttl_s: float = 6 * 3600
+    llm_input_usd_per_mtok: float = 0.15
+    llm_output_usd_per_mtok: float = 0.60
+    llm_daily_warn_usd: float | None = None
+    llm_monthly_cap_usd: float | None = None
+
+    # More adapter modes
+    telegram_webhook_url: str | None = Field(default=None, description="Public HTTPS URL for webhook mode; unset = long polling.")
+    telegram_webhook_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = Field(default=None, description="xapp- token: Slack Socket Mode instead of HTTP.")
+
+    @field_validator("admins", "fetch_allow_hosts", "feeds", mode="before")
     @classmethod
     def _split_admins(cls, v: object) -> object:
         return [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v

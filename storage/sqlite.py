@@ -112,6 +112,69 @@ MIGRATIONS: tuple[str, ...] = (
         resolved_at TEXT
     );
     """,
+    # 4: the durable job queue and idempotency keys (storage/jobs.py).
+    """
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        idem_key TEXT UNIQUE,
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        user_id TEXT,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'running', 'done', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        started_at TEXT,
+        finished_at TEXT,
+        check_id TEXT,
+        error TEXT
+    );
+    CREATE INDEX jobs_status ON jobs(status, id);
+    """,
+    # 5: tracked chats and their stored messages, for "also reported by" (storage/messages.py).
+    """
+    CREATE TABLE tracked_chats (
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        handle TEXT NOT NULL DEFAULT '',
+        enabled_by TEXT,
+        enabled_at TEXT,
+        PRIMARY KEY (platform, chat_id)
+    );
+    CREATE TABLE messages (
+        id TEXT PRIMARY KEY,
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        author TEXT NOT NULL DEFAULT '',
+        permalink TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL,
+        language TEXT NOT NULL DEFAULT '',
+        at TEXT NOT NULL,
+        story_id TEXT
+    );
+    CREATE INDEX messages_at ON messages(at);
+    CREATE INDEX messages_chat ON messages(platform, chat_id);
+    CREATE INDEX messages_story ON messages(story_id);
+    """,
+    # 6: provider response cache and LLM spending (core/resilience.py, core/budget.py).
+    """
+    CREATE TABLE cache (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    CREATE TABLE llm_usage (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        check_id TEXT,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        usd REAL NOT NULL
+    );
+    CREATE INDEX llm_usage_at ON llm_usage(at);
+    """,
 )
 
 
