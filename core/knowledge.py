@@ -11,6 +11,8 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -87,33 +89,55 @@ class KnowledgeBase:
     async def add(self, factchecks: Sequence[FactCheck], *, run_id: int | None = None,
                   progress: Progress | None = None, batch: int = 512, rebuild: bool = False) -> int:
         """Index fact-checks; returns how many were new. Re-adding the same ones updates them in place."""
+        async with self._write_lock:
+            return await self._add(factchecks, self.collection, run_id=run_id, progress=progress, batch=batch,
+                                   rebuild=rebuild)
+
+    async def rebuild_with(self, factchecks: Sequence[FactCheck], *, run_id: int | None = None) -> int:
+        """Add `factchecks` by building a fresh collection (old points copied, new ones embedded) and
+        swapping it in behind the collection's alias: searches never see a half-built index.
+        Returns how many were new."""
+        async with self._write_lock:
+            target = f"{self.collection}__{time.strftime('%Y%m%d%H%M%S')}_{uuid.uuid4().hex[:6]}"
+            await self.vectors.ensure_factchecks(target)
+            try:
+                await self.vectors.copy_points(self.collection, target)
+                added = await self._add(factchecks, target, run_id=run_id)
+            except BaseException:
+                await self.vectors.delete_collection(target)
+                raise
+            await self.vectors.swap_alias(self.collection, target)
+            return added
+
+    async def _add(self, factchecks: Sequence[FactCheck], collection: str, *, run_id: int | None = None,
+                   progress: Progress | None = None, batch: int = 512, rebuild: bool = False) -> int:
         unique = list({fc.id: fc for fc in factchecks}.values())
         added = 0
-        async with self._write_lock:
-            for start in range(0, len(unique), batch):
-                chunk = unique[start:start + batch]
-                # On a rebuild the statistics start empty, so nothing old is subtracted.
-                existing = {} if rebuild else await self.db.get_factchecks(fc.id for fc in chunk)
-                vecs = await self.embedder.embed([fc.claim for fc in chunk] + [fc.title for fc in chunk if fc.title])
-                claim_vecs = vecs[:len(chunk)]
-                title_iter = iter(vecs[len(chunk):])
-                points = []
-                for fc, cv in zip(chunk, claim_vecs):
-                    # No headline: the claim stands in, so title similarity never rewards an empty field.
-                    tv = next(title_iter) if fc.title else cv
-                    points.append(FactCheckPoint(id=fc.id, claim_vector=cv, title_vector=np.asarray(tv),
-                                                 terms=document_vector(doc_text(fc.claim, fc.title)),
-                                                 payload=payload_of(fc)))
-                await self.vectors.upsert_factchecks(self.collection, points)
-                for fc in chunk:
-                    old = existing.get(fc.id)
-                    if old is not None:
-                        self.stats.remove(old.claim, old.title)
-                    self.stats.add(fc.claim, fc.title)
-                added += await self.db.upsert_factchecks(chunk, run_id=run_id)
-                await self.db.set_kv(_STATS_KEY.format(collection=self.collection), self.stats.to_json())
-                if progress:
-                    progress(min(start + batch, len(unique)), len(unique))
+        # The caller holds _write_lock.
+        for start in range(0, len(unique), batch):
+            chunk = unique[start:start + batch]
+            # On a rebuild the statistics start empty, so nothing old is subtracted.
+            existing = {} if rebuild else await self.db.get_factchecks(fc.id for fc in chunk)
+            vecs = await self.embedder.embed([fc.claim for fc in chunk] + [fc.title for fc in chunk if fc.title])
+            claim_vecs = vecs[:len(chunk)]
+            title_iter = iter(vecs[len(chunk):])
+            points = []
+            for fc, cv in zip(chunk, claim_vecs):
+                # No headline: the claim stands in, so title similarity never rewards an empty field.
+                tv = next(title_iter) if fc.title else cv
+                points.append(FactCheckPoint(id=fc.id, claim_vector=cv, title_vector=np.asarray(tv),
+                                             terms=document_vector(doc_text(fc.claim, fc.title)),
+                                             payload=payload_of(fc)))
+            await self.vectors.upsert_factchecks(collection, points)
+            for fc in chunk:
+                old = existing.get(fc.id)
+                if old is not None:
+                    self.stats.remove(old.claim, old.title)
+                self.stats.add(fc.claim, fc.title)
+            added += await self.db.upsert_factchecks(chunk, run_id=run_id)
+            await self.db.set_kv(_STATS_KEY.format(collection=self.collection), self.stats.to_json())
+            if progress:
+                progress(min(start + batch, len(unique)), len(unique))
         return added
 
     async def ensure_seed(self) -> int:
