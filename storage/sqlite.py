@@ -158,22 +158,27 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX messages_chat ON messages(platform, chat_id);
     CREATE INDEX messages_story ON messages(story_id);
     """,
-    # 6: provider response cache and LLM spending (core/resilience.py, core/budget.py).
+    # 6: provider response cache (storage/cache.py) and LLM spending (core/budget.py).
     """
     CREATE TABLE cache (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL,
-        expires_at REAL NOT NULL
+        expires_at REAL NOT NULL  -- epoch seconds (rows outlive the process, so not monotonic)
     );
+    CREATE INDEX cache_expires ON cache(expires_at);
     CREATE TABLE llm_usage (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
-        at TEXT NOT NULL,
+        at TEXT NOT NULL,  -- UTC ISO 8601, so day and month totals are prefix ranges
         check_id TEXT,
+        name TEXT NOT NULL DEFAULT '',  -- the structured-output name (which stage spent it)
+        model TEXT NOT NULL DEFAULT '',
         prompt_tokens INTEGER NOT NULL,
         completion_tokens INTEGER NOT NULL,
-        usd REAL NOT NULL
+        usd REAL NOT NULL,
+        ok INTEGER NOT NULL DEFAULT 1
     );
     CREATE INDEX llm_usage_at ON llm_usage(at);
+    CREATE INDEX llm_usage_check ON llm_usage(check_id);
     """,
 )
 
