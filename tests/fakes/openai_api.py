@@ -13,6 +13,15 @@ message{role, content, refusal}, finish_reason, usage). Each test scripts the an
 
 With nothing scripted it answers 500 "fake: nothing scripted", so a missing script fails loudly.
 Every request body is recorded in `requests` (with its Authorization header in `auth`).
+
+A pipeline makes several different calls; scripts can be keyed by the structured-output name
+(`response_format.json_schema.name`) so their order does not matter:
+
+    fake.named("stance").reply_json({...})      # same reply_* methods, queued for that name only
+    fake.respond("stance", lambda body: {...})  # answer every "stance" call from its request body
+
+A request is answered from its name's queue first, then its responder, then the shared in-order script.
+`user_text(body)` gives the user message of a recorded request; `requests_named(name)` filters them.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import itertools
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from aiohttp import web
 
@@ -45,6 +54,8 @@ class FakeOpenAI:
     requests: list[dict[str, Any]] = field(default_factory=list)
     auth: list[str | None] = field(default_factory=list)
     script: list[Scripted] = field(default_factory=list)
+    by_name: dict[str, list[Scripted]] = field(default_factory=dict)
+    responders: dict[str, Callable[[dict[str, Any]], Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._seq = itertools.count(1)
@@ -89,15 +100,38 @@ class FakeOpenAI:
     def reply_no_choices(self) -> None:
         self.script.append(Scripted(no_choices=True))
 
+    def named(self, name: str) -> _NamedScript:
+        """The reply_* methods, queued for requests whose json_schema name is `name`."""
+        return _NamedScript(self.by_name.setdefault(name, []))
+
+    def respond(self, name: str, fn: Callable[[dict[str, Any]], Any]) -> None:
+        """Answer every `name` request with `json.dumps(fn(body))` (a `Scripted` return is used as is)."""
+        self.responders[name] = fn
+
+    def requests_named(self, name: str) -> list[dict[str, Any]]:
+        return [b for b in self.requests if schema_name(b) == name]
+
+    def _next(self, body: dict[str, Any]) -> Scripted | None:
+        name = schema_name(body)
+        queue = self.by_name.get(name or "")
+        if queue:
+            return queue.pop(0)
+        if name in self.responders:
+            out = self.responders[name](body)
+            return out if isinstance(out, Scripted) else Scripted(content=json.dumps(out))
+        if self.script:
+            return self.script.pop(0)
+        return None
+
     # --- handler ---------------------------------------------------------------------------
 
     async def _completions(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.requests.append(body)
         self.auth.append(request.headers.get("Authorization"))
-        if not self.script:
+        s = self._next(body)
+        if s is None:
             return self._error(500, "fake: nothing scripted for this request", "server_error")
-        s = self.script.pop(0)
         if s.delay_s:
             try:
                 await asyncio.wait_for(self._stopping.wait(), s.delay_s)
@@ -126,3 +160,32 @@ class FakeOpenAI:
     def _error(status: int, message: str, code: str) -> web.Response:
         return web.json_response({"error": {"message": message, "type": code, "param": None, "code": code}},
                                  status=status)
+
+
+def schema_name(body: dict[str, Any]) -> str | None:
+    rf = body.get("response_format") or {}
+    return (rf.get("json_schema") or {}).get("name")
+
+
+def user_text(body: dict[str, Any]) -> str:
+    return next((m["content"] for m in body.get("messages", []) if m.get("role") == "user"), "")
+
+
+@dataclass
+class _NamedScript:
+    queue: list[Scripted]
+
+    def reply_json(self, content: Any, **kw: Any) -> None:
+        self.queue.append(Scripted(content=json.dumps(content), **kw))
+
+    def reply_raw(self, content: str | None, **kw: Any) -> None:
+        self.queue.append(Scripted(content=content, **kw))
+
+    def reply_status(self, status: int) -> None:
+        self.queue.append(Scripted(status=status))
+
+    def reply_slow(self, delay_s: float, content: Any) -> None:
+        self.queue.append(Scripted(content=json.dumps(content), delay_s=delay_s))
+
+    def reply_refusal(self, text: str) -> None:
+        self.queue.append(Scripted(refusal=text))

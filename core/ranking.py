@@ -1,0 +1,207 @@
+"""Ranking: which of the gathered evidence the judge sees, best first, each with its scores.
+
+Steps, in order (each drop is recorded with its reason, for the trace):
+1. denied domains (admins' deny list) — never used, never cited;
+2. homepages and category/tag/search pages — they are not about the claim, whatever their snippet says;
+3. the same URL (normalised: scheme, `www.`, trailing slash, fragment and tracking parameters ignored);
+4. near-duplicate text — syndicated wire copy on many sites is one source, not many independent ones:
+   word 3-shingle Jaccard ≥ 0.5 (Broder's resemblance; a reprint with a new headline stays well above it)
+   or embedding cosine ≥ 0.95 between the evidence texts;
+5. relevance: cosine of the claim's and the evidence's (title + snippet) embeddings (the real ONNX
+   model, off the event loop). Below `MIN_RELEVANCE` an item is dropped as off-topic;
+6. score = relevance + 0.3·(credibility − 0.5) + 0.1·(recency − 0.5). The credibility term is seed 000's
+   boost formula (CREDIBILITY_BOOST_FACTOR = 0.3); recency is a mild tie-breaker at a third of that;
+7. at most 2 items per site (the issue's "per domain"; en.wikipedia.org and de.wikipedia.org are one site), then the top `limit` (seed 004 computes features on the top 5–8).
+
+When an item keeps the first of several duplicates, the one kept is the more useful: a fact-check with a
+verdict, then the more credible domain, then the longer snippet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import numpy as np
+
+from core.credibility import DomainRules, credibility, domain_of, site_of
+from core.embeddings import Embedder
+from core.evidence.base import Evidence
+
+PER_DOMAIN = 2
+LIMIT = 8
+# all-MiniLM-L6-v2 puts unrelated sentence pairs mostly below 0.2 and paraphrases above 0.6; 0.25
+# keeps topical passages that phrase the claim differently (tests/test_ranking.py checks both sides).
+MIN_RELEVANCE = 0.25
+SHINGLE_DUP = 0.5
+COSINE_DUP = 0.95
+CREDIBILITY_BOOST = 0.3  # seed 000
+RECENCY_WEIGHT = 0.1
+HALF_LIFE_DAYS = 365.0  # seed 000's TEMPORAL_DECAY_DAYS: a year-old item counts half as recent
+UNKNOWN_RECENCY = 0.5
+
+_TRACKING = re.compile(r"^(?:utm_\w+|fbclid|gclid|yclid|mc_cid|mc_eid|ref|ref_src|cmpid|ocid|igshid|share)$", re.I)
+_LISTING_SEGMENTS = {
+    "tag", "tags", "category", "categories", "topic", "topics", "section", "sections", "author", "authors",
+    "search", "archive", "archives", "label", "labels", "page", "hub", "latest", "index", "rubric", "tema",
+    "rubrika", "teg", "tegi",
+}
+_INDEX_FILES = re.compile(r"^(?:index|default|home)\.(?:html?|php|aspx?)$", re.I)
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class Ranked:
+    evidence: Evidence
+    domain: str  # the registrable site (core.credibility.site_of): the unit of independence and of the cap
+    relevance: float
+    credibility: float
+    recency: float
+    score: float
+
+
+@dataclass
+class Ranking:
+    items: list[Ranked]
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # (url, reason)
+
+
+def normalize_url(url: str) -> str:
+    """Scheme, `www.`, port 80/443, trailing slash, fragment and tracking parameters don't make a new page."""
+    parts = urlsplit(url.strip())
+    host = domain_of(url)
+    if parts.port and parts.port not in (80, 443):
+        host = f"{host}:{parts.port}"
+    path = re.sub(r"/+$", "", parts.path) or ""
+    query = urlencode(sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                             if not _TRACKING.match(k)))
+    return f"{host}{path}" + (f"?{query}" if query else "")
+
+
+def is_listing_page(url: str) -> bool:
+    """A homepage, section front, tag/category/author listing or site search: not about one claim."""
+    parts = urlsplit(url.strip())
+    segments = [s for s in parts.path.split("/") if s]
+    if not segments or (len(segments) == 1 and _INDEX_FILES.match(segments[0])):
+        q = dict(parse_qsl(parts.query))
+        # "?p=123" / "?id=..." is an article on many CMSs; "?s=..." / "?q=..." is a search page
+        return not any(k in q for k in ("p", "id", "article", "story", "news"))
+    if segments[0].lower() in _LISTING_SEGMENTS or (len(segments) >= 2 and segments[-2].lower() in _LISTING_SEGMENTS):
+        return True
+    return False
+
+
+def recency_weight(published: datetime | None, now: datetime) -> float:
+    """Exponential decay with seed 000's one-year scale; unknown dates sit in the middle."""
+    if published is None:
+        return UNKNOWN_RECENCY
+    if published.tzinfo is None:
+        published = published.replace(tzinfo=timezone.utc)
+    age_days = max(0.0, (now - published).total_seconds() / 86400.0)
+    return float(0.5 ** (age_days / HALF_LIFE_DAYS))
+
+
+def evidence_text(ev: Evidence) -> str:
+    return " — ".join(x for x in (ev.title.strip(), ev.snippet.strip()) if x) or ev.url
+
+
+def _shingles(text: str, n: int = 3) -> set[tuple[str, ...]]:
+    words = [w.casefold() for w in _WORDS.findall(text)]
+    if len(words) < n:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def _preference(ev: Evidence, cred: float) -> tuple:
+    return (ev.source_type == "factcheck" and ev.verdict is not None, cred, len(ev.snippet))
+
+
+async def rank(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, embedder: Embedder,
+               rules: DomainRules | None = None, now: datetime | None = None, per_domain: int = PER_DOMAIN,
+               limit: int = LIMIT, min_relevance: float = MIN_RELEVANCE) -> Ranking:
+    """Rank `evidence` for a claim. `claim_texts`: the claim, optionally its English translation too
+    (relevance is the best cosine over them: the English model ranks English evidence for a Russian
+    claim through the translation)."""
+    now = now or datetime.now(timezone.utc)
+    dropped: list[tuple[str, str]] = []
+    kept: list[tuple[Evidence, str, float]] = []
+    for ev in evidence:
+        domain = domain_of(ev.domain or ev.url)
+        cred = credibility(domain, rules)
+        if cred is None:
+            dropped.append((ev.url, "denied domain"))
+        elif is_listing_page(ev.url):
+            dropped.append((ev.url, "homepage or listing page"))
+        elif not (ev.title.strip() or ev.snippet.strip()):
+            dropped.append((ev.url, "no text"))
+        else:
+            kept.append((ev, domain, cred))
+
+    # Same URL: keep the most useful copy.
+    by_url: dict[str, tuple[Evidence, str, float]] = {}
+    order: list[str] = []
+    for item in kept:
+        key = normalize_url(item[0].url)
+        if key not in by_url:
+            by_url[key] = item
+            order.append(key)
+        else:
+            old = by_url[key]
+            better, worse = (item, old) if _preference(item[0], item[2]) > _preference(old[0], old[2]) else (old, item)
+            by_url[key] = better
+            dropped.append((worse[0].url, "same URL"))
+    unique = [by_url[k] for k in order]
+    if not unique:
+        return Ranking([], dropped)
+
+    texts = [evidence_text(ev) for ev, _, _ in unique]
+    claims = [c for c in claim_texts if c.strip()] or [""]
+    vecs = await embedder.embed([*claims, *texts])
+    claim_vecs, ev_vecs = vecs[:len(claims)], vecs[len(claims):]
+    relevance = (ev_vecs @ claim_vecs.T).max(axis=1)
+
+    # Near-duplicates: visit the most useful first so the kept copy is the best one.
+    shingles = [_shingles(t) for t in texts]
+    visit = sorted(range(len(unique)), key=lambda i: _preference(unique[i][0], unique[i][2]), reverse=True)
+    survivors: list[int] = []
+    for i in visit:
+        dup = next((j for j in survivors if jaccard(shingles[i], shingles[j]) >= SHINGLE_DUP
+                    or float(ev_vecs[i] @ ev_vecs[j]) >= COSINE_DUP), None)
+        if dup is None:
+            survivors.append(i)
+        else:
+            dropped.append((unique[i][0].url, f"near-duplicate of {unique[dup][0].url}"))
+
+    ranked: list[Ranked] = []
+    for i in survivors:
+        ev, domain, cred = unique[i]
+        rel = float(np.clip(relevance[i], -1.0, 1.0))
+        if rel < min_relevance:
+            dropped.append((ev.url, f"off-topic (relevance {rel:.2f})"))
+            continue
+        rec = recency_weight(ev.published_at, now)
+        score = rel + CREDIBILITY_BOOST * (cred - 0.5) + RECENCY_WEIGHT * (rec - 0.5)
+        ranked.append(Ranked(ev, site_of(domain), rel, cred, rec, score))
+    ranked.sort(key=lambda r: r.score, reverse=True)
+
+    per: Counter[str] = Counter()
+    out: list[Ranked] = []
+    for r in ranked:
+        if per[r.domain] >= per_domain:
+            dropped.append((r.evidence.url, f"more than {per_domain} from {r.domain}"))
+            continue
+        if len(out) >= limit:
+            dropped.append((r.evidence.url, "below the top"))
+            continue
+        per[r.domain] += 1
+        out.append(r)
+    return Ranking(out, dropped)
+
