@@ -73,7 +73,7 @@ class Metrics:
         self.queue_depth = Gauge("tipline_queue_depth", "Checks waiting in the job queue.", registry=r)
         self.llm_tokens = Counter("tipline_llm_tokens", "LLM tokens used.", ["kind"], registry=r)
         self.llm_calls = Counter("tipline_llm_calls", "LLM calls, by structured-output name.", ["name"], registry=r)
-        self.llm_cost = Counter("tipline_llm_cost_usd", "Estimated LLM cost in US dollars.", registry=r)
+        self.llm_cost_usd = Counter("tipline_llm_cost_usd", "Estimated LLM cost in US dollars.", registry=r)
         # Plain counts behind the ratio gauges (prometheus_client counters are not meant to be read back).
         self._cache_counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # provider -> [hits, total]
         self._checks_total = 0
@@ -103,7 +103,7 @@ class Metrics:
         self.llm_calls.labels(name).inc()
         self.llm_tokens.labels("prompt").inc(max(0, prompt_tokens))
         self.llm_tokens.labels("completion").inc(max(0, completion_tokens))
-        self.llm_cost.inc(max(0.0, usd))
+        self.llm_cost_usd.inc(max(0.0, usd))
 
     # --- the bot's own --------------------------------------------------------------------------
 
