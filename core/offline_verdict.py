@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core.i18n import t
 from core.models import Citation, Match, Verdict
 
 _NEGATION = re.compile(
@@ -32,16 +33,18 @@ def _polarity(text: str) -> bool:
     return len(_NEGATION.findall(text)) % 2 == 1
 
 
-def _citation(n: int, m: Match) -> Citation:
+def _citation(n: int, m: Match, lang: str = "en") -> Citation:
     return Citation(n=n, url=m.url, title=m.title or m.claim, publisher=m.publisher, published_at=m.published_at,
-                    snippet=m.claim, rating=m.rating_text or m.verdict.label)
+                    snippet=m.claim, rating=m.rating_text or t(f"label.{m.verdict.value}", lang))
 
 
-def _when(m: Match) -> str:
-    return f" on {m.published_at.isoformat()}" if m.published_at else ""
+def _when(m: Match, lang: str) -> str:
+    return t("offline.when", lang, date=m.published_at.isoformat()) if m.published_at else ""
 
 
-def decide(text: str, matches: list[Match], closest: int = 3) -> OfflineVerdict:
+def decide(text: str, matches: list[Match], closest: int = 3, language: str = "en") -> OfflineVerdict:
+    """`language` is the reply language (the user's)."""
+    lang = language
     auto = [m for m in matches if m.tier == "auto"]
     suggest = [m for m in matches if m.tier == "suggest"]
     notes: list[str] = []
@@ -52,44 +55,42 @@ def decide(text: str, matches: list[Match], closest: int = 3) -> OfflineVerdict:
         # closely as one repeating it; inheriting the rating would invert the answer. Matching alone
         # cannot tell which side the user is on, so say so instead of guessing.
         if top.method != "url" and _polarity(text) != _polarity(top.claim):
-            notes.append("Your message seems to state the opposite of the fact-checked claim, so its "
-                         "rating is shown but not applied to your message.")
+            notes.append(t("note.negated", lang))
             suggest = auto + suggest
             auto = []
         else:
             agreeing = [m for m in auto if m.verdict == top.verdict]
             conflicting = [m for m in auto if m.verdict != top.verdict]
             cited = agreeing[:3] + conflicting[:2]
-            citations = [_citation(i, m) for i, m in enumerate(cited, start=1)]
-            who = top.publisher or "A fact-checker"
-            reasoning = (f"This is a claim {who} has already fact-checked{_when(top)}: “{top.claim}” — rated "
-                         f"“{top.rating_text or top.verdict.label}” [1].")
+            citations = [_citation(i, m, lang) for i, m in enumerate(cited, start=1)]
+            reasoning = t("offline.matched", lang, who=top.publisher or t("offline.a_factchecker", lang),
+                          when=_when(top, lang), claim=top.claim,
+                          rating=top.rating_text or t(f"label.{top.verdict.value}", lang))
             # A match probability rounds to 1.0 for near-identical text, but no similarity makes a
             # verdict certain; only an exact link match (method "url") is reported as such.
             confidence = top.similarity if top.method == "url" else min(top.similarity, 0.99)
             if len(agreeing) > 1:
-                reasoning += f" {len(agreeing) - 1} more matching fact-check(s) agree [" + \
-                    "][".join(str(i) for i in range(2, len(agreeing[:3]) + 1)) + "]."
+                refs = "".join(f"[{i}]" for i in range(2, len(agreeing[:3]) + 1))
+                reasoning += t("offline.more_agree", lang, n=len(agreeing) - 1, refs=refs)
             if conflicting:
                 first = len(agreeing[:3]) + 1
-                reasoning += (f" Note: another matching fact-check rated it “{conflicting[0].rating_text or conflicting[0].verdict.label}”"
-                              f" [{first}], so treat this verdict with care.")
+                other = conflicting[0]
+                reasoning += t("offline.conflict", lang, n=first,
+                               rating=other.rating_text or t(f"label.{other.verdict.value}", lang))
                 confidence *= 0.7
-                notes.append("Matching fact-checks disagree.")
+                notes.append(t("note.disagree", lang))
             return OfflineVerdict(top.verdict, round(min(max(confidence, 0.0), 1.0), 3), reasoning, citations,
                                   matches, notes)
 
     related = suggest[:closest] or matches[:closest]
-    citations = [_citation(i, m) for i, m in enumerate(related, start=1)]
+    citations = [_citation(i, m, lang) for i, m in enumerate(related, start=1)]
     if suggest:
-        reasoning = ("No previous fact-check clearly matches this claim, so there is no verdict yet. The closest "
-                     "ones may be related: " + " ".join(f"“{m.claim}” [{i}]." for i, m in enumerate(related, 1)))
+        reasoning = t("offline.closest", lang, items=" ".join(f"“{m.claim}” [{i}]." for i, m in enumerate(related, 1)))
     else:
-        reasoning = ("No previous fact-check in the knowledge base matches this claim, and offline mode cannot "
-                     "search the web, so there is no verdict.")
+        reasoning = t("offline.nothing", lang)
         citations = []
         related = []
     top_p = matches[0].similarity if matches else 0.0
-    notes.append("Offline mode: verdicts come only from matching previously fact-checked claims.")
+    notes.append(t("note.offline", lang))
     return OfflineVerdict(Verdict.NOT_ENOUGH_EVIDENCE, round(1.0 - top_p, 3), reasoning, citations,
                           related, notes)
