@@ -30,6 +30,7 @@ Limits (both optional, None = off):
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -136,7 +137,11 @@ class BudgetedLLM:
     async def structured(self, system: str, user: str, schema: type[M], *, name: str) -> M:
         cap = self.settings.llm_monthly_cap_usd
         if cap is not None:
-            spent = (await self.spent_this_month()).usd
+            try:
+                spent = (await self.spent_this_month()).usd
+            except sqlite3.Error as exc:
+                # Without the books we cannot honour the cap: degrade like any LLM failure.
+                raise LLMError("LLM budget could not be read") from exc
             if spent >= cap:
                 raise BudgetExceeded(spent, cap)
         ok = False
@@ -145,7 +150,11 @@ class BudgetedLLM:
             ok = True
             return answer
         finally:
-            await self._record(name, ok)
+            try:
+                await self._record(name, ok)
+            except sqlite3.Error as exc:
+                # Losing one row of bookkeeping must not throw away an answer that was paid for.
+                log.error("could not record LLM usage for %s: %s", name, exc)
 
     # --- bookkeeping -----------------------------------------------------------------------------
 

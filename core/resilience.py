@@ -382,6 +382,9 @@ async def call_with_retries(fn: Callable[[], Awaitable[T]], *, provider: str, po
                 observer.attempt(provider, time.monotonic() - started, describe(exc))
             if breaker is not None:
                 breaker.record_failure()
+            if breaker is not None and breaker.state == "open":
+                # This failure opened (or re-opened) the circuit: no point waiting to be refused.
+                raise ProviderUnavailable(provider, f"{describe(exc)}; circuit opened", label=label) from exc
             wait = policy.delay(attempt, exc)
             if wait is None:
                 tries = f" after {attempt + 1} attempts" if attempt else ""

@@ -55,7 +55,9 @@ async def inner(fake: FakeOpenAI):
 
 
 def make_settings(**kw) -> Settings:
-    base = dict(llm_input_usd_per_mtok=1_000.0, llm_output_usd_per_mtok=2_000.0, _env_file=None)
+    # Every budget field explicit, so a developer's TIPLINE_* environment cannot change the outcome.
+    base = dict(llm_input_usd_per_mtok=1_000.0, llm_output_usd_per_mtok=2_000.0, llm_daily_warn_usd=None,
+                llm_monthly_cap_usd=None, _env_file=None)
     return Settings(**{**base, **kw})
 
 

@@ -18,8 +18,9 @@ import aiohttp
 import pytest
 
 from bot.metrics import Metrics
+from bot.settings import Settings
 from core.evidence.base import ClaimQuery, Evidence
-from core.evidence.resilient import FallbackSource, ResilientSource
+from core.evidence.resilient import FallbackSource, ResilientSource, protect_sources
 from core.resilience import CircuitBreaker, FakeClock, ProviderHTTPError, ProviderUnavailable, RetryPolicy, TokenBucket
 from storage.cache import TTLCache
 from storage.sqlite import Database
@@ -245,3 +246,22 @@ async def test_fallback_to_the_next_provider(api, session):
         assert "primary" in info.value.reason and "secondary" in info.value.reason
     finally:
         await backup.stop()
+
+
+async def test_protect_sources_wraps_only_the_providers(api, session, db):
+    settings = Settings(_env_file=None, provider_retries=1, breaker_failures=2, breaker_cooldown_s=60,
+                        cache_ttl_s=600, source_timeout_s=10)
+    gdelt = HTTPSearchSource(session, api.url, name="gdelt")
+    links = HTTPSearchSource(session, api.url, name="links")
+    wrapped = protect_sources([gdelt, links], settings, cache=TTLCache(db))
+    assert wrapped[1] is links
+    news = wrapped[0]
+    assert isinstance(news, ResilientSource) and news.name == "gdelt" and news.source is gdelt
+    assert news.deadline_s == pytest.approx(9.0) and news.retries.retries == 1 and news.ttl == 600
+    api.default = Reply.error(500)
+    with pytest.raises(ProviderUnavailable) as info:
+        await news.gather(q("x"), limit=3)
+    assert info.value.user_message == "news search is temporarily unavailable"
+    assert info.value.sentence == "News search is temporarily unavailable."
+    assert news.snapshot() == {"name": "gdelt", "breaker": "open", "calls": 1, "cache_hits": 0, "attempts": 2,
+                               "retries": 1, "failures": 1, "short_circuits": 0, "cache_hit_rate": 0.0}

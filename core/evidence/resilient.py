@@ -29,7 +29,8 @@ import json
 import logging
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from pydantic import ValidationError
@@ -94,6 +95,11 @@ class ResilientSource:
     @property
     def breaker_state(self) -> BreakerState:
         return self.breaker.state if self.breaker is not None else "closed"
+
+    def snapshot(self) -> dict[str, object]:
+        """Stats and circuit state as plain data, e.g. for /healthz."""
+        return {"name": self.name, "breaker": self.breaker_state, **asdict(self.stats),
+                "cache_hit_rate": round(self.stats.cache_hit_rate, 4)}
 
     def cache_key(self, query: ClaimQuery, limit: int) -> str:
         return cache_key(self.name, query.search_queries, claim=" ".join(query.claim.split()).casefold(),
@@ -191,3 +197,49 @@ class FallbackSource:
             return found
         self.used = None
         raise ProviderUnavailable(self.name, "; ".join(reasons), label=self.label)
+
+
+# Providers worth protecting, and how to name them to a user. The knowledge base is local, and link
+# expansion fetches arbitrary sites: one breaker for all of them would let a single dead site block every
+# link, so both are left unwrapped.
+PROTECTED: dict[str, str] = {
+    "factcheck_api": "fact-check search",
+    "searxng": "web search",
+    "brave": "web search",
+    "gdelt": "news search",
+}
+
+
+class ProtectionSettings(Protocol):
+    """The fields of bot.settings.Settings `protect_sources` reads (core/ does not import bot/)."""
+
+    provider_rate_per_minute: float
+    provider_retries: int
+    breaker_failures: int
+    breaker_cooldown_s: float
+    cache_ttl_s: float
+    source_timeout_s: float
+
+
+def protect_sources(sources: Sequence[EvidenceSource], settings: ProtectionSettings, *, cache: TTLCache | None,
+                    observer: SourceObserver | None = None, labels: Mapping[str, str] = PROTECTED,
+                    rates: Mapping[str, float] | None = None) -> list[EvidenceSource]:
+    """Wrap each source named in `labels` in its own ResilientSource (own bucket and breaker); pass the
+    rest through unchanged, keeping the order.
+
+    `rates` overrides `provider_rate_per_minute` per provider name (a token is taken per gather attempt).
+    The deadline is 90% of `source_timeout_s`, so a failure ends in our typed error before the caller's
+    timeout cancels the gather.
+    """
+    out: list[EvidenceSource] = []
+    for source in sources:
+        if source.name not in labels:
+            out.append(source)
+            continue
+        rate = (rates or {}).get(source.name, settings.provider_rate_per_minute)
+        out.append(ResilientSource(
+            source, bucket=TokenBucket(rate), breaker=CircuitBreaker(settings.breaker_failures,
+                                                                     settings.breaker_cooldown_s),
+            retries=RetryPolicy(retries=settings.provider_retries), cache=cache, ttl=settings.cache_ttl_s,
+            deadline_s=settings.source_timeout_s * 0.9, label=labels[source.name], observer=observer))
+    return out
