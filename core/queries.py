@@ -61,7 +61,7 @@ do does did this that these those it its it's their there here than then so such
 would should may might must shall about into over after before during also just only said says say according
 которые который которая это этот эта эти то та те и или но а в во на по к ко с со из за от до для о об при
 же ли бы был была было были есть не ни что как так уже ещё еще также""".split())
-_WORD = re.compile(r"\d[\d,.]*\d%?|[\w%°$€£'’-]+", re.UNICODE)
+_WORD = re.compile(r"\d[\d,.]*\d[%°\w]*|[\w%°$€£'’-]+", re.UNICODE)
 _CAP = re.compile(r"\b[A-ZА-ЯЁ][\w'’-]*(?:\s+[A-ZА-ЯЁ][\w'’-]*)*")
 _NUMBERISH = re.compile(r"\d")
 _FACTCHECK_WORDS = {"en": "fact check", "ru": "фейк проверка", "uk": "фейк перевірка", "de": "Faktencheck",

@@ -14,7 +14,7 @@ Steps, in order (each drop is recorded with its reason, for the trace):
 7. at most 2 items per site (the issue's "per domain"; en.wikipedia.org and de.wikipedia.org are one site), then the top `limit` (seed 004 computes features on the top 5–8).
 
 When an item keeps the first of several duplicates, the one kept is the more useful: a fact-check with a
-verdict, then the more credible domain, then the longer snippet.
+verdict, then the more credible domain, then the newer, then the longer snippet.
 """
 
 from __future__ import annotations
@@ -121,7 +121,9 @@ def jaccard(a: set, b: set) -> float:
 
 
 def _preference(ev: Evidence, cred: float) -> tuple:
-    return (ev.source_type == "factcheck" and ev.verdict is not None, cred, len(ev.snippet))
+    published = ev.published_at.replace(tzinfo=ev.published_at.tzinfo or timezone.utc).timestamp() \
+        if ev.published_at else float("-inf")
+    return (ev.source_type == "factcheck" and ev.verdict is not None, cred, published, len(ev.snippet))
 
 
 async def rank(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, embedder: Embedder,
