@@ -17,6 +17,9 @@ from core.knowledge import KnowledgeBase
 from core.matching import ClaimMatcher
 from core.model_files import prepare_default_model
 from core.reranker import Reranker
+from core.tracking import Corroborator
+from storage.message_vectors import MessageVectors
+from storage.messages import MessageStore
 from storage.sqlite import Database
 from storage.vectors import VectorStore
 
@@ -34,6 +37,7 @@ class App:
     kb: KnowledgeBase
     matcher: ClaimMatcher
     engine: Engine
+    corroborator: Corroborator | None = None  # "also reported by" over tracked chats (core/tracking.py)
 
 
 def check_data_dir(path: Path) -> None:
@@ -73,4 +77,9 @@ async def build_app(settings: Settings, *, seed: bool | None = None) -> AsyncIte
                                auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold,
                                auto_languages=frozenset({"en"}) if settings.uses_default_model else None)
         engine = Engine(db, matcher, max_input_chars=settings.max_input_chars, source_policy=DomainPolicy(db))
-        yield App(settings, db, vectors, embedder, kb, matcher, engine)
+        corroborator = Corroborator(MessageStore(db), MessageVectors(vectors, settings.messages_collection), embedder,
+                                    window_days=settings.corroboration_window_days,
+                                    retention_days=settings.retention_days)
+        await corroborator.open()
+        stack.push_async_callback(corroborator.aclose)
+        yield App(settings, db, vectors, embedder, kb, matcher, engine, corroborator)

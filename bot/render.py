@@ -7,8 +7,9 @@ and escape what came from users and the web.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
-from core.models import Citation, Match, Result, Verdict
+from core.models import AlsoReported, Citation, Match, ReportedBy, Result, Verdict
 
 VERDICT_EMOJI: dict[Verdict, str] = {
     Verdict.SUPPORTED: "✅",
@@ -33,6 +34,73 @@ class RelatedItem:
 
 
 @dataclass(frozen=True)
+class Reporter:
+    """One name in the "Also reported by" line; adapters link it where their platform allows."""
+
+    name: str
+    link: str = ""
+    platform: str = ""
+    chat_id: str = ""
+
+
+@dataclass(frozen=True)
+class AlsoReportedLine:
+    """`Also reported by: @chan1, @chan2, @chan3 (+N more) · first seen 3 h ago in @chan4`."""
+
+    reporters: list[Reporter]  # top 3 by credibility, then earliest
+    more: int  # other chats not named
+    first_seen_ago: str = ""  # "3 h ago"
+    first_seen_in: Reporter | None = None
+    outlets: list[str] = field(default_factory=list)  # news domains: "reuters.com, bbc.com"
+    tier: str = "low"
+    note: str = ""
+
+    def text(self, name=lambda r: r.name, outlet=lambda d: d) -> str:
+        """The line with `name(reporter)` / `outlet(domain)` rendering each part (escaping is theirs)."""
+        parts: list[str] = []
+        if self.reporters:
+            line = "Also reported by: " + ", ".join(name(r) for r in self.reporters)
+            if self.more:
+                line += f" (+{self.more} more)"
+            if self.first_seen_in is not None and self.first_seen_ago:
+                line += f" · first seen {self.first_seen_ago} in {name(self.first_seen_in)}"
+            parts.append(line)
+        if self.outlets:
+            parts.append(("News: " if parts else "Also reported by: ") + ", ".join(outlet(d) for d in self.outlets))
+        tier = f"Corroboration: {self.tier}" + (f" ({self.note})" if self.note else "")
+        return " · ".join(parts + [tier])
+
+
+def ago(then: datetime, now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=timezone.utc)
+    s = max(0.0, (now - then).total_seconds())
+    if s < 90:
+        return "just now"
+    if s < 3600:
+        return f"{round(s / 60)} min ago"
+    if s < 2 * 86400:
+        return f"{round(s / 3600)} h ago"
+    return f"{round(s / 86400)} d ago"
+
+
+def _reporter(r: ReportedBy) -> Reporter:
+    return Reporter(name=r.name, link=r.link, platform=r.platform, chat_id=r.chat_id)
+
+
+def also_reported_line(a: AlsoReported | None, now: datetime | None = None) -> AlsoReportedLine | None:
+    if a is None or (not a.items and not a.outlets):
+        return None
+    first = a.first_seen_in
+    return AlsoReportedLine(
+        reporters=[_reporter(r) for r in a.items[:3]], more=max(0, a.total - min(3, len(a.items))),
+        first_seen_ago=ago(a.first_seen_at, now) if a.first_seen_at else "",
+        first_seen_in=_reporter(first) if first is not None else None, outlets=list(a.outlets),
+        tier=a.tier, note=a.note)
+
+
+@dataclass(frozen=True)
 class Reply:
     check_id: str
     emoji: str
@@ -44,6 +112,8 @@ class Reply:
     related: list[RelatedItem]
     notes: list[str] = field(default_factory=list)
     mode: str = "offline"
+    also_reported: AlsoReportedLine | None = None
+    repeat_note: str = ""  # "Checked 14 times this week" when a stored verdict was reused
 
     @property
     def headline(self) -> str:
@@ -68,4 +138,7 @@ def to_reply(result: Result) -> Reply:
         confidence_pct=round(result.confidence * 100), reasoning=result.reasoning,
         citations=result.citations[:MAX_CITATIONS], related_heading=heading,
         related=[_related(m) for m in shown[:3]], notes=list(result.notes), mode=result.mode,
+        also_reported=also_reported_line(result.also_reported),
+        repeat_note=(f"Checked {result.repetition.times_this_week} times this week · verdict of check "
+                     f"{result.repetition.first_check_id} reused" if result.repetition else ""),
     )

@@ -102,6 +102,39 @@ class Step(BaseModel):
     detail: str = ""
 
 
+class ReportedBy(BaseModel):
+    """One other chat/channel (or news outlet) that carried the same story."""
+
+    name: str = Field(description="What to show: '@handle', a chat title, or a news domain.")
+    platform: str = Field(default="", description="telegram, slack, or news.")
+    chat_id: str = ""
+    link: str = Field(default="", description="Permalink to the message, where the platform allows one.")
+    at: datetime | None = Field(default=None, description="When that chat first carried the story.")
+    credibility: float = Field(default=0.5, ge=0.0, le=1.0)
+    score: float = Field(default=0.0, ge=0.0, le=1.0, description="Same-story probability with the checked text.")
+
+
+class AlsoReported(BaseModel):
+    """Same-story messages from other tracked chats within the corroboration window (issue 5)."""
+
+    items: list[ReportedBy] = Field(default_factory=list, description="Best first: credibility, then earliest.")
+    total: int = Field(default=0, description="How many other chats carried the story (items may be fewer).")
+    first_seen_at: datetime | None = None
+    first_seen_in: ReportedBy | None = None
+    outlets: list[str] = Field(default_factory=list, description="News domains among the check's sources.")
+    agreement: float = Field(default=0.0, ge=0.0, le=1.0, description="Mean same-story score of the direct matches.")
+    tier: Literal["high", "medium", "low"] = "low"
+    note: str = ""
+
+
+class Repetition(BaseModel):
+    """The same (near-identical) text was checked before: the stored verdict was reused."""
+
+    times_this_week: int = Field(description="Checks of this text in the last 7 days, this one included.")
+    first_check_id: str
+    reused: bool = True
+
+
 class Result(BaseModel):
     id: str = Field(description="Short id users can quote to see the full trace.")
     created_at: datetime = Field(default_factory=utcnow)
@@ -116,6 +149,8 @@ class Result(BaseModel):
     mode: Literal["offline", "llm"] = "offline"
     notes: list[str] = Field(default_factory=list, description="Things the user should know (truncation, degraded sources).")
     steps: list[Step] = Field(default_factory=list)
+    also_reported: AlsoReported | None = Field(default=None, description="Other chats/outlets with the same story.")
+    repetition: Repetition | None = Field(default=None, description="Set when a stored verdict was reused.")
 
 
 def new_check_id() -> str:

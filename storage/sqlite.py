@@ -131,15 +131,21 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX jobs_status ON jobs(status, id);
     """,
-    # 5: tracked chats and their stored messages, for "also reported by" (storage/messages.py).
+    # 5: tracked chats and their stored messages, for "also reported by" (storage/messages.py); chat
+    # settings (/track, /auto) and the repeat counter of checked texts (bot/repeats.py).
     """
     CREATE TABLE tracked_chats (
         platform TEXT NOT NULL,
         chat_id TEXT NOT NULL,
+        kind TEXT NOT NULL DEFAULT 'group',
         title TEXT NOT NULL DEFAULT '',
         handle TEXT NOT NULL DEFAULT '',
+        tracking INTEGER NOT NULL DEFAULT 0,
+        auto INTEGER NOT NULL DEFAULT 0,
         enabled_by TEXT,
         enabled_at TEXT,
+        updated_by TEXT,
+        updated_at TEXT,
         PRIMARY KEY (platform, chat_id)
     );
     CREATE TABLE messages (
@@ -152,11 +158,22 @@ MIGRATIONS: tuple[str, ...] = (
         text TEXT NOT NULL,
         language TEXT NOT NULL DEFAULT '',
         at TEXT NOT NULL,
+        ts REAL NOT NULL,
         story_id TEXT
     );
-    CREATE INDEX messages_at ON messages(at);
+    CREATE INDEX messages_ts ON messages(ts);
     CREATE INDEX messages_chat ON messages(platform, chat_id);
     CREATE INDEX messages_story ON messages(story_id);
+    CREATE TABLE check_repeats (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        text_hash TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        check_id TEXT NOT NULL,
+        platform TEXT,
+        chat_id TEXT,
+        ts REAL NOT NULL
+    );
+    CREATE INDEX check_repeats_hash ON check_repeats(text_hash, scope, ts);
     """,
     # 6: provider response cache (storage/cache.py) and LLM spending (core/budget.py).
     """

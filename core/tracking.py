@@ -1,0 +1,477 @@
+""""Also reported by": tracked messages in, same-story messages from other chats out.
+
+`Corroborator` is the live counterpart of `core.corroboration.StoryDetector` (which is the offline,
+evaluated stream detector): the same features (cosine, alias-normalised entity overlap, IDF-weighted
+rare-term overlap), the same fitted logistic model and threshold, the same rule (other chats only,
+within the window, union-find stories), but over a store that persists (SQLite rows + Qdrant
+vectors), forgets (retention, /forget) and is shared by concurrent checks.
+
+- `ingest(message)`: for each message of a tracked chat. Messages are micro-batched (one ONNX call
+  for everything that arrived meanwhile), embedded in a thread, linked to earlier same-story
+  messages of other chats and stored; the story id (the first message's key) is persisted.
+- `lookup(text, …)`: for a checked message: the same-story messages of *other* chats within the
+  window, one entry per chat, plus where the story was first seen and an agreement tier.
+- `cleanup()` / `run_retention()`: drop messages older than the retention period; `forget(chat)`.
+
+The window index and the term statistics are touched from worker threads under one lock, so the
+event loop never runs the mat-vec or the feature loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from core.corroboration import (
+    DEFAULT_WINDOW_DAYS,
+    StoryModel,
+    _alias_terms,
+    jaccard,
+    prepare_text,
+    story_entities,
+    story_terms,
+    transliterate,
+)
+from core.embeddings import Embedder
+from core.models import AlsoReported, ReportedBy
+from storage.message_vectors import MessagePoint, MessageVectors, WindowIndex
+from storage.messages import MessageStore, StoredMessage, message_key
+
+log = logging.getLogger(__name__)
+
+CANDIDATES = 64  # nearest rows (by cosine) scored with the full model per message
+TOP_ITEMS = 3  # "Also reported by: a, b, c (+N more)"
+STRONG = 0.8  # a direct same-story score at or above this is "strong agreement" (tier High needs 2)
+BATCH = 64  # messages per embedding call at ingest
+EMBED_CACHE = 4096  # reposts of one text across channels are embedded once
+
+# Credibility prior of a tracked chat: a channel is an outlet with an editor, a group is chatter. Admin
+# per-chat ratings would replace this; until then the ordering is "channels first, then earliest".
+CHANNEL_CREDIBILITY = 0.6
+GROUP_CREDIBILITY = 0.5
+
+# Polarity cue for the "sources disagree" note: a message that denies/debunks vs one that asserts.
+# Crude on purpose (no stance model for chat messages yet); documented in docs/corroboration.md.
+_DENIAL = re.compile(r"\b(?:not|no|never|false|fake|hoax|debunked|denie[sd]|deny|untrue|myth|rumou?r)\b"
+                     r"|(?<!\w)(?:не|нет|фейк|неправда|опроверг\w*)(?!\w)", re.IGNORECASE)
+
+
+def denies(text: str) -> bool:
+    return bool(_DENIAL.search(text or ""))
+
+
+@dataclass(frozen=True)
+class TrackedMessage:
+    """One message of a tracked chat, as the adapters hand it over."""
+
+    platform: str
+    chat_id: str
+    message_id: str
+    text: str
+    at: datetime
+    author: str = ""  # the chat's handle ("@news") or title shown in "Also reported by"
+    permalink: str = ""
+    language: str = ""
+    kind: str = "group"  # "channel" | "group" (credibility prior)
+
+    @property
+    def key(self) -> str:
+        return message_key(self.platform, self.chat_id, self.message_id)
+
+    @property
+    def chat(self) -> str:
+        return f"{self.platform}:{self.chat_id}"
+
+
+@dataclass
+class _Row:
+    """Per-message data the scoring needs, kept next to the vector in the window index."""
+
+    entities: frozenset[str]
+    terms: frozenset[int]
+    story: str
+    chat: str
+    denies: bool
+
+
+@dataclass
+class _Hit:
+    key: str
+    chat: str
+    ts: float
+    score: float
+    direct: bool
+
+
+@dataclass
+class _Stats:
+    ingested: int = 0
+    skipped_untracked: int = 0
+    links: int = 0
+
+
+def _secs(at: datetime) -> float:
+    return at.timestamp() if at.tzinfo else at.replace(tzinfo=timezone.utc).timestamp()
+
+
+class Corroborator:
+    def __init__(self, store: MessageStore, vectors: MessageVectors, embedder: Embedder, *,
+                 window_days: float = DEFAULT_WINDOW_DAYS, retention_days: float = 30.0,
+                 model: StoryModel | None = None, clock: Callable[[], float] = time.time):
+        self.store = store
+        self.vectors = vectors
+        self.embedder = embedder
+        self.window_s = float(window_days) * 86400.0
+        self.retention_s = float(retention_days) * 86400.0
+        self.model = model or StoryModel()
+        self.clock = clock
+        self.index = WindowIndex(embedder.dim)
+        self._df: dict[int, int] = {}
+        self._stories: dict[str, set[str]] = {}  # story id -> keys in the index
+        self._lock = threading.Lock()  # index + df + stories; taken in worker threads only
+        self._queue: asyncio.Queue[tuple[TrackedMessage, asyncio.Future[str | None]]] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._embed_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.stats = _Stats()
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Create the collection and fill the window index with the messages still retained."""
+        await self.vectors.ensure()
+        since = self.clock() - self.retention_s
+        rows = await self.store.since(since)
+        if not rows:
+            return
+        vecs = await self.vectors.load(since)
+        missing = [m for m in rows if m.id not in vecs]
+        if missing:  # stored in SQLite but the vector write was lost (crash between the two): re-embed
+            emb = await self.embedder.embed([prepare_text(m.text) for m in missing])
+            vecs.update({m.id: v for m, v in zip(missing, emb)})
+        await asyncio.to_thread(self._load_rows, rows, vecs)
+        log.info("corroboration: %d tracked messages loaded", len(rows))
+
+    def _load_rows(self, rows: Sequence[StoredMessage], vecs: dict[str, np.ndarray]) -> None:
+        with self._lock:
+            for m in rows:
+                clean = prepare_text(m.text)
+                self._add_row(m.id, vecs[m.id], m.ts, f"{m.platform}:{m.chat_id}", clean, m.story_id or m.id)
+
+    async def aclose(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+            self._worker = None
+
+    # --- ingest ----------------------------------------------------------------------------------
+
+    async def ingest(self, message: TrackedMessage) -> str | None:
+        """Store a tracked chat's message; returns its story id, or None when the chat is not tracked
+        (checked here, so `/track off` stops storage for the very next message)."""
+        if not message.text.strip() or not await self.store.is_tracked(message.platform, message.chat_id):
+            self.stats.skipped_untracked += 1
+            return None
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._drain(), name="tipline-corroboration-ingest")
+        fut: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        await self._queue.put((message, fut))
+        return await fut
+
+    async def _drain(self) -> None:
+        """One consumer: whatever queued up while the previous batch was embedded goes in one batch."""
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < BATCH and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                results = await self.ingest_batch([m for m, _ in batch])
+            except Exception as exc:  # one bad batch must not stop ingestion; each caller hears about it
+                log.exception("corroboration: could not ingest %d messages", len(batch))
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                continue
+            for (_, fut), story in zip(batch, results):
+                if not fut.done():
+                    fut.set_result(story)
+
+    async def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        todo = [i for i, t in enumerate(texts) if t not in self._embed_cache]
+        for i, t in enumerate(texts):
+            if t in self._embed_cache:
+                out[i] = self._embed_cache[t]
+                self._embed_cache.move_to_end(t)
+        if todo:
+            unique = list(dict.fromkeys(texts[i] for i in todo))
+            vecs = dict(zip(unique, await self.embedder.embed(unique)))
+            for i in todo:
+                out[i] = vecs[texts[i]]
+            for t, v in vecs.items():
+                self._embed_cache[t] = v
+            while len(self._embed_cache) > EMBED_CACHE:
+                self._embed_cache.popitem(last=False)
+        return out
+
+    async def ingest_batch(self, messages: Sequence[TrackedMessage]) -> list[str | None]:
+        """Embed, link and store messages (in time order within the batch). Chats that stopped being
+        tracked since the messages were queued are skipped."""
+        keep = [m for m in messages if m.text.strip() and await self.store.is_tracked(m.platform, m.chat_id)]
+        keep.sort(key=lambda m: _secs(m.at))
+        if not keep:
+            return [None] * len(messages)
+        clean = [prepare_text(m.text) for m in keep]
+        vecs = await self._embed(clean)
+        stories, merges = await asyncio.to_thread(self._link_batch, keep, clean, vecs)
+        rows = [StoredMessage(id=m.key, platform=m.platform, chat_id=str(m.chat_id), message_id=str(m.message_id),
+                              text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
+                              language=m.language, story_id=stories[m.key]) for m in keep]
+        for into, others in merges:
+            await self.store.merge_stories(into, others)
+        await self.store.add(rows)
+        await self.vectors.upsert([MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id), _secs(m.at))
+                                   for m, v in zip(keep, vecs)])
+        self.stats.ingested += len(keep)
+        return [stories.get(m.key) for m in messages]
+
+    def _link_batch(self, msgs: Sequence[TrackedMessage], clean: Sequence[str],
+                    vecs: np.ndarray) -> tuple[dict[str, str], list[tuple[str, list[str]]]]:
+        stories: dict[str, str] = {}
+        merges: list[tuple[str, list[str]]] = []
+        with self._lock:
+            for m, text, v in zip(msgs, clean, vecs):
+                ts = _secs(m.at)
+                row = self._add_row(m.key, v, ts, m.chat, text, m.key)
+                info: _Row = self.index.extras[row]
+                cand, cos = self.index.search(v, t=ts, window_s=self.window_s, exclude_chats=[m.chat],
+                                              floor=self.model.cos_floor, limit=CANDIDATES)
+                cand, cos = cand[cand != row], cos[cand != row]
+                if cand.size:
+                    scores = self.model.score(self._features(info, cand, cos))
+                    linked = cand[scores >= self.model.threshold]
+                    if linked.size:
+                        self.stats.links += int(linked.size)
+                        # The story of the oldest linked message wins, so story ids stay stable.
+                        ids = {self.index.extras[int(j)].story for j in linked} | {info.story}
+                        into = min(ids, key=lambda s: (self._story_start(s), s))
+                        others = [s for s in ids if s != into]
+                        for s in others:
+                            for k in self._stories.pop(s, set()):
+                                r = self.index.row.get(k)
+                                if r is not None:
+                                    self.index.extras[r].story = into
+                                self._stories.setdefault(into, set()).add(k)
+                        merges.append((into, others))
+                stories[m.key] = info.story
+            # later messages of the batch may have merged earlier ones' stories
+            for k in stories:
+                r = self.index.row.get(k)
+                if r is not None:
+                    stories[k] = self.index.extras[r].story
+        return stories, merges
+
+    def _story_start(self, story: str) -> float:
+        ts = [self.index.ts(self.index.row[k]) for k in self._stories.get(story, ()) if k in self.index.row]
+        return min(ts) if ts else math.inf
+
+    def _add_row(self, key: str, vec: np.ndarray, ts: float, chat: str, clean: str, story: str) -> int:
+        if key in self.index.row:
+            self._remove_rows([key])
+        terms = story_terms(_alias_terms(transliterate(clean)))
+        info = _Row(story_entities(clean), terms, story, chat, denies(clean))
+        for t in terms:
+            self._df[t] = self._df.get(t, 0) + 1
+        self._stories.setdefault(story, set()).add(key)
+        return self.index.add(key, vec, ts, chat, info)
+
+    def _remove_rows(self, keys: Sequence[str]) -> None:
+        for key, info in zip(keys, [self.index.extras[self.index.row[k]] if k in self.index.row else None
+                                    for k in keys]):
+            if info is None:
+                continue
+            for t in info.terms:
+                left = self._df.get(t, 0) - 1
+                if left > 0:
+                    self._df[t] = left
+                else:
+                    self._df.pop(t, None)
+            members = self._stories.get(info.story)
+            if members is not None:
+                members.discard(key)
+                if not members:
+                    del self._stories[info.story]
+        self.index.remove(keys)
+
+    def _idf(self, tid: int) -> float:
+        # Same formula as StoryDetector._idf (the weights were fitted with it).
+        return math.log(1.0 + len(self.index) / self._df.get(tid, 1))
+
+    def _features(self, info: _Row, cand: np.ndarray, cos: np.ndarray) -> np.ndarray:
+        """cos / entity Jaccard / IDF-weighted term Jaccard, exactly as `StoryDetector.features`."""
+        out = np.zeros((len(cand), 3), dtype=np.float64)
+        out[:, 0] = cos
+        wi = {t: self._idf(t) for t in info.terms}
+        wsum = sum(wi.values())
+        for r, j in enumerate(cand):
+            other: _Row = self.index.extras[int(j)]
+            out[r, 1] = jaccard(info.entities, other.entities)
+            shared = info.terms & other.terms
+            if shared:
+                num = sum(wi[t] for t in shared)
+                den = wsum + sum(self._idf(t) for t in other.terms - info.terms)
+                out[r, 2] = num / den if den > 0 else 0.0
+        return out
+
+    # --- lookup ----------------------------------------------------------------------------------
+
+    async def lookup(self, text: str, *, exclude_chats: Iterable[tuple[str, object]] = (),
+                     at: datetime | None = None, exclude_names: Iterable[str] = (),
+                     outlets: Sequence[str] = ()) -> AlsoReported | None:
+        """Other chats that carried the story of `text` within the window before/around `at` (now by
+        default). `exclude_chats` = (platform, chat id) of the chat that asked; `exclude_names` drops
+        e.g. the channel a forward came from. None when nothing (and no outlet) corroborates."""
+        clean = prepare_text(text)
+        if not clean.strip():
+            return None
+        vec = (await self._embed([clean]))[0]
+        t = _secs(at) if at is not None else self.clock()
+        chats = [f"{p}:{c}" for p, c in exclude_chats]
+        hits, conflict = await asyncio.to_thread(self._lookup_sync, clean, vec, t, chats)
+        skip = {n.lower().lstrip("@") for n in exclude_names if n}
+        stored = await self.store.get(h.key for h in hits)
+        by_chat: dict[str, list] = {}  # chat -> [its first message of the story, stored row, best score]
+        for h in hits:
+            m = stored.get(h.key)
+            if m is None or (m.author and m.author.lower().lstrip("@") in skip):
+                continue
+            cur = by_chat.get(h.chat)
+            if cur is None:
+                by_chat[h.chat] = [h, m, h.score]
+                continue
+            if h.ts < cur[0].ts:
+                cur[0], cur[1] = h, m
+            cur[2] = max(cur[2], h.score)
+        if not by_chat and not outlets:
+            return None
+        items = []
+        for chat_key, (h, m, score) in by_chat.items():
+            settings = await self.store.chat(m.platform, m.chat_id)
+            items.append(ReportedBy(
+                name=m.author or chat_key, platform=m.platform, chat_id=m.chat_id, link=m.permalink,
+                at=m.at, credibility=CHANNEL_CREDIBILITY if settings and settings.kind == "channel" else GROUP_CREDIBILITY,
+                score=round(min(1.0, max(0.0, score)), 4)))
+        items.sort(key=lambda r: (-r.credibility, r.at or datetime.max.replace(tzinfo=timezone.utc)))
+        first = min(items, key=lambda r: r.at) if items else None
+        direct = [h.score for h in hits if h.direct]
+        agreement = float(np.mean(direct)) if direct else 0.0
+        strong_chats = {h.chat for h in hits if h.direct and h.score >= STRONG}
+        sources = len(by_chat) + len(outlets)
+        if conflict:
+            tier, note = "low", "sources disagree"
+        elif len(strong_chats) + len(outlets) >= 2:
+            tier, note = "high", ""
+        elif sources >= 1:
+            tier, note = "medium", ""
+        else:
+            tier, note = "low", ""
+        return AlsoReported(items=items[:TOP_ITEMS], total=len(items), first_seen_at=first.at if first else None,
+                            first_seen_in=first, outlets=list(outlets), agreement=round(agreement, 4),
+                            tier=tier, note=note)
+
+    def _lookup_sync(self, clean: str, vec: np.ndarray, t: float, chats: list[str]) -> tuple[list[_Hit], bool]:
+        with self._lock:
+            info = _Row(story_entities(clean), story_terms(_alias_terms(transliterate(clean))), "", "",
+                        denies(clean))
+            cand, cos = self.index.search(vec, t=t, window_s=self.window_s, exclude_chats=chats,
+                                          floor=self.model.cos_floor, limit=CANDIDATES)
+            if cand.size == 0:
+                return [], False
+            scores = self.model.score(self._features(info, cand, cos))
+            ok = scores >= self.model.threshold
+            hits: dict[str, _Hit] = {}
+            story_score: dict[str, float] = {}
+            conflict = False
+            for j, s in zip(cand[ok], scores[ok]):
+                row: _Row = self.index.extras[int(j)]
+                key = self.index.keys[int(j)]
+                hits[key] = _Hit(key, row.chat, self.index.ts(int(j)), float(s), True)
+                story_score[row.story] = max(story_score.get(row.story, 0.0), float(s))
+                conflict |= row.denies != info.denies
+            # The rest of each matched story (A~B~C): members of other chats inside the window.
+            for story, s in story_score.items():
+                for key in self._stories.get(story, ()):
+                    r = self.index.row.get(key)
+                    if r is None or key in hits:
+                        continue
+                    row = self.index.extras[r]
+                    ts = self.index.ts(r)
+                    if row.chat in chats or abs(ts - t) > self.window_s:
+                        continue
+                    hits[key] = _Hit(key, row.chat, ts, s, False)
+            return list(hits.values()), conflict
+
+    # --- forgetting ------------------------------------------------------------------------------
+
+    async def forget(self, platform: str, chat_id: object) -> int:
+        """Delete a chat's stored messages everywhere (/forget); returns how many."""
+        keys = await self.store.delete_chat(platform, chat_id)
+        keys = list(dict.fromkeys(keys + await asyncio.to_thread(self._chat_keys, f"{platform}:{chat_id}")))
+        await self._drop(keys)
+        return len(keys)
+
+    def _chat_keys(self, chat: str) -> list[str]:
+        with self._lock:
+            return self.index.keys_of_chat(chat)
+
+    async def cleanup(self) -> int:
+        """Delete messages older than the retention period; returns how many."""
+        cutoff = self.clock() - self.retention_s
+        keys = await self.store.delete_older(cutoff)
+        with_index = await asyncio.to_thread(self._old_keys, cutoff)
+        keys = list(dict.fromkeys(keys + with_index))
+        await self._drop(keys)
+        return len(keys)
+
+    def _old_keys(self, cutoff: float) -> list[str]:
+        with self._lock:
+            return self.index.older_than(cutoff)
+
+    async def _drop(self, keys: Sequence[str]) -> None:
+        if not keys:
+            return
+        await self.vectors.delete(keys)
+
+        def remove() -> None:
+            with self._lock:
+                self._remove_rows(keys)
+        await asyncio.to_thread(remove)
+
+    async def run_retention(self, stop: asyncio.Event, interval_s: float = 3600.0) -> None:
+        """Periodic cleanup until `stop` is set (a task of `tipline run`)."""
+        while not stop.is_set():
+            try:
+                removed = await self.cleanup()
+                if removed:
+                    log.info("corroboration: retention removed %d messages", removed)
+            except Exception:
+                log.exception("corroboration: retention cleanup failed")
+            try:
+                await asyncio.wait_for(stop.wait(), interval_s)
+            except TimeoutError:
+                pass
+
+    async def stored(self) -> int:
+        return await self.store.count()

@@ -1,0 +1,278 @@
+"""'Also reported by' for real: tracked messages in SQLite + embedded Qdrant + the ONNX model.
+
+One app per module (building it costs seconds); every test uses its own chat ids so tests don't see
+each other's messages (lookups exclude nothing else).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytest_asyncio
+
+from bot.app import build_app
+from bot.chat_settings import ChatCommands, ChatSettingsRequest, CheckExtras
+from bot.render import to_reply
+from bot.repeats import RepeatTracker, fingerprint
+from bot.settings import Settings
+from core.corroboration import pair_score, prepare_text
+from core.models import Result, Verdict
+from core.tracking import Corroborator, TrackedMessage
+from storage.message_vectors import MessageVectors
+from storage.messages import MessageStore
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+NOW = datetime.now(timezone.utc)
+_ids = itertools.count(1)
+
+STORY = "Explosions reported in Kyiv this morning, air defence is active over the city"
+STORY_2 = "Explosions heard in Kiev this morning; air defense working over the capital"
+STORY_3 = "Air defence active over Kyiv after explosions this morning, residents told to shelter"
+PORT = ("Grain ship hit by a drone in the port of Odesa overnight, crew evacuated",
+        "Drone struck a grain ship in Odessa port overnight; the crew was evacuated",
+        "Crew evacuated after overnight drone strike on grain ship at Odesa port")
+METRO = ("Kharkiv metro closed all day after power station shelled, trains stopped",
+         "Kharkov metro stopped: trains halted all day after power station shelling")
+PLANT = "Zaporizhzhia nuclear plant lost external power again tonight, diesel generators running"
+OTHER = "Recipe of the day: how to bake sourdough bread at home with only flour and water"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
+    with pytest.MonkeyPatch.context() as mp:
+        for key in list(os.environ):
+            if key.startswith("TIPLINE_"):
+                mp.delenv(key)
+        settings = Settings(data_dir=tmp_path_factory.mktemp("track") / "data", embed_model_dir=model_dir,
+                            _env_file=None)
+    async with build_app(settings, seed=False) as a:
+        yield a
+
+
+async def tracked(app, n: int = 1, kind: str = "channel") -> list[str]:
+    """n fresh tracked chat ids."""
+    out = []
+    for _ in range(n):
+        cid = f"-100{next(_ids):06d}"
+        await app.corroborator.store.set_flag("telegram", cid, "tracking", True, by=1, kind=kind,
+                                              handle=f"@chan{cid[-4:]}")
+        out.append(cid)
+    return out
+
+
+def msg(chat: str, text: str, at: datetime, mid: int | None = None) -> TrackedMessage:
+    mid = mid if mid is not None else next(_ids)
+    return TrackedMessage("telegram", chat, str(mid), text, at, author=f"@chan{chat[-4:]}",
+                          permalink=f"https://t.me/chan{chat[-4:]}/{mid}")
+
+
+async def test_same_story_from_other_chats_within_the_window(app):
+    c = app.corroborator
+    a, b, d, e, asker = await tracked(app, 5)
+    await c.ingest(msg(d, STORY, NOW - timedelta(days=9)))  # outside the 7-day window
+    await c.ingest(msg(a, STORY, NOW - timedelta(hours=3)))
+    await c.ingest(msg(b, STORY_2, NOW - timedelta(hours=2)))
+    await c.ingest(msg(e, OTHER, NOW - timedelta(hours=1)))
+    await c.ingest(msg(asker, STORY, NOW - timedelta(minutes=5)))  # the asking chat itself
+
+    found = await c.lookup(STORY_3, exclude_chats=[("telegram", asker)], at=NOW)
+    assert found is not None
+    assert [i.chat_id for i in found.items] == [a, b]  # equal credibility: earliest first
+    assert found.total == 2
+    assert found.first_seen_in.chat_id == a and found.first_seen_at == found.items[0].at
+    assert found.items[0].link.startswith("https://t.me/")
+    # The same question nine days ago sees the old message and not the new ones.
+    old = await c.lookup(STORY_3, exclude_chats=[("telegram", asker)], at=NOW - timedelta(days=9, hours=-1))
+    assert old is not None and [i.chat_id for i in old.items] == [d]
+    # Asked from chat a: a is not its own corroboration.
+    from_a = await c.lookup(STORY_3, exclude_chats=[("telegram", a)], at=NOW)
+    assert a not in [i.chat_id for i in from_a.items]
+    assert await c.lookup(OTHER + " and a pinch of salt", exclude_chats=[("telegram", e)], at=NOW) is None
+
+
+async def test_chains_form_one_persisted_story(app):
+    c = app.corroborator
+    a, b, x = await tracked(app, 3)
+    s1 = await c.ingest(msg(a, PORT[0], NOW - timedelta(hours=5)))
+    s2 = await c.ingest(msg(b, PORT[1], NOW - timedelta(hours=4)))
+    s3 = await c.ingest(msg(x, PORT[2], NOW - timedelta(hours=3)))
+    assert s1 == s2 == s3 and s1.startswith(f"telegram:{a}:")  # the story is named after its first message
+    stored = [m for m in await c.store.since((NOW - timedelta(hours=6)).timestamp()) if m.chat_id in (a, b, x)]
+    assert {m.story_id for m in stored} == {s1}
+
+
+async def test_reopened_corroborator_loads_stories_from_qdrant_and_sqlite(app):
+    a, b = await tracked(app, 2)
+    await app.corroborator.ingest(msg(a, METRO[0], NOW - timedelta(hours=2)))
+    fresh = Corroborator(app.corroborator.store, app.corroborator.vectors, app.embedder)
+    await fresh.open()
+    assert len(fresh.index) == len(app.corroborator.index)
+    found = await fresh.lookup(METRO[1], exclude_chats=[("telegram", b)], at=NOW)
+    assert found is not None and [i.chat_id for i in found.items] == [a]
+
+
+async def test_opt_out_stops_storage_immediately(app):
+    c = app.corroborator
+    (chat,) = await tracked(app, 1, kind="group")
+    before = await c.store.count()
+    assert await c.ingest(msg(chat, "Water supply will be cut in the whole region tomorrow", NOW)) is not None
+    cmds = ChatCommands(app.db, ["7"], c)
+    answer = await cmds.handle(ChatSettingsRequest("telegram", chat, "group", 1, 7, "track", "off"))
+    assert "off" in answer
+    assert await c.ingest(msg(chat, "Second message after opting out", NOW)) is None
+    assert await c.store.count() == before + 1
+    assert await c.store.count("telegram", chat) == 1
+
+
+async def test_untracked_chat_is_never_stored(app):
+    c = app.corroborator
+    before, vectors_before = await c.store.count(), await c.vectors.count()
+    assert await c.ingest(msg("-100999999", STORY, NOW)) is None
+    assert await c.store.count() == before and await c.vectors.count() == vectors_before
+
+
+async def test_forget_deletes_the_chat_everywhere(app):
+    c = app.corroborator
+    a, b = await tracked(app, 2)
+    for h in (3, 2, 1):
+        await c.ingest(msg(a, f"{PLANT} (update {h})", NOW - timedelta(hours=h)))
+    vectors_before = await c.vectors.count()
+    assert (await c.lookup(PLANT, exclude_chats=[("telegram", b)], at=NOW)) is not None
+    cmds = ChatCommands(app.db, [], c)
+    refused = await cmds.handle(ChatSettingsRequest("telegram", a, "group", 1, 99, "forget"))
+    assert refused.startswith("Only admins") and await c.store.count("telegram", a) == 3
+
+    async def chat_admin() -> bool:
+        return True
+    answer = await cmds.handle(ChatSettingsRequest("telegram", a, "group", 1, 99, "forget"), is_chat_admin=chat_admin)
+    assert answer == "Deleted 3 stored messages of this chat."
+    assert await c.store.count("telegram", a) == 0
+    assert await c.vectors.count() == vectors_before - 3
+    assert await c.lookup(PLANT, exclude_chats=[("telegram", b)], at=NOW) is None
+    audit = await cmds.audit_log.audit_entries(5)
+    assert [e.action for e in audit[:2]] == ["forget", "forget.refused"]
+
+
+async def test_retention_cleanup_removes_old_messages(app):
+    c = app.corroborator
+    a, b = await tracked(app, 2)
+    old = msg(a, "Bridge over the Dnipro closed for repairs until spring", NOW - timedelta(days=31))
+    new = msg(a, "Bridge over the Dnipro closed for repairs until spring, city says", NOW - timedelta(days=1))
+    await c.ingest(old)
+    await c.ingest(new)
+    assert await c.store.count("telegram", a) == 2
+    removed = await c.cleanup()
+    assert removed >= 1
+    assert set(await c.store.get([old.key, new.key])) == {new.key}
+    assert old.key not in c.index.row and new.key in c.index.row
+    found = await c.lookup("Dnipro bridge closed for repairs until spring", exclude_chats=[("telegram", b)],
+                           at=NOW - timedelta(days=31))
+    assert found is None
+
+
+async def test_tiers_follow_agreement_and_contradiction(app):
+    c = app.corroborator
+    a, b, x, asker = await tracked(app, 4)
+    text = "Train service between Lviv and Przemysl suspended today because of a power outage"
+    await c.ingest(msg(a, text, NOW - timedelta(hours=2)))
+    one = await c.lookup(text, exclude_chats=[("telegram", asker)], at=NOW)
+    assert one.tier == "medium" and one.note == ""
+    await c.ingest(msg(b, text + ", railway says", NOW - timedelta(hours=1)))
+    two = await c.lookup(text, exclude_chats=[("telegram", asker)], at=NOW)
+    assert two.tier == "high" and two.total == 2 and two.agreement >= 0.8
+    await c.ingest(msg(x, "Fake: train service between Lviv and Przemysl was not suspended today, no power outage",
+                       NOW - timedelta(minutes=30)))
+    disagree = await c.lookup(text, exclude_chats=[("telegram", asker)], at=NOW)
+    assert disagree.total == 3  # the denial is the same story…
+    assert disagree.tier == "low" and disagree.note == "sources disagree"  # …and the tier says so
+
+
+async def test_live_features_equal_the_evaluated_detector(app):
+    """The live index scores a pair exactly as the fitted StoryDetector does (same features, IDF)."""
+    # not opened: an empty index, so the IDF comes from these two messages as in pair_score
+    c = Corroborator(MessageStore(app.db), MessageVectors(app.vectors, "unused"), app.embedder)
+    a_text, b_text = STORY, STORY_2
+    va, vb = app.embedder.embed_sync([prepare_text(a_text), prepare_text(b_text)])
+    with c._lock:
+        c._add_row("a", va, 0.0, "x:a", prepare_text(a_text), "a")
+        c._add_row("b", vb, 0.0, "x:b", prepare_text(b_text), "b")
+        feats = c._features(c.index.extras[1], np.array([0]), np.array([float(va @ vb)]))
+    expected = pair_score(prepare_text(a_text), va, prepare_text(b_text), vb)
+    assert float(c.model.score(feats)[0]) == pytest.approx(expected, abs=1e-6)
+
+
+# --- repeats -----------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestWarning")
+def test_fingerprint_ignores_case_punctuation_and_emoji_but_not_words():
+    base = fingerprint("The 5G rollout caused the coronavirus outbreak!")
+    assert fingerprint("the 5g ROLLOUT caused the coronavirus outbreak 🔥🔥") == base
+    assert fingerprint("  The 5G rollout, caused the coronavirus   outbreak.") == base
+    assert fingerprint("The 5G rollout did not cause the coronavirus outbreak") != base
+
+
+async def test_repeat_forwards_reuse_the_stored_verdict_and_count(app):
+    text = f"Drinking hot water every 15 minutes kills the virus {next(_ids)}"
+    result = Result(id="rep" + str(next(_ids)), text=text, verdict=Verdict.REFUTED, label="False", confidence=0.9,
+                    reasoning="No.")
+    await app.db.save_check(result)
+    extras = CheckExtras(app.db, "telegram", app.corroborator, RepeatTracker(app.db))
+    assert await extras.reuse(text, "global", 42) is None
+    first = await extras.enrich(result, text, "global", 42)
+    assert first.repetition is None
+    again = await extras.reuse(text.upper() + "!!", "global", 43)
+    assert again is not None and again.id == result.id and again.verdict == Verdict.REFUTED
+    assert again.repetition.times_this_week == 2 and again.repetition.first_check_id == result.id
+    third = await extras.reuse(text, "global", 44)
+    assert third.repetition.times_this_week == 3
+    assert "Checked 3 times this week" in to_reply(third).repeat_note
+    # another chat's own source rules: not the same verdict
+    assert await extras.reuse(text, "telegram:-100777", 45) is None
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+async def test_track_and_auto_rights_and_audit(app):
+    cmds = ChatCommands(app.db, ["telegram:1"], app.corroborator)
+    chat = "-100555001"
+
+    async def no() -> bool:
+        return False
+
+    async def yes() -> bool:
+        return True
+
+    req = ChatSettingsRequest("telegram", chat, "group", 1, 2, "track", "on")
+    assert (await cmds.handle(req, is_chat_admin=no)).startswith("Only admins")
+    assert not await cmds.store.is_tracked("telegram", chat)
+    assert (await cmds.handle(req, is_chat_admin=yes)).startswith("Tracking is on")
+    assert await cmds.store.is_tracked("telegram", chat)
+    chats = {c.chat_id: c for c in await cmds.store.tracked_chats()}
+    assert chats[chat].enabled_by == "2" and chats[chat].enabled_at
+    auto = ChatSettingsRequest("telegram", chat, "group", 1, 1, "auto", "on")  # configured admin
+    assert (await cmds.handle(auto)).startswith("Auto mode is on")
+    assert await cmds.store.is_auto("telegram", chat)
+    assert (await cmds.handle(ChatSettingsRequest("telegram", chat, "group", 1, 1, "auto", "maybe"))).startswith("Usage")
+    assert "groups and channels" in await cmds.handle(ChatSettingsRequest("telegram", 5, "private", 1, 1, "track", "on"))
+    actions = [e.action for e in await cmds.audit_log.audit_entries(3)]
+    assert actions == ["auto.on", "track.on", "track.refused"]
+
+
+async def test_stats_for_configured_admins_only(app):
+    cmds = ChatCommands(app.db, ["1"], app.corroborator)
+
+    async def yes() -> bool:
+        return True
+    refused = await cmds.handle(ChatSettingsRequest("telegram", "-100123", "group", 1, 2, "stats"), is_chat_admin=yes)
+    assert refused == "Only the bot's admins can see the stats."
+    stats = await cmds.handle(ChatSettingsRequest("telegram", 1, "private", 1, 1, "stats"))
+    assert "Checks:" in stats and "Tracked chats:" in stats
+    assert f"Messages stored: {await app.corroborator.store.count()}" in stats
