@@ -7,7 +7,7 @@ ranking and judging never need to know which source an item came from beyond `so
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -53,6 +53,9 @@ class SourceReport(BaseModel):
     ms: float
     found: int = 0
     error: str = ""
+    notes: list[str] = Field(default_factory=list,
+                             description="Problems with single items that did not fail the source, e.g. one "
+                                         "link of three that could not be opened.")
 
 
 class EvidenceSource(Protocol):
@@ -60,4 +63,13 @@ class EvidenceSource(Protocol):
 
     async def gather(self, query: ClaimQuery, *, limit: int) -> list[Evidence]:
         """Raise on failure; the caller times each source out, records the error and carries on."""
+        ...
+
+
+@runtime_checkable
+class NotingSource(EvidenceSource, Protocol):
+    """A source that can also say what went wrong with single items (link expansion: per-link errors).
+    gather_all() prefers `gather_noted` when a source has it and copies the notes into its SourceReport."""
+
+    async def gather_noted(self, query: ClaimQuery, *, limit: int) -> tuple[list[Evidence], list[str]]:
         ...

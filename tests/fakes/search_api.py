@@ -100,6 +100,7 @@ class FakeSearchAPI(LoopbackFake):
     requests: list[tuple[str, str, dict[str, str], dict[str, str]]] = field(default_factory=list)
     brave_key: str = "brave-test-key"
     factcheck_key: str = "fc-test-key"
+    shutdown_timeout: float = 0.5  # slow-drip and delayed handlers are cut off quickly at teardown
 
     def __post_init__(self) -> None:
         self._changed = asyncio.Condition()

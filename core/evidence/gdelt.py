@@ -1,0 +1,84 @@
+"""GDELT DOC 2.1 API (keyless news search): GET {gdelt_url}?query=…&mode=ArtList&format=json&maxrecords=N&sort=DateDesc.
+
+    GdeltSource(session, settings.gdelt_url, timeout_s=settings.source_timeout_s)
+
+Response: {"articles": [{"url", "title", "seendate": "20240101T120000Z", "domain", "language",
+"sourcecountry", ...}]}; no matches is `{}`. GDELT reports bad queries and rate limits as plain text with
+HTTP 200 ("Your search contained a phrase that was too short", "Please limit requests to one every 5
+seconds"): anything that is not JSON is reported with its first words. Articles have no snippet, so the
+title stands in for one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import aiohttp
+
+from core.evidence.base import ClaimQuery, Evidence
+from core.evidence.errors import ProviderError
+from core.evidence.http import get_text
+from core.evidence.staged import staged_search
+from core.evidence.text import clean_snippet, domain_of, parse_datetime
+
+MAX_RECORDS = 250
+_LANGS = {"english": "en", "spanish": "es", "french": "fr", "german": "de", "russian": "ru", "ukrainian": "uk",
+          "portuguese": "pt", "italian": "it", "arabic": "ar", "chinese": "zh", "polish": "pl", "turkish": "tr"}
+_STOP = frozenset("the and for that with this from are was were has have had not but its into about".split())
+
+
+def site_filter(domains: list[str]) -> str:
+    return "(" + " OR ".join(f"domain:{d}" for d in domains) + ")" if len(domains) > 1 else f"domain:{domains[0]}"
+
+
+def gdelt_terms(text: str, max_terms: int = 8) -> str:
+    """GDELT refuses short words and most punctuation; keep up to `max_terms` plain keywords."""
+    words = [w for w in re.findall(r"\w+", text) if len(w) >= 3 and w.lower() not in _STOP]
+    return " ".join(list(dict.fromkeys(words))[:max_terms])
+
+
+class GdeltSource:
+    name = "gdelt"
+
+    def __init__(self, session: aiohttp.ClientSession, url: str, *, timeout_s: float = 8.0, enough: int = 3):
+        self.session = session
+        self.url = url
+        self.timeout_s = timeout_s
+        self.enough = enough
+
+    async def gather(self, query: ClaimQuery, *, limit: int) -> list[Evidence]:
+        # Operators (domain:, parentheses) survive; the free-text part is reduced to keywords GDELT accepts.
+        q = query.model_copy(update={"queries": [gdelt_terms(s) for s in query.search_queries if gdelt_terms(s)]
+                                     or [gdelt_terms(query.claim)]})
+        return await staged_search(self.search, site_filter, q, limit=limit, enough=self.enough)
+
+    async def search(self, q: str, count: int) -> list[Evidence]:
+        text = await get_text(self.session, "GDELT", self.url,
+                              params={"query": q, "mode": "ArtList", "format": "json",
+                                      "maxrecords": str(max(1, min(count, MAX_RECORDS))), "sort": "DateDesc"},
+                              timeout_s=self.timeout_s)
+        try:
+            doc = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            said = " ".join(text.split())[:120]
+            raise ProviderError("GDELT", f"GDELT refused the search: {said!r}." if said
+                                else "GDELT sent an empty answer.") from exc
+        if not isinstance(doc, dict):
+            raise ProviderError("GDELT", "GDELT sent an answer that is not a JSON object.")
+        articles = doc.get("articles", [])
+        out: list[Evidence] = []
+        for item in articles if isinstance(articles, list) else []:
+            if not isinstance(item, dict) or not isinstance(item.get("url"), str):
+                continue
+            url = item["url"]
+            if not url.startswith(("http://", "https://")):
+                continue
+            title = clean_snippet(item.get("title"), 300)
+            out.append(Evidence(
+                url=url, title=title, snippet=title, domain=domain_of(url) or str(item.get("domain") or "")[:200],
+                published_at=parse_datetime(item.get("seendate")), source=self.name, source_type="news",
+                language=_LANGS.get(str(item.get("language") or "").lower(), "")))
+            if len(out) >= count:
+                break
+        return out
