@@ -2,6 +2,9 @@
 
     POST /v1/checks        {"text": "..."}  -> 201 Result JSON       (Authorization: Bearer <token>)
     GET  /v1/checks/{id}                    -> 200 Result JSON | 404
+    POST with `Idempotency-Key: <key>`: the same key answers with the same check (200, header
+    `Idempotent-Replayed: true`) instead of running it again; 409 while it is still running, 422 if
+    the key is reused for a different text. Needs the job queue (bot/queue.py).
     GET  /healthz                           -> 200 {"status": "ok", "factchecks": N}
 
 Routes are added to the one aiohttp application that also carries /slack/events.
@@ -12,12 +15,16 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from core.engine import Engine
 from core.intake import EmptyInput
 from storage.sqlite import Database
+
+if TYPE_CHECKING:
+    from bot.queue import JobQueue
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +36,14 @@ def _error(status: int, message: str) -> web.Response:
 
 
 class HttpApi:
-    def __init__(self, engine: Engine, db: Database, token: str | None, count_factchecks=None):
+    def __init__(self, engine: Engine, db: Database, token: str | None, count_factchecks=None,
+                 queue: JobQueue | None = None):
+        self.queue = queue
+        if queue is not None:
+            from bot.queue import SilentResponderFactory
+
+            # An API check cut short by a crash is finished by a worker; the client's retry finds it.
+            queue.register("api", SilentResponderFactory())
         self.engine = engine
         self.db = db
         self.token = token
@@ -72,10 +86,48 @@ class HttpApi:
         text = payload.get("text") if isinstance(payload, dict) else None
         if not isinstance(text, str):
             return _error(400, 'the body must be JSON like {"text": "the message to check"}')
+        key = request.headers.get("Idempotency-Key")
+        if key is not None and self.queue is not None:
+            return await self._idempotent_check(key, text)
         try:
             result = await self.engine.check(text)
         except EmptyInput as exc:
             return _error(400, str(exc))
+        return web.Response(status=201, text=result.model_dump_json(), content_type="application/json",
+                            headers={"Location": f"/v1/checks/{result.id}"})
+
+    async def _idempotent_check(self, key: str, text: str) -> web.Response:
+        from bot.queue import request_to_payload
+        from bot.telegram_bot import CheckRequest
+
+        assert self.queue is not None
+        if not key or len(key) > 200:
+            return _error(400, "the Idempotency-Key must be 1-200 characters")
+        store = self.queue.store
+        req = CheckRequest(text=text, chat_id="api", target_id=key)
+        job, created = await store.enqueue(f"api:{key}", "api", "api", None, request_to_payload(req, {}),
+                                           status="running")
+        if not created:
+            if job.payload.get("request", {}).get("text") != text:
+                return _error(422, "this Idempotency-Key was used for a different text")
+            if job.status == "done" and job.check_id:
+                result = await self.db.get_check(job.check_id)
+                if result is not None:
+                    return web.Response(text=result.model_dump_json(), content_type="application/json",
+                                        headers={"Location": f"/v1/checks/{result.id}",
+                                                 "Idempotent-Replayed": "true"})
+            if job.status in ("pending", "running", "held"):
+                return _error(409, "a check with this Idempotency-Key is still running; try again shortly")
+            return _error(422, "the check with this Idempotency-Key could not be made; use a new key")
+        try:
+            result = await self.engine.check(text)
+        except EmptyInput as exc:
+            await store.mark_failed(job.id, str(exc))
+            return _error(400, str(exc))
+        except Exception as exc:
+            await store.mark_failed(job.id, repr(exc))
+            raise
+        await store.mark_done(job.id, result.id)
         return web.Response(status=201, text=result.model_dump_json(), content_type="application/json",
                             headers={"Location": f"/v1/checks/{result.id}"})
 

@@ -17,7 +17,7 @@ import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
@@ -32,6 +32,9 @@ from bot.telegram_bot import ERROR_TEXT, CheckRequest, CheckService, Info, Incom
 from core.engine import Engine
 from core.models import Result
 from storage.sqlite import Database
+
+if TYPE_CHECKING:
+    from bot.queue import JobQueue
 
 log = logging.getLogger(__name__)
 
@@ -335,6 +338,27 @@ class SlackResponder:
         await self._put(text, blocks)
 
 
+class SlackResponderFactory:
+    """Rebuilds a `SlackResponder` from a job's `where` (bot/queue.py); the reply ref is the message ts."""
+
+    def __init__(self, client: AsyncWebClient):
+        self.client = client
+
+    @staticmethod
+    def where(responder: SlackResponder) -> dict[str, Any]:
+        return {"channel": responder.channel, "thread_ts": responder.thread_ts,
+                "show_progress": responder.show_progress, "requester": responder.requester}
+
+    def build(self, where: Any, reply_ref: str | None) -> SlackResponder:
+        responder = SlackResponder(self.client, where["channel"], where.get("thread_ts"),
+                                   show_progress=where.get("show_progress", True), requester=where.get("requester"))
+        responder.ts = reply_ref  # edit the reply already posted, if any
+        return responder
+
+    def reply_ref(self, responder: Any) -> str | None:
+        return getattr(responder, "ts", None)
+
+
 # ---------------------------------------------------------------------------------------------
 # Application wiring
 
@@ -342,8 +366,10 @@ class SlackResponder:
 class SlackBot:
     """A bolt `AsyncApp` behind an aiohttp server; every check runs in a `CheckService` task."""
 
-    def __init__(self, config: SlackConfig, engine: Engine, *, db: Database | None = None):
+    def __init__(self, config: SlackConfig, engine: Engine, *, db: Database | None = None,
+                 queue: JobQueue | None = None):
         self.config = config
+        self.queue = queue
         self.service = CheckService(engine, max_concurrency=config.max_concurrency,
                                     progress_interval=config.progress_interval)
         self.db = db if db is not None else engine.db
@@ -353,7 +379,12 @@ class SlackBot:
             client_kw["base_url"] = config.api_url
         self.client = AsyncWebClient(**client_kw)
         self.client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=2))  # HTTP 429
-        self.app = AsyncApp(client=self.client, signing_secret=config.signing_secret, name="tipline")
+        # Durable mode: bolt answers Slack only after the listener returned, i.e. after the check is
+        # persisted (listeners only persist or spawn, so the ack still comes in milliseconds).
+        self.app = AsyncApp(client=self.client, signing_secret=config.signing_secret, name="tipline",
+                            process_before_response=queue is not None)
+        if queue is not None:
+            queue.register("slack", SlackResponderFactory(self.client))
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.app.command("/check")(self._on_check_command)
@@ -375,7 +406,7 @@ class SlackBot:
         return web_app
 
     async def _handle_http(self, request: web.Request) -> web.Response:
-        if request.headers.get("X-Slack-Retry-Reason") == "http_timeout":
+        if self.queue is None and request.headers.get("X-Slack-Retry-Reason") == "http_timeout":
             # Slack retries when we were slow to answer; the first delivery is already being handled.
             return web.Response(status=200, headers={"X-Slack-No-Retry": "1"})
         bolt_req = await to_bolt_request(request)
@@ -446,7 +477,7 @@ class SlackBot:
             return
         req = CheckRequest(text=text, chat_id=msg.chat_id, target_id=msg.message_id, thread_id=thread_ts,
                            requested_by=msg.sender_id)
-        self.service.submit(req, responder)
+        await self._dispatch_check(body, req, responder)
 
     async def _on_message(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
         if event.get("channel_type") != "im":
@@ -477,8 +508,9 @@ class SlackBot:
         if isinstance(action, Info):
             self._say(responder, SLACK_INFO[action.kind])
             return
-        self.service.submit(CheckRequest(text=action.text, chat_id=action.chat_id, target_id=action.target_id,
-                                         thread_id=thread_ts, requested_by=action.requested_by), responder)
+        await self._dispatch_check(body, CheckRequest(text=action.text, chat_id=action.chat_id,
+                                                      target_id=action.target_id, thread_id=thread_ts,
+                                                      requested_by=action.requested_by), responder)
 
     async def _on_check_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
         text = slack_to_plain(command.get("text", "")).strip()
@@ -490,7 +522,24 @@ class SlackBot:
         user = command.get("user_id")
         responder = SlackResponder(client, channel, None, show_progress=False, requester=user)
         req = CheckRequest(text=text, chat_id=channel, target_id=command.get("trigger_id", ""), requested_by=user)
-        self.service.submit(req, responder)
+        await self._dispatch_check({"event_id": f"cmd:{command.get('trigger_id', '')}"}, req, responder)
+
+    async def _dispatch_check(self, body: dict[str, Any], req: CheckRequest, responder: SlackResponder) -> None:
+        """Run the check in the background, or (durable mode) persist it before bolt acks the request.
+
+        The idempotency key is the event id, the same in every retry Slack sends (X-Slack-Retry-Num),
+        so a retry finds the job and nothing is answered twice. If persisting fails the event id is
+        forgotten again and the error propagates: Slack gets a 500 and retries."""
+        if self.queue is None:
+            self.service.submit(req, responder)
+            return
+        event_id = str(body.get("event_id") or "")
+        try:
+            await self.queue.submit(f"slack:{event_id or req.chat_id + ':' + str(req.target_id)}", "slack", req,
+                                    SlackResponderFactory.where(responder))
+        except Exception:
+            self._seen.pop(event_id, None)
+            raise
 
     async def _evidence(self, check_id: str, responder: SlackResponder) -> None:
         """Post the evidence view of `check_id` in the responder's thread (or one sentence why not)."""

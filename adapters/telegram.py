@@ -8,12 +8,13 @@ the polling loop never waits for the engine.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import html
 import logging
 import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from telegram import (
     BotCommand,
@@ -32,6 +33,11 @@ from telegram import (
 from telegram.constants import MessageLimit, ParseMode
 from telegram.error import BadRequest
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from bot.queue import JobQueue
 
 from bot.domains import DomainCommands, DomainsRequest
 from bot.review import ReviewCommands, ReviewRequest
@@ -58,6 +64,8 @@ class TelegramConfig:
     max_concurrency: int = 4
     progress_interval: float = 1.0  # at most one progress edit per this many seconds
     admins: tuple[str, ...] = ()  # configured admins (Settings.admins): user ids, may change global rules
+    webhook_url: str | None = None  # public HTTPS URL: webhook mode instead of long polling (needs a queue)
+    webhook_secret: str | None = None  # sent by Telegram in X-Telegram-Bot-Api-Secret-Token
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,6 +364,153 @@ class TelegramResponder:
 
 
 # ---------------------------------------------------------------------------------------------
+# Durable mode (bot/queue.py): a check is in SQLite before Telegram is told the update arrived.
+#
+# PTB's Updater confirms updates on its own (the next getUpdates carries offset = last + 1 as soon
+# as the update is put on its in-memory queue), so a crash could lose them. Here our own loop asks
+# getUpdates, persists each update's check job, and only then asks again with offset = update + 1;
+# everything else (commands, buttons) still goes through `Application.process_update`. A crash
+# after persisting and before confirming makes Telegram deliver the update again; its idempotency
+# key (update id + chat + message id) finds the job and nothing is done twice.
+
+ALLOWED_UPDATES = ["message", "channel_post", "callback_query"]
+WEBHOOK_SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+class TelegramResponderFactory:
+    """Rebuilds a `TelegramResponder` from a job's `where` (chat, message to reply to, topic)."""
+
+    def __init__(self, bot: Any):
+        self.bot = bot
+
+    @staticmethod
+    def where(req: CheckRequest) -> dict[str, Any]:
+        return {"chat_id": req.chat_id, "reply_to": req.target_id, "thread_id": req.thread_id}
+
+    def build(self, where: Any, reply_ref: str | None) -> TelegramResponder:
+        responder = TelegramResponder(self.bot, where["chat_id"], where["reply_to"], where.get("thread_id"))
+        if reply_ref is not None:
+            responder.message_id = int(reply_ref)  # edit the reply already sent
+        return responder
+
+    def reply_ref(self, responder: Any) -> str | None:
+        mid = getattr(responder, "message_id", None)
+        return None if mid is None else str(mid)
+
+
+def idempotency_key(update: Update, message: Message) -> str:
+    return f"tg:{update.update_id}:{message.chat_id}:{message.message_id}"
+
+
+class _DurableIntake:
+    """Mixed into TelegramBot: polling loop, webhook handler, persistence of check requests."""
+
+    config: TelegramConfig
+    application: Application
+    queue: JobQueue | None
+    username: str
+    service: CheckService
+    _poller: asyncio.Task[None] | None
+
+    async def persist(self, update: Update) -> None:
+        """Queue the check this update asks for (if any). Raises if it could not be persisted."""
+        assert self.queue is not None
+        message = update.message or update.channel_post
+        if message is None:
+            return
+        action = route(to_incoming(message), self.username)
+        if isinstance(action, CheckRequest):
+            await self.queue.submit(idempotency_key(update, message), "telegram", action,
+                                    TelegramResponderFactory.where(action))
+
+    async def _take(self, update: Update) -> None:
+        await self.persist(update)
+        try:
+            await self.application.process_update(update)  # commands, buttons; checks were queued
+        except Exception:
+            log.exception("telegram: could not handle update %s", update.update_id)
+
+    async def _poll(self) -> None:
+        bot = self.application.bot
+        offset: int | None = None
+        delay = 1.0
+        while True:
+            try:
+                updates = await bot.get_updates(offset=offset, timeout=int(self.config.poll_timeout),
+                                                allowed_updates=ALLOWED_UPDATES,
+                                                read_timeout=self.config.poll_timeout + 10)
+                for update in updates:
+                    await self._take(update)
+                    offset = update.update_id + 1  # confirmed by the next getUpdates, never before
+                delay = 1.0
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # Network or database trouble: the unconfirmed updates come again; back off meanwhile.
+                log.warning("telegram: polling failed; retrying in %.0f s", delay, exc_info=True)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+
+    async def _start_durable(self) -> None:
+        app = self.application
+        await app.initialize()  # getMe
+        self.username = app.bot.username
+        await app.bot.set_my_commands([BotCommand(c, d) for c, d in COMMANDS])
+        if self.config.webhook_url:
+            await app.bot.set_webhook(self.config.webhook_url, secret_token=self.config.webhook_secret,
+                                      allowed_updates=ALLOWED_UPDATES)
+            log.info("telegram: webhook %s as @%s", self.config.webhook_url, self.username)
+        else:
+            await app.bot.delete_webhook()
+            self._poller = asyncio.create_task(self._poll(), name="tipline-telegram-poll")
+            log.info("telegram: polling as @%s (durable)", self.username)
+
+    async def stop_intake(self) -> None:
+        """Stop taking updates (the first step of a graceful shutdown)."""
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+            self._poller = None
+
+    @property
+    def webhook_path(self) -> str:
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.config.webhook_url or "").path or "/telegram/webhook"
+
+    def add_webhook_route(self, web_app: web.Application) -> None:
+        web_app.router.add_post(self.webhook_path, self.handle_webhook)
+
+    async def handle_webhook(self, request: web.Request) -> web.Response:
+        """Webhook delivery: check the secret, persist, then 200 (a non-2xx makes Telegram retry)."""
+        from aiohttp import web
+
+        secret = self.config.webhook_secret or ""
+        given = request.headers.get(WEBHOOK_SECRET_HEADER, "")
+        if not secret or not hmac.compare_digest(given.encode(), secret.encode()):
+            return web.json_response({"error": "wrong or missing secret token"}, status=401)
+        try:
+            update = Update.de_json(await request.json(), self.application.bot)
+        except Exception:
+            return web.json_response({"error": "not a Telegram update"}, status=400)
+        if update is None:
+            return web.json_response({"error": "not a Telegram update"}, status=400)
+        try:
+            await self.persist(update)
+        except Exception:
+            log.exception("telegram: could not persist update %s", update.update_id)
+            return web.json_response({"error": "try again"}, status=503)
+        self.service.spawn(self._process(update), name="tipline-webhook-update")
+        return web.json_response({})
+
+    async def _process(self, update: Update) -> None:
+        try:
+            await self.application.process_update(update)
+        except Exception:
+            log.exception("telegram: could not handle update %s", update.update_id)
+
+
+# ---------------------------------------------------------------------------------------------
 # Application wiring
 
 
@@ -373,11 +528,14 @@ async def _answer_command(responder: TelegramResponder, name: str, chat_id: obje
         log.exception("could not answer the %s command in chat %s", name, chat_id)
 
 
-class TelegramBot:
-    """A PTB `Application` that routes every message to a `CheckService`."""
+class TelegramBot(_DurableIntake):
+    """A PTB `Application` that routes every message to a `CheckService` (or, given a `JobQueue`,
+    persists every check request before confirming the update: see `_DurableIntake`)."""
 
-    def __init__(self, config: TelegramConfig, engine: Engine, *, db: Database | None = None):
+    def __init__(self, config: TelegramConfig, engine: Engine, *, db: Database | None = None,
+                 queue: JobQueue | None = None):
         self.config = config
+        self.queue = queue  # durable mode: checks are persisted before the update is confirmed
         self.service = CheckService(engine, max_concurrency=config.max_concurrency,
                                     progress_interval=config.progress_interval)
         self.db = db if db is not None else engine.db
@@ -395,6 +553,9 @@ class TelegramBot:
         self.application.add_handler(TypeHandler(Update, self._on_update))
         self.application.add_error_handler(self._on_error)
         self.username: str = ""
+        self._poller: asyncio.Task[None] | None = None
+        if queue is not None:
+            queue.register("telegram", TelegramResponderFactory(self.application.bot))
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.callback_query is not None:
@@ -417,7 +578,8 @@ class TelegramBot:
         if isinstance(action, ReviewRequest):
             self.service.spawn(self._review(action, responder), name="tipline-review")
             return
-        self.service.submit(action, responder)
+        if self.queue is None:  # in durable mode the check was queued by `persist` already
+            self.service.submit(action, responder)
 
     async def _evidence(self, check_id: str, responder: TelegramResponder) -> bool:
         """Send the evidence view of `check_id` (or one sentence why not); False if there is no such check."""
@@ -484,6 +646,9 @@ class TelegramBot:
         log.error("error while handling an update", exc_info=context.error)
 
     async def start(self) -> None:
+        if self.queue is not None:
+            await self._start_durable()
+            return
         app = self.application
         await app.initialize()  # getMe
         self.username = app.bot.username
@@ -495,13 +660,15 @@ class TelegramBot:
         log.info("telegram: polling as @%s", self.username)
 
     async def stop(self) -> None:
+        await self.stop_intake()
         app = self.application
         if app.updater is not None and app.updater.running:
             await app.updater.stop()
         if app.running:
             await app.stop()
         await self.service.aclose()
-        await app.shutdown()
+        if app._initialized:  # type: ignore[attr-defined]
+            await app.shutdown()
 
     async def run_forever(self, stop: asyncio.Event | None = None) -> None:
         await self.start()
@@ -511,6 +678,6 @@ class TelegramBot:
             await self.stop()
 
 
-__all__ = ["TelegramBot", "TelegramConfig", "TelegramResponder", "render_html", "split_html", "to_incoming",
+__all__ = ["TelegramBot", "TelegramResponderFactory", "TelegramConfig", "TelegramResponder", "render_html", "split_html", "to_incoming",
            "render_evidence_html", "feedback_keyboard",
            "forward_origin", "CheckRequest", "Info"]

@@ -8,7 +8,12 @@
 Adapters: Telegram long polling (`TIPLINE_TELEGRAM_TOKEN`); one HTTP server on
 `TIPLINE_HTTP_HOST`:`TIPLINE_HTTP_PORT` carrying Slack (`POST /slack/events`, enabled by
 `TIPLINE_SLACK_BOT_TOKEN` and `TIPLINE_SLACK_SIGNING_SECRET`), the REST API (`/v1/checks`, enabled by
-`TIPLINE_API_TOKEN`) and `/healthz`.
+`TIPLINE_API_TOKEN`) and `/healthz`, and the Telegram webhook in webhook mode.
+
+Every check request goes through one durable job queue (bot/queue.py) shared by all adapters: it is
+persisted before the platform is acknowledged and worked off by `TIPLINE_WORKERS` workers; checks
+left unfinished by a crash are resumed at the next start. Shutdown order on SIGTERM: stop taking
+updates/events, let running checks finish (or put them back in line), then close the adapters.
 """
 
 from __future__ import annotations
@@ -43,7 +48,26 @@ def telegram_config(settings: Settings) -> Any | None:
     # Imported only when configured, so a deployment without Telegram doesn't load PTB.
     from adapters.telegram import TelegramConfig
 
-    return TelegramConfig(token=token, base_url=settings.telegram_api_url or None, admins=tuple(settings.admins))
+    webhook_secret = _secret(settings.telegram_webhook_secret)
+    if settings.telegram_webhook_url and not webhook_secret:
+        raise SetupError("TIPLINE_TELEGRAM_WEBHOOK_URL needs TIPLINE_TELEGRAM_WEBHOOK_SECRET (1-256 characters "
+                         "A-Z, a-z, 0-9, _ and -): without it anyone could post fake updates to the webhook")
+    return TelegramConfig(token=token, base_url=settings.telegram_api_url or None, admins=tuple(settings.admins),
+                          webhook_url=settings.telegram_webhook_url or None, webhook_secret=webhook_secret)
+
+
+def job_queue(settings: Settings, app: Any) -> Any:
+    """The one durable job queue every adapter submits checks to."""
+    from bot.limits import RateLimiter
+    from bot.queue import JobQueue
+    from bot.telegram_bot import CheckService
+    from storage.jobs import JobStore
+
+    return JobQueue(JobStore(app.db), CheckService(app.engine), workers=settings.workers,
+                    queue_max=settings.queue_max,
+                    limiter=RateLimiter(settings.user_rate_per_minute, settings.chat_rate_per_minute))
+
+
 
 
 def slack_config(settings: Settings) -> Any | None:
@@ -82,14 +106,23 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             installed.append(sig)
     try:
         async with build_app(settings) as app, AsyncExitStack() as adapters:
+            # Callbacks run in reverse: intake stops first, then the queue drains, then adapters close.
+            queue = job_queue(settings, app)
+            tg_bot = None
             if tg_config is not None:
                 from adapters.telegram import TelegramBot
 
-                tg_bot = TelegramBot(tg_config, app.engine)
-                await tg_bot.start()
+                tg_bot = TelegramBot(tg_config, app.engine, queue=queue)
                 adapters.push_async_callback(tg_bot.stop)
-            if sl_config is not None or api_token:
-                await _start_http(settings, app, sl_config, api_token, adapters)
+            adapters.push_async_callback(queue.stop)
+            await queue.start()
+            if queue.resumed:
+                log.info("resuming %d checks left unfinished by the last run", queue.resumed)
+            if tg_bot is not None:
+                await tg_bot.start()
+                adapters.push_async_callback(tg_bot.stop_intake)
+            if sl_config is not None or api_token or (tg_config is not None and tg_config.webhook_url):
+                await _start_http(settings, app, sl_config, api_token, adapters, queue=queue, telegram=tg_bot)
             try:
                 await stop.wait()
             finally:
@@ -99,7 +132,8 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             loop.remove_signal_handler(sig)
 
 
-async def _start_http(settings: Settings, app, sl_config, api_token: str | None, stack: AsyncExitStack) -> None:
+async def _start_http(settings: Settings, app, sl_config, api_token: str | None, stack: AsyncExitStack,
+                      *, queue: Any = None, telegram: Any = None) -> None:
     """One aiohttp server for everything that arrives over HTTP (Slack events, REST API, health)."""
     from aiohttp import web
 
@@ -108,12 +142,14 @@ async def _start_http(settings: Settings, app, sl_config, api_token: str | None,
     if sl_config is not None:
         from adapters.slack import SlackBot
 
-        slack = SlackBot(sl_config, app.engine)
+        slack = SlackBot(sl_config, app.engine, queue=queue)
         stack.push_async_callback(slack.service.aclose)  # runs after the server stops taking events
         web_app = slack.web_app()
     else:
         web_app = web.Application()
-    HttpApi(app.engine, app.db, api_token, count_factchecks=app.kb.count).add_routes(web_app)
+    HttpApi(app.engine, app.db, api_token, count_factchecks=app.kb.count, queue=queue).add_routes(web_app)
+    if telegram is not None and telegram.config.webhook_url:
+        telegram.add_webhook_route(web_app)
     runner = web.AppRunner(web_app, shutdown_timeout=5.0)
     await runner.setup()
     stack.push_async_callback(runner.cleanup)

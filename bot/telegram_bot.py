@@ -274,23 +274,26 @@ class CheckService:
                 await responder.say(INFO_TEXT[action.kind])
             else:
                 async with self._sem:
-                    await self._check(action, responder)
+                    await self.run_check(action, responder)
         except Exception:
             log.exception("could not answer %r", action)
 
-    async def _check(self, req: CheckRequest, responder: Responder) -> None:
+    async def run_check(self, req: CheckRequest, responder: Responder) -> str | None:
+        """Check and answer; the check id, or None if there was nothing to check or the engine failed
+        (the user was told either way). Raises only if the responder cannot reach the platform.
+        Takes no concurrency slot: callers bound concurrency (`handle` here, workers in bot/queue.py)."""
         progress = ThrottledProgress(responder, min_interval=self.progress_interval)
         await progress.start()
         try:
             result = await self.engine.check(req.text, progress, scope=req.scope)
         except EmptyInput:
             await responder.say(EMPTY_TEXT)
-            return
+            return None
         except Exception:
             log.error("check failed (chat %s, message %s, forwarded from %r)", req.chat_id, req.target_id,
                       req.forwarded_from, exc_info=True)
             await responder.say(ERROR_TEXT)
-            return
+            return None
         log.info("check %s: %s (chat %s, message %s, forwarded from %r)", result.id, result.verdict.value,
                  req.chat_id, req.target_id, req.forwarded_from)
         try:
@@ -298,6 +301,7 @@ class CheckService:
         except Exception:
             log.error("could not send the verdict card for check %s", result.id, exc_info=True)
             await responder.say(f"{ERROR_TEXT} (check id {result.id})")
+        return result.id
 
     async def join(self) -> None:
         """Wait for every running task (used at shutdown and by tests)."""

@@ -112,24 +112,33 @@ MIGRATIONS: tuple[str, ...] = (
         resolved_at TEXT
     );
     """,
-    # 4: the durable job queue and idempotency keys (storage/jobs.py).
+    # 4: the durable job queue and idempotency keys (storage/jobs.py). `held` = persisted but not yet
+    # claimable (its "you are #N in line" notice is being sent); `refused` = answered with a refusal
+    # (rate limit, queue full) and kept only so a re-delivery is recognised. `claim_seq` orders claims
+    # for round-robin fairness across chats; `reply_ref` is the platform id of the reply message
+    # already sent, so a resumed job edits it instead of sending a second one.
     """
     CREATE TABLE jobs (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
-        idem_key TEXT UNIQUE,
+        idem_key TEXT NOT NULL UNIQUE,
         platform TEXT NOT NULL,
         chat_id TEXT NOT NULL,
         user_id TEXT,
         payload TEXT NOT NULL,
-        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'running', 'done', 'failed')),
+        status TEXT NOT NULL DEFAULT 'pending'
+            CHECK (status IN ('held', 'pending', 'running', 'done', 'failed', 'refused')),
         attempts INTEGER NOT NULL DEFAULT 0,
+        claim_seq INTEGER,
+        reply_ref TEXT,
         created_at TEXT NOT NULL,
         started_at TEXT,
         finished_at TEXT,
         check_id TEXT,
         error TEXT
     );
-    CREATE INDEX jobs_status ON jobs(status, id);
+    CREATE INDEX jobs_status_chat ON jobs(status, platform, chat_id, id);
+    CREATE INDEX jobs_chat_turn ON jobs(platform, chat_id, claim_seq);
+    CREATE INDEX jobs_claim_seq ON jobs(claim_seq);
     """,
     # 5: tracked chats and their stored messages, for "also reported by" (storage/messages.py); chat
     # settings (/track, /auto) and the repeat counter of checked texts (bot/repeats.py).

@@ -1,0 +1,276 @@
+"""Durable job queue workers: every check request is a row in SQLite before it is acknowledged.
+
+    adapter: delivery -> CheckRequest -> JobQueue.submit(idem key, ...)  (persisted)  -> ack the platform
+    worker:  JobStore.claim() -> ResponderFactory.build(payload) -> CheckService.run_check -> mark done
+
+A job's payload is the serialised `CheckRequest` plus `where` (what the adapter needs to answer:
+chat, message to reply to, thread). Nothing in memory is needed to run it, so a job left behind by a
+crash or `kill -9` runs after the restart; the id of the reply message already sent is stored with
+the job (`reply_ref`) and a resumed job edits that message instead of sending a second one.
+
+Backpressure: past `queue_max` waiting jobs a new request is still taken, and its user is told
+"busy — you are #N in line" (that notice becomes the reply message the verdict later replaces);
+past `hard_cap` the request is refused with a clear sentence. Per-user and per-chat token buckets
+(bot/limits.py) refuse floods the same way. Refusals are persisted too, so a re-delivery of a
+refused request is recognised and not answered twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal, Protocol
+
+from bot.limits import RateLimiter
+from bot.render import Reply
+from bot.telegram_bot import CheckRequest, CheckService, Responder
+from storage.jobs import Job, JobStore
+
+log = logging.getLogger(__name__)
+
+BUSY_TEXT = "⏳ I'm busy right now — you are #{n} in line. I'll answer here as soon as it's your turn."
+FULL_TEXT = ("😔 I'm overloaded and can't take more checks right now. "
+             "Please send this again in a few minutes.")
+MAX_ATTEMPTS = 3  # a job whose answer cannot be delivered this many times is marked failed
+
+
+class ResponderFactory(Protocol):
+    """Per platform: rebuild a `Responder` from a job's `where` (after a restart, too)."""
+
+    def build(self, where: Mapping[str, Any], reply_ref: str | None) -> Responder:
+        """A responder answering at `where`; `reply_ref` is a reply message already sent (edit it)."""
+
+    def reply_ref(self, responder: Responder) -> str | None:
+        """The platform id of the reply message `responder` has sent, if any."""
+
+
+def request_to_payload(req: CheckRequest, where: Mapping[str, Any]) -> dict[str, Any]:
+    return {"request": asdict(req), "where": dict(where)}
+
+
+def request_from_payload(payload: Mapping[str, Any]) -> CheckRequest:
+    known = {f.name for f in fields(CheckRequest)}
+    return CheckRequest(**{k: v for k, v in payload["request"].items() if k in known})
+
+
+Outcome = Literal["queued", "waiting", "duplicate", "limited", "full"]
+
+
+@dataclass(frozen=True)
+class Admission:
+    job: Job
+    outcome: Outcome
+    position: int | None = None
+
+
+class _Tracked:
+    """Delegates to the platform responder and persists the reply message id as soon as it exists."""
+
+    def __init__(self, inner: Responder, factory: ResponderFactory, store: JobStore, job: Job):
+        self.inner = inner
+        self.factory = factory
+        self.store = store
+        self.job_id = job.id
+        self.ref = job.reply_ref
+
+    async def _after(self) -> None:
+        ref = self.factory.reply_ref(self.inner)
+        if ref is not None and ref != self.ref:
+            self.ref = ref
+            await self.store.set_reply_ref(self.job_id, ref)
+
+    async def progress(self, text: str) -> None:
+        try:
+            await self.inner.progress(text)
+        finally:
+            await self._after()
+
+    async def final(self, reply: Reply, request: CheckRequest | None = None) -> None:
+        try:
+            await self.inner.final(reply, request)
+        finally:
+            await self._after()
+
+    async def say(self, text: str) -> None:
+        try:
+            await self.inner.say(text)
+        finally:
+            await self._after()
+
+
+class JobQueue:
+    def __init__(self, store: JobStore, service: CheckService, *, workers: int = 4, queue_max: int = 200,
+                 hard_cap: int | None = None, limiter: RateLimiter | None = None,
+                 shutdown_timeout: float = 20.0, retry_delay: float = 2.0):
+        self.store = store
+        self.service = service
+        self.workers = max(1, workers)
+        self.queue_max = queue_max
+        self.hard_cap = hard_cap if hard_cap is not None else max(queue_max * 5, queue_max + 100)
+        self.limiter = limiter
+        self.shutdown_timeout = shutdown_timeout
+        self.retry_delay = retry_delay
+        self._factories: dict[str, ResponderFactory] = {}
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._workers: list[asyncio.Task[None]] = []
+        self._tasks: set[asyncio.Task[Any]] = set()  # notices: kept referenced, awaited at stop
+        self.resumed = 0  # jobs found running/held at start-up (left by a crash)
+
+    def register(self, platform: str, factory: ResponderFactory) -> None:
+        self._factories[platform] = factory
+        self._wake.set()
+
+    # --- intake ------------------------------------------------------------------------------
+
+    async def submit(self, idem_key: str, platform: str, req: CheckRequest, where: Mapping[str, Any]) -> Admission:
+        """Persist a check request (or recognise a re-delivery). When this returns, the request is
+        durable and the platform delivery may be acknowledged. Raises if the database cannot take it."""
+        existing = await self.store.get(idem_key)
+        if existing is not None:
+            return Admission(existing, "duplicate")
+        payload = request_to_payload(req, where)
+        enqueue = lambda status: self.store.enqueue(  # noqa: E731
+            idem_key, platform, req.chat_id, req.requested_by, payload, status=status)
+        if self.limiter is not None:
+            user_key = None if req.requested_by is None else f"{platform}:{req.requested_by}"
+            limited = self.limiter.check(user_key, f"{platform}:{req.chat_id}")
+            if limited is not None:
+                job, created = await enqueue("refused")
+                if created:
+                    self._notice(job, limited.message())
+                return Admission(job, "limited" if created else "duplicate")
+        pending = await self.store.pending_count()
+        if pending >= self.hard_cap:
+            job, created = await enqueue("refused")
+            if created:
+                log.warning("queue full (%d waiting): refused job %s", pending, job.id)
+                self._notice(job, FULL_TEXT)
+            return Admission(job, "full" if created else "duplicate")
+        busy = pending >= self.queue_max
+        job, created = await enqueue("held" if busy else "pending")
+        if not created:
+            return Admission(job, "duplicate")
+        if busy:
+            position = await self.store.position(job)
+            self._notice(job, BUSY_TEXT.format(n=position), unhold=True)
+            return Admission(job, "waiting", position)
+        self._wake.set()
+        return Admission(job, "queued")
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _notice(self, job: Job, text: str, *, unhold: bool = False) -> None:
+        """Tell the user now (not behind the queue). A held job's notice becomes its reply message;
+        only then is the job claimable, so a worker never races it with a second message."""
+        async def send() -> None:
+            try:
+                factory = self._factories.get(job.platform)
+                if factory is not None:
+                    responder = _Tracked(factory.build(job.payload["where"], None), factory, self.store, job)
+                    await responder.say(text)
+            except Exception:
+                log.warning("could not send a queue notice for job %s", job.id, exc_info=True)
+            finally:
+                if unhold:
+                    await asyncio.shield(self.store.unhold(job.id))
+                    self._wake.set()
+        self._spawn(send())
+
+    # --- workers -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.resumed = await self.store.recover()
+        if self.resumed:
+            log.info("queue: %d unfinished jobs from the last run are back in line", self.resumed)
+        self._workers = [asyncio.create_task(self._worker(), name=f"tipline-worker-{n}")
+                         for n in range(self.workers)]
+
+    async def _worker(self) -> None:
+        while not self._stopping:
+            self._wake.clear()  # before claiming: a submit after this point wakes us
+            job = await self.store.claim(platforms=tuple(self._factories))
+            if job is None:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), 1.0)
+                except TimeoutError:
+                    pass
+                continue
+            self._wake.set()  # there may be more: let an idle sibling look too
+            await self._run(job)
+
+    async def _run(self, job: Job) -> None:
+        factory = self._factories[job.platform]
+        try:
+            req = request_from_payload(job.payload)
+            responder = _Tracked(factory.build(job.payload["where"], job.reply_ref), factory, self.store, job)
+        except Exception as exc:  # a payload we cannot read will never run: say so in the table
+            log.error("job %s has an unreadable payload", job.id, exc_info=True)
+            await self.store.mark_failed(job.id, f"unreadable payload: {exc!r}")
+            return
+        try:
+            check_id = await self.service.run_check(req, responder)
+        except asyncio.CancelledError:
+            # Shutdown ran out of time: back in line, resumed (editing its reply) after the restart.
+            await asyncio.shield(self.store.release(job.id))
+            raise
+        except Exception as exc:
+            # The platform could not be reached: retry later, give up after MAX_ATTEMPTS.
+            if job.attempts >= MAX_ATTEMPTS:
+                log.error("job %s failed %d times; giving up", job.id, job.attempts, exc_info=True)
+                await self.store.mark_failed(job.id, repr(exc))
+                return
+            log.warning("job %s failed (attempt %d); retrying", job.id, job.attempts, exc_info=True)
+            try:
+                await asyncio.sleep(self.retry_delay * job.attempts)
+            finally:
+                await asyncio.shield(self.store.release(job.id))
+            return
+        await self.store.mark_done(job.id, check_id)
+        log.info("job %s done (check %s)", job.id, check_id)
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Stop taking work; let running checks finish within `timeout`, else put them back in line."""
+        self._stopping = True
+        self._wake.set()
+        timeout = self.shutdown_timeout if timeout is None else timeout
+        workers = list(self._workers)
+        if workers:
+            _, late = await asyncio.wait(workers, timeout=timeout)
+            for t in late:
+                t.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5.0)
+        self._workers = []
+
+    async def idle(self) -> bool:
+        """True when nothing is waiting or running (tests and `docs/reliability.md` figures)."""
+        counts = await self.store.counts()
+        return not any(counts.get(s, 0) for s in ("held", "pending", "running"))
+
+
+class SilentResponder:
+    """For jobs nobody is waiting on in a chat (REST API): the result is stored, nothing is sent."""
+
+    async def progress(self, text: str) -> None:
+        return None
+
+    async def final(self, reply: Reply, request: CheckRequest | None = None) -> None:
+        return None
+
+    async def say(self, text: str) -> None:
+        return None
+
+
+class SilentResponderFactory:
+    def build(self, where: Mapping[str, Any], reply_ref: str | None) -> Responder:
+        return SilentResponder()
+
+    def reply_ref(self, responder: Responder) -> str | None:
+        return None

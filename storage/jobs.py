@@ -1,0 +1,158 @@
+"""The durable job queue over the `jobs` table (migration 4): nothing lost, nothing doubled.
+
+A check request becomes a row here *before* its platform delivery is acknowledged, under an
+idempotency key derived from the delivery (Telegram update id + chat/message id, Slack event id,
+REST `Idempotency-Key`). A re-delivery finds the row and creates no new work.
+
+Life of a job:  held -> pending -> running -> done | failed        (refused: answered, never run)
+`held` jobs are persisted but not claimable while their "you are #N in line" notice is being sent;
+a crash leaves `held` and `running` jobs behind and `recover()` makes them pending again.
+
+Claims are fair across chats: the next job is the oldest pending job of the chat that was served
+least recently (round-robin), so one chat flooding the bot cannot starve the others.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from storage.sqlite import Database
+
+Status = Literal["held", "pending", "running", "done", "failed", "refused"]
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    idem_key: str
+    platform: str
+    chat_id: str
+    user_id: str | None
+    payload: dict[str, Any]
+    status: Status
+    attempts: int
+    reply_ref: str | None
+    check_id: str | None
+    created_at: str
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _job(row: Any) -> Job:
+    return Job(id=row["id"], idem_key=row["idem_key"], platform=row["platform"], chat_id=row["chat_id"],
+               user_id=row["user_id"], payload=json.loads(row["payload"]), status=row["status"],
+               attempts=row["attempts"], reply_ref=row["reply_ref"], check_id=row["check_id"],
+               created_at=row["created_at"])
+
+
+class JobStore:
+    """Every write goes through `Database.transaction()` (the single writer), so claims are atomic."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def get(self, idem_key: str) -> Job | None:
+        cur = await self.db._conn.execute("SELECT * FROM jobs WHERE idem_key = ?", (idem_key,))
+        row = await cur.fetchone()
+        return _job(row) if row else None
+
+    async def get_id(self, job_id: int) -> Job | None:
+        cur = await self.db._conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        row = await cur.fetchone()
+        return _job(row) if row else None
+
+    async def enqueue(self, idem_key: str, platform: str, chat_id: str | int, user_id: str | int | None,
+                      payload: dict[str, Any], *, status: Status = "pending") -> tuple[Job, bool]:
+        """Persist a job; (job, True) if it is new, (the existing job, False) for a known `idem_key`."""
+        async with self.db.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT INTO jobs (idem_key, platform, chat_id, user_id, payload, status, created_at, started_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING",
+                (idem_key, platform, str(chat_id), None if user_id is None else str(user_id),
+                 json.dumps(payload, ensure_ascii=False), status, _now(),
+                 _now() if status == "running" else None))
+            created = cur.rowcount == 1
+            row = await (await conn.execute("SELECT * FROM jobs WHERE idem_key = ?", (idem_key,))).fetchone()
+        return _job(row), created
+
+    async def claim(self, platforms: Sequence[str] | None = None) -> Job | None:
+        """Take the next pending job (round-robin across chats) and mark it running. `platforms`:
+        only jobs this process can answer (a job for an adapter not configured now stays pending)."""
+        if platforms is not None and not platforms:
+            return None
+        only = "" if platforms is None else f"AND platform IN ({','.join('?' * len(platforms))})"
+        async with self.db.transaction() as conn:
+            # The head (oldest pending job) of each chat competes; the chat whose last claim is the
+            # oldest (or that was never served) wins, ties by age. claim_seq is a global counter.
+            row = await (await conn.execute(
+                """WITH heads AS (SELECT platform, chat_id, MIN(id) AS id FROM jobs
+                                  WHERE status = 'pending' {only} GROUP BY platform, chat_id)
+                   SELECT h.id FROM heads h
+                   ORDER BY COALESCE((SELECT MAX(k.claim_seq) FROM jobs k
+                                      WHERE k.platform = h.platform AND k.chat_id = h.chat_id), 0), h.id
+                   LIMIT 1""".format(only=only), tuple(platforms or ()))).fetchone()
+            if row is None:
+                return None
+            job_id = row[0]
+            await conn.execute(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ?, "
+                "claim_seq = (SELECT COALESCE(MAX(claim_seq), 0) + 1 FROM jobs) WHERE id = ?",
+                (_now(), job_id))
+            row = await (await conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,))).fetchone()
+        return _job(row)
+
+    async def _set(self, job_id: int, sql: str, *args: Any) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(f"UPDATE jobs SET {sql} WHERE id = ?", (*args, job_id))
+
+    async def set_reply_ref(self, job_id: int, reply_ref: str) -> None:
+        """Remember the reply message already sent, so a resumed job edits it instead of sending anew."""
+        await self._set(job_id, "reply_ref = ?", reply_ref)
+
+    async def release(self, job_id: int, *, status: Status = "pending") -> None:
+        """Make a held job claimable, or put an unfinished one back in line."""
+        await self._set(job_id, "status = ?", status)
+
+    async def unhold(self, job_id: int) -> None:
+        """A held job's notice was sent (or could not be): it may be claimed now."""
+        async with self.db.transaction() as conn:
+            await conn.execute("UPDATE jobs SET status = 'pending' WHERE id = ? AND status = 'held'", (job_id,))
+
+    async def mark_done(self, job_id: int, check_id: str | None = None) -> None:
+        await self._set(job_id, "status = 'done', finished_at = ?, check_id = ?, error = NULL", _now(), check_id)
+
+    async def mark_failed(self, job_id: int, error: str) -> None:
+        await self._set(job_id, "status = 'failed', finished_at = ?, error = ?", _now(), error[:2000])
+
+    async def recover(self) -> int:
+        """At start-up: jobs a crash left `running` or `held` go back in line. Returns how many."""
+        async with self.db.transaction() as conn:
+            cur = await conn.execute("UPDATE jobs SET status = 'pending' WHERE status IN ('running', 'held')")
+            return cur.rowcount
+
+    async def pending_count(self) -> int:
+        row = await (await self.db._conn.execute(
+            "SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'held')")).fetchone()
+        return row[0]
+
+    async def counts(self) -> dict[str, int]:
+        cur = await self.db._conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status")
+        return {r[0]: r[1] for r in await cur.fetchall()}
+
+    async def position(self, job: Job) -> int:
+        """1-based place in line under round-robin: a job that is r-th in its own chat waits for up to
+        r jobs of every other chat (fewer if that chat has fewer waiting)."""
+        row = await (await self.db._conn.execute(
+            """WITH mine AS (SELECT COUNT(*) AS r FROM jobs WHERE status IN ('pending', 'held')
+                             AND platform = ? AND chat_id = ? AND id <= ?),
+                    chats AS (SELECT platform, chat_id, COUNT(*) AS n FROM jobs
+                              WHERE status IN ('pending', 'held') GROUP BY platform, chat_id)
+               SELECT COALESCE(SUM(MIN(chats.n, mine.r)), 0) FROM chats, mine""",
+            (job.platform, job.chat_id, job.id))).fetchone()
+        return max(1, row[0])
