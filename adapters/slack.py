@@ -17,6 +17,7 @@ import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -25,9 +26,11 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.chat_settings import CHAT_COMMANDS, ChatCommands, ChatSettingsRequest, CheckExtras, tracked_message
 from bot.domains import GLOBAL, DomainCommands, DomainsRequest, command_args
 from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, evidence_arg, evidence_lines, give_feedback, load_check
-from bot.render import Reply
+from bot.render import AlsoReportedLine, Reply, Reporter
+from core.tracking import Corroborator
 from bot.telegram_bot import ERROR_TEXT, CheckRequest, CheckService, Info, IncomingMessage, route
 from core.engine import Engine
 from core.models import Result
@@ -57,6 +60,9 @@ SLACK_HELP = (
     "step behind a verdict; the Sources button under a card does the same, 👍 / 👎 tell us if it helped.\n"
     "• Admins: `/domains list`, `/domains allow add <domain>`, `/domains deny add <domain>` "
     "(also as a direct message) manage the trusted and blocked source domains.\n"
+    "• Admins, in a channel: `/track on|off` stores its messages for a limited time so cards can say which "
+    "other channels reported the same story (`/forget` deletes them), `/auto on|off` lets me answer messages "
+    "that match a known fact-check, `/stats` shows usage.\n"
     "I answer in the thread with a verdict, my confidence and the sources. The checked text and the "
     "verdict are stored with a check id so the result can be reviewed. Verdicts are automatic and can "
     "be wrong: always read the sources."
@@ -267,6 +273,10 @@ def render_blocks(reply: Reply, request: CheckRequest | None = None,
             who = f" — {esc(r.publisher)}" if r.publisher else ""
             lines.append(f"• {link(r.url, r.claim)} ({esc(r.rating)}{who}, match {r.similarity:.2f})")
         blocks.append(_section("\n".join(lines)))
+    if reply.also_reported is not None:
+        blocks.append(_context(also_reported_mrkdwn(reply.also_reported)))
+    if reply.repeat_note:
+        blocks.append(_context(esc(reply.repeat_note)))
     if reply.notes:
         blocks.append(_context(*[f"Note: {esc(n)}" for n in reply.notes[:9]]))
     blocks.append(_context(f"Check id: `{esc(reply.check_id)}` · {esc(reply.mode)} mode"))
@@ -280,6 +290,21 @@ def render_blocks(reply: Reply, request: CheckRequest | None = None,
         fallback.append(esc(reply.reasoning))
     fallback.append(f"Check id: {esc(reply.check_id)}")
     return blocks, _clip("\n".join(fallback), FALLBACK_LIMIT)
+
+
+_SLACK_CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,20}")
+
+
+def _reporter_mrkdwn(r: Reporter) -> str:
+    # A Slack channel is shown by Slack itself (<#C123> renders its name, for members a link); other
+    # platforms' chats are linked to their message where there is an http(s) permalink.
+    if r.platform == "slack" and _SLACK_CHANNEL_ID.fullmatch(r.chat_id or ""):
+        return f"<#{r.chat_id}>"
+    return link(r.link, r.name) if r.link else esc(r.name)
+
+
+def also_reported_mrkdwn(line: AlsoReportedLine) -> str:
+    return line.text(name=_reporter_mrkdwn, outlet=esc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,13 +392,18 @@ class SlackBot:
     """A bolt `AsyncApp` behind an aiohttp server; every check runs in a `CheckService` task."""
 
     def __init__(self, config: SlackConfig, engine: Engine, *, db: Database | None = None,
-                 queue: JobQueue | None = None):
+                 queue: JobQueue | None = None, corroborator: Corroborator | None = None):
         self.config = config
         self.queue = queue
         self.service = CheckService(engine, max_concurrency=config.max_concurrency,
                                     progress_interval=config.progress_interval)
         self.db = db if db is not None else engine.db
         self.domains = DomainCommands(self.db, config.admins)
+        # /track, /auto, /forget, /stats; with a corroborator also "also reported by" + repeat reuse.
+        self.corroborator = corroborator
+        self.chat_commands = ChatCommands(self.db, config.admins, corroborator)
+        if corroborator is not None:
+            self.service.extras = CheckExtras(self.db, "slack", corroborator)
         client_kw: dict[str, Any] = {"token": config.bot_token}
         if config.api_url:
             client_kw["base_url"] = config.api_url
@@ -390,6 +420,8 @@ class SlackBot:
         self.app.command("/check")(self._on_check_command)
         self.app.command("/domains")(self._on_domains_command)
         self.app.command("/evidence")(self._on_evidence_command)
+        for name in CHAT_COMMANDS:
+            self.app.command(f"/{name}")(self._on_chat_command)
         self.app.action(ACTION_SOURCES)(self._on_sources)
         self.app.action(ACTION_UP)(self._on_vote)
         self.app.action(ACTION_DOWN)(self._on_vote)
@@ -481,7 +513,11 @@ class SlackBot:
 
     async def _on_message(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
         if event.get("channel_type") != "im":
-            return  # channel messages count only as @mentions (app_mention)
+            # Channel messages are checked only as @mentions (app_mention); here they are only stored
+            # (tracked channels) or, with /auto on, checked silently.
+            if not is_ignored(event, context.bot_user_id) and self._first_time(body):
+                self.service.spawn(self._observe(event, context.bot_user_id, client), name="tipline-slack-observe")
+            return
         received = self._receive(body, event, context, client)
         if received is None:
             return
@@ -617,6 +653,47 @@ class SlackBot:
                              target_id=command.get("trigger_id", ""), user_id=command.get("user_id"),
                              scope=GLOBAL, args=domain_text(command.get("text", "")).strip())
         await ack(text=esc(await self._domains_answer(req)), response_type="ephemeral")
+
+    async def _observe(self, event: dict[str, Any], bot_user_id: str | None, client: Any) -> None:
+        msg = to_incoming(event, bot_user_id)
+        text = msg.text.strip()
+        if not text:
+            return
+        try:
+            if self.corroborator is not None:
+                ts = str(event.get("ts", ""))
+                at = datetime.fromtimestamp(float(ts), timezone.utc) if ts else datetime.now(timezone.utc)
+                await self.corroborator.ingest(tracked_message("slack", msg.chat_id, ts, text, at,
+                                                               author=f"#{msg.chat_id}", kind="group"))
+        except Exception:
+            log.exception("slack: could not store message %s of %s", event.get("ts"), msg.chat_id)
+        mentioned = bool(bot_user_id) and f"<@{bot_user_id}" in event.get("text", "")
+        if mentioned or not await self.chat_commands.store.is_auto("slack", msg.chat_id):
+            return  # a mention is answered by the app_mention listener
+        thread_ts = event.get("thread_ts") or event.get("ts")
+        req = CheckRequest(text=text, chat_id=msg.chat_id, target_id=msg.message_id, thread_id=thread_ts,
+                           requested_by=msg.sender_id)
+        try:
+            await self.service.auto_check(req, SlackResponder(client, str(msg.chat_id), thread_ts))
+        except Exception:
+            log.exception("slack: auto check failed in %s", msg.chat_id)
+
+    async def _on_chat_command(self, ack: Any, command: dict[str, Any]) -> None:
+        """`/track on|off`, `/auto on|off`, `/forget`, `/stats` in a channel: configured admins only
+        (Slack has no per-channel admin role to ask); answered ephemerally in the ack."""
+        name = command.get("command", "").lstrip("/").lower()
+        channel = command.get("channel_id", "")
+        kind = "private" if command.get("channel_name") == "directmessage" or channel.startswith("D") else "group"
+        req = ChatSettingsRequest(platform="slack", chat_id=channel, chat_kind=kind,
+                                  target_id=command.get("trigger_id", ""), user_id=command.get("user_id"),
+                                  command=name, args=slack_to_plain(command.get("text", "")).strip(),
+                                  title=command.get("channel_name", ""))
+        try:
+            answer = await self.chat_commands.handle(req)
+        except Exception:
+            log.exception("slack: /%s failed", name)
+            answer = ERROR_TEXT
+        await ack(text=esc(answer), response_type="ephemeral")
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
         log.error("slack: error while handling a request", exc_info=error)

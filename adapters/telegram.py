@@ -13,7 +13,7 @@ import html
 import logging
 import re
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from telegram import (
@@ -39,11 +39,13 @@ if TYPE_CHECKING:
 
     from bot.queue import JobQueue
 
+from bot.chat_settings import ChatCommands, ChatSettingsRequest, CheckExtras, tracked_message
 from bot.domains import DomainCommands, DomainsRequest
 from bot.review import ReviewCommands, ReviewRequest
 from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, callback_data, evidence_lines,
                           give_feedback, load_check, parse_callback)
-from bot.render import Reply
+from bot.render import AlsoReportedLine, Reply
+from core.tracking import Corroborator
 from core.models import Result
 from bot.telegram_bot import ERROR_TEXT, CheckRequest, CheckService, COMMANDS, Info, IncomingMessage, route
 from core.engine import Engine
@@ -175,10 +177,30 @@ def render_html(reply: Reply, request: CheckRequest | None = None) -> str:
             who = f" — {esc(r.publisher)}" if r.publisher else ""
             claim = _link(r.url, r.claim) if r.url else esc(r.claim)
             out.append(f"• {claim} ({esc(r.rating)}{who}, match {r.similarity:.2f})")
+    if reply.also_reported is not None:
+        out += ["", also_reported_html(reply.also_reported)]
+    if reply.repeat_note:
+        out += ["", f"<i>{esc(reply.repeat_note)}</i>"]
     if reply.notes:
         out += [""] + [f"<i>Note: {esc(n)}</i>" for n in reply.notes]
     out += ["", f"Check id: <code>{esc(reply.check_id)}</code> · {esc(reply.mode)} mode"]
     return "\n".join(out)
+
+
+def also_reported_html(line: AlsoReportedLine) -> str:
+    """The "Also reported by" line: each chat linked to its message where there is a t.me link."""
+    return line.text(name=lambda r: _link(r.link, r.name) if r.link else esc(r.name), outlet=esc)
+
+
+def telegram_permalink(chat: Any, message_id: int) -> str:
+    """t.me link to a message: public chats by username, private supergroups/channels by internal id
+    (opens for members only); basic groups have no message links."""
+    if getattr(chat, "username", None):
+        return f"https://t.me/{chat.username}/{message_id}"
+    cid = str(chat.id)
+    if cid.startswith("-100"):
+        return f"https://t.me/c/{cid[4:]}/{message_id}"
+    return ""
 
 
 def feedback_keyboard(check_id: str) -> InlineKeyboardMarkup:
@@ -533,7 +555,7 @@ class TelegramBot(_DurableIntake):
     persists every check request before confirming the update: see `_DurableIntake`)."""
 
     def __init__(self, config: TelegramConfig, engine: Engine, *, db: Database | None = None,
-                 queue: JobQueue | None = None):
+                 queue: JobQueue | None = None, corroborator: Corroborator | None = None):
         self.config = config
         self.queue = queue  # durable mode: checks are persisted before the update is confirmed
         self.service = CheckService(engine, max_concurrency=config.max_concurrency,
@@ -542,6 +564,11 @@ class TelegramBot(_DurableIntake):
         self.domains = DomainCommands(self.db, config.admins)
         kb = getattr(getattr(engine, "matcher", None), "kb", None)
         self.review = ReviewCommands(self.db, kb.add if kb is not None else None, config.admins)
+        # Tracking, /auto, /forget, /stats; with a corroborator also "also reported by" + repeat reuse.
+        self.corroborator = corroborator
+        self.chat_commands = ChatCommands(self.db, config.admins, corroborator)
+        if corroborator is not None:
+            self.service.extras = CheckExtras(self.db, "telegram", corroborator)
         builder = ApplicationBuilder().token(config.token)
         if config.base_url:
             builder = builder.base_url(config.base_url)
@@ -567,6 +594,11 @@ class TelegramBot(_DurableIntake):
         incoming = to_incoming(message)
         action = route(incoming, self.username or context.bot.username)
         if action is None:
+            if incoming.chat_kind != "private" and incoming.text.strip():
+                self.service.spawn(self._observe(context.bot, message, incoming), name="tipline-observe")
+            return
+        if isinstance(action, ChatSettingsRequest):
+            self.service.spawn(self._chat_settings(context.bot, action, message), name="tipline-chat-settings")
             return
         responder = TelegramResponder(context.bot, action.chat_id, action.target_id, action.thread_id)
         if isinstance(action, DomainsRequest):
@@ -638,6 +670,54 @@ class TelegramBot(_DurableIntake):
 
         await _answer_command(responder, "domains", req.chat_id, self.domains.handle(
             req, is_chat_admin=None if message.chat.type == "private" else is_chat_admin))
+
+    async def _observe(self, bot: Any, message: Message, incoming: IncomingMessage) -> None:
+        """An ordinary group message or channel post: stored if the chat is tracked; in a group with
+        /auto on, checked silently and answered only for a strong match. The bot never posts in channels."""
+        chat = message.chat
+        try:
+            if self.corroborator is not None:
+                await self.corroborator.ingest(tracked_message(
+                    "telegram", message.chat_id, message.message_id, incoming.text, message.date,
+                    author=f"@{chat.username}" if chat.username else (chat.title or str(chat.id)),
+                    permalink=telegram_permalink(chat, message.message_id), kind=incoming.chat_kind))
+        except Exception:
+            log.exception("could not store message %s of chat %s", message.message_id, message.chat_id)
+        if incoming.chat_kind != "group" or not await self.chat_commands.store.is_auto("telegram", message.chat_id):
+            return
+        req = CheckRequest(text=incoming.text, chat_id=incoming.chat_id, target_id=incoming.message_id,
+                           thread_id=incoming.thread_id, forwarded_from=incoming.forwarded_from,
+                           requested_by=incoming.sender_id, scope=f"telegram:{incoming.chat_id}")
+        try:
+            await self.service.auto_check(req, TelegramResponder(bot, req.chat_id, req.target_id, req.thread_id))
+        except Exception:
+            log.exception("auto check failed in chat %s", message.chat_id)
+
+    async def _chat_settings(self, bot: Any, req: ChatSettingsRequest, message: Message) -> None:
+        """/track, /auto, /forget, /stats. In a channel the post itself is by an admin and nothing is
+        answered (the bot never posts there); in groups the chat's administrators count as admins."""
+        chat = message.chat
+        req = replace(req, title=chat.title or "", handle=f"@{chat.username}" if chat.username else "")
+
+        async def is_chat_admin() -> bool:
+            if req.chat_kind == "channel":
+                return True  # only a channel's admins can post in it
+            if message.sender_chat is not None and message.sender_chat.id == message.chat_id:
+                return True  # an anonymous group admin, posting as the group
+            if req.user_id is None:
+                return False
+            member = await bot.get_chat_member(chat_id=req.chat_id, user_id=int(req.user_id))
+            return member.status in ("creator", "administrator")
+
+        produce = self.chat_commands.handle(req, is_chat_admin=None if req.chat_kind == "private" else is_chat_admin)
+        if req.chat_kind == "channel":
+            try:
+                log.info("channel %s: %s", req.chat_id, await produce)
+            except Exception:
+                log.exception("%s command failed in channel %s", req.command, req.chat_id)
+            return
+        responder = TelegramResponder(bot, req.chat_id, req.target_id, req.thread_id)
+        await _answer_command(responder, req.command, req.chat_id, produce)
 
     async def _review(self, req: ReviewRequest, responder: TelegramResponder) -> None:
         await _answer_command(responder, "review", req.chat_id, self.review.handle(req))

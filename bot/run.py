@@ -108,11 +108,12 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
         async with build_app(settings) as app, AsyncExitStack() as adapters:
             # Callbacks run in reverse: intake stops first, then the queue drains, then adapters close.
             queue = job_queue(settings, app)
+            attach_corroboration(app, queue, stop, adapters)
             tg_bot = None
             if tg_config is not None:
                 from adapters.telegram import TelegramBot
 
-                tg_bot = TelegramBot(tg_config, app.engine, queue=queue)
+                tg_bot = TelegramBot(tg_config, app.engine, queue=queue, corroborator=app.corroborator)
                 adapters.push_async_callback(tg_bot.stop)
             adapters.push_async_callback(queue.stop)
             await queue.start()
@@ -132,6 +133,21 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             loop.remove_signal_handler(sig)
 
 
+def attach_corroboration(app: Any, queue: Any, stop: asyncio.Event, stack: AsyncExitStack) -> None:
+    """"Also reported by" + repeat reuse on the queue's checks, and the periodic retention cleanup."""
+    if app.corroborator is None:
+        return
+    from bot.chat_settings import CheckExtras
+
+    queue.service.extras = CheckExtras(app.db, None, app.corroborator)
+    retention = asyncio.create_task(app.corroborator.run_retention(stop), name="tipline-retention")
+
+    async def end_retention() -> None:
+        retention.cancel()
+        await asyncio.gather(retention, return_exceptions=True)
+    stack.push_async_callback(end_retention)
+
+
 async def _start_http(settings: Settings, app, sl_config, api_token: str | None, stack: AsyncExitStack,
                       *, queue: Any = None, telegram: Any = None) -> None:
     """One aiohttp server for everything that arrives over HTTP (Slack events, REST API, health)."""
@@ -142,7 +158,7 @@ async def _start_http(settings: Settings, app, sl_config, api_token: str | None,
     if sl_config is not None:
         from adapters.slack import SlackBot
 
-        slack = SlackBot(sl_config, app.engine, queue=queue)
+        slack = SlackBot(sl_config, app.engine, queue=queue, corroborator=app.corroborator)
         stack.push_async_callback(slack.service.aclose)  # runs after the server stops taking events
         web_app = slack.web_app()
     else:

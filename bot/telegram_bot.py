@@ -15,14 +15,19 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest
 from bot.domains import GLOBAL, DomainsRequest, chat_scope, command_args
 from bot.review import ReviewRequest
 from bot.evidence import EvidenceRequest, evidence_arg
 from bot.render import Reply, to_reply
+from core.models import Result
 from core.engine import Engine
 from core.intake import EmptyInput
+
+if TYPE_CHECKING:
+    from bot.chat_settings import CheckExtras  # noqa: F401 (annotation only)
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +75,7 @@ class Info:
     thread_id: int | str | None = None
 
 
-Action = CheckRequest | Info | DomainsRequest | EvidenceRequest | None
+Action = CheckRequest | Info | DomainsRequest | EvidenceRequest | ChatSettingsRequest | None
 
 COMMANDS: list[tuple[str, str]] = [
     ("start", "What this bot does"),
@@ -79,6 +84,10 @@ COMMANDS: list[tuple[str, str]] = [
     ("evidence", "All sources and the trace of a past check: /evidence <check id>"),
     ("domains", "Admins: trusted and blocked source domains (/domains list)"),
     ("review", "Admins: checks waiting for a verdict; /review <id> <rating> <url> records one"),
+    ("track", "Admins: /track on|off stores this chat's messages for 'also reported by'"),
+    ("auto", "Admins: /auto on|off answers group messages that match a known fact-check"),
+    ("forget", "Admins: delete this chat's stored messages"),
+    ("stats", "Admins: checks, verdict mix, match rate, tracked chats"),
 ]
 
 _COMMAND = re.compile(r"^/(?P<cmd>[A-Za-z0-9_]{1,32})(?:@(?P<bot>[A-Za-z0-9_]{3,64}))?(?=\s|$)")
@@ -113,6 +122,14 @@ def route(msg: IncomingMessage, bot_username: str) -> Action:
         return Info("usage", target_id=msg.message_id, **where)
 
     m = _COMMAND.match(text)
+    if msg.chat_kind == "channel":
+        # The bot never posts in channels: only the admins' chat commands (/track, /forget) count there;
+        # other posts of tracked channels are stored for corroboration by the adapter, not routed.
+        if m and m["cmd"].lower() in CHAT_COMMANDS and (not m["bot"] or m["bot"].lower() == bot_username.lower()):
+            return ChatSettingsRequest(platform=msg.platform, chat_id=msg.chat_id, chat_kind="channel",
+                                       target_id=msg.message_id, user_id=msg.sender_id, command=m["cmd"].lower(),
+                                       args=text[m.end():].strip())
+        return None
     if m:
         addressed = m["bot"]
         if addressed and addressed.lower() != bot_username.lower():
@@ -131,6 +148,10 @@ def route(msg: IncomingMessage, bot_username: str) -> Action:
                 return None  # the queue holds other people's messages: admins use it in a private chat
             return ReviewRequest(platform=msg.platform, chat_id=msg.chat_id, target_id=msg.message_id,
                                  user_id=msg.sender_id, args=text[m.end():].strip(), thread_id=msg.thread_id)
+        if cmd in CHAT_COMMANDS:
+            return ChatSettingsRequest(platform=msg.platform, chat_id=msg.chat_id, chat_kind=msg.chat_kind,
+                                       target_id=msg.message_id, user_id=msg.sender_id, command=cmd,
+                                       args=text[m.end():].strip(), thread_id=msg.thread_id)
         if cmd in ("domains", "enrichment"):
             if msg.chat_kind == "channel":
                 return None
@@ -234,10 +255,15 @@ HELP_TEXT = (
     "Admins\n"
     "• /domains list shows the trusted and blocked source domains; "
     "/domains allow add <domain> or /domains deny add <domain> changes them "
-    "(in a group: for that group, by its admins).\n\n"
+    "(in a group: for that group, by its admins).\n"
+    "• /track on|off (groups and channels) stores the chat's messages for a limited time so that "
+    "verdict cards can say which other chats reported the same story; /forget deletes them. "
+    "/auto on|off lets me answer group messages that match a known fact-check. /stats shows usage.\n\n"
     "Privacy\n"
-    "I only look at messages you send me or ask me to check. The checked text and the verdict are "
-    "stored with a check id so the result can be reviewed; nothing is shared with other chats. "
+    "I only look at messages you send me or ask me to check, and at messages of groups and channels "
+    "whose admins turned /track on. The checked text and the verdict are stored with a check id so the "
+    "result can be reviewed. Other chats only ever see a tracked chat's name and message link, in an "
+    "'Also reported by' line. "
     "Verdicts are automatic and can be wrong: always read the sources."
 )
 USAGE_TEXT = ("Send me the text to check, or reply to a message with /check. "
@@ -282,10 +308,15 @@ class CheckService:
         """Check and answer; the check id, or None if there was nothing to check or the engine failed
         (the user was told either way). Raises only if the responder cannot reach the platform.
         Takes no concurrency slot: callers bound concurrency (`handle` here, workers in bot/queue.py)."""
+        reused = await self._reuse(req)
+        if reused is not None:  # a repeat forward: the stored verdict, at once, no progress message
+            await responder.final(to_reply(reused), req)
+            return reused.id
         progress = ThrottledProgress(responder, min_interval=self.progress_interval)
         await progress.start()
         try:
             result = await self.engine.check(req.text, progress, scope=req.scope)
+            result = await self._enrich(req, result)
         except EmptyInput:
             await responder.say(EMPTY_TEXT)
             return None
@@ -301,6 +332,47 @@ class CheckService:
         except Exception:
             log.error("could not send the verdict card for check %s", result.id, exc_info=True)
             await responder.say(f"{ERROR_TEXT} (check id {result.id})")
+        return result.id
+
+    # "Also reported by" and repeat forwards (bot/chat_settings.py): set `extras` to turn them on.
+    extras: CheckExtras | None = None
+
+    async def _reuse(self, req: CheckRequest) -> Result | None:
+        if self.extras is None:
+            return None
+        try:
+            return await self.extras.reuse(req.text, req.scope, req.chat_id, req.forwarded_from)
+        except Exception:  # the lookup is an optimisation: on failure, check as usual
+            log.exception("repeat lookup failed (chat %s, message %s)", req.chat_id, req.target_id)
+            return None
+
+    async def _enrich(self, req: CheckRequest, result: Result) -> Result:
+        if self.extras is None:
+            return result
+        try:
+            return await self.extras.enrich(result, req.text, req.scope, req.chat_id, req.forwarded_from)
+        except Exception:
+            log.exception("could not add corroboration to check %s", result.id)
+            return result
+
+    async def auto_check(self, req: CheckRequest, responder: Responder) -> str | None:
+        """`/auto on` in a group: check an ordinary message silently and answer only if it matched a
+        known fact-check at the `auto` tier (noise gets bots removed); returns the check id if answered."""
+        reused = await self._reuse(req)
+        result = reused
+        if result is None:
+            try:
+                # not saved unless answered: ordinary chatter that matched nothing leaves no trace
+                result = await self.engine.check(req.text, None, save=False, scope=req.scope)
+            except EmptyInput:
+                return None
+            if not any(m.tier == "auto" for m in result.matches):
+                return None
+            await self.engine.db.save_check(result)
+            result = await self._enrich(req, result)
+        elif not any(m.tier == "auto" for m in result.matches):
+            return None
+        await responder.final(to_reply(result), req)
         return result.id
 
     async def join(self) -> None:

@@ -98,7 +98,8 @@ async def test_private_message_gets_progress_then_verdict_card(fake, bot, tg_app
     assert '<a href="https://' in text and "[1]" in text
     # commands registered and webhook removed on start
     cmds = fake.called("setMyCommands")[0].params["commands"]
-    assert [c["command"] for c in cmds] == ["start", "help", "check", "evidence", "domains", "review"]
+    assert [c["command"] for c in cmds] == ["start", "help", "check", "evidence", "domains", "review", "track", "auto",
+                                           "forget", "stats"]
     assert fake.called("deleteWebhook")
 
 
