@@ -29,6 +29,8 @@ from storage.jobs import JobStore
 from storage.sqlite import Database
 from tests.fakes.telegram_api import FakeTelegram
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 ROOT = Path(__file__).resolve().parent.parent
 CLAIMS = [
     "The 5G rollout caused the coronavirus outbreak",
@@ -45,7 +47,7 @@ CLAIMS = [
 # --- the store ---------------------------------------------------------------------------------------
 
 
-@pytest_asyncio.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def store(tmp_path: Path):
     db = await Database.open(tmp_path / "jobs.sqlite3")
     yield JobStore(db)
@@ -96,7 +98,7 @@ async def test_claim_only_takes_platforms_this_process_serves(store: JobStore):
     assert (await store.claim(platforms=("telegram", "slack"))).idem_key == "s"  # type: ignore[union-attr]
 
 
-def test_token_buckets_refill_with_time():
+async def test_token_buckets_refill_with_time():
     now = [0.0]
     limiter = RateLimiter(user_per_minute=2, chat_per_minute=3, clock=lambda: now[0])
     assert limiter.check("u1", "c") is None and limiter.check("u1", "c") is None
@@ -233,3 +235,297 @@ async def test_kill_9_mid_way_then_restart_answers_every_check_exactly_once(tmp_
               f"(incl. start-up)")
     finally:
         await fake.stop()
+
+
+# --- in-process: replays, webhook, backpressure, shutdown, REST ----------------------------------------
+# One real app (model, SQLite, embedded Qdrant, seed KB) for these tests; each test gets its own job
+# database, so idempotency keys of one test's fake server can't meet another's.
+
+import hashlib  # noqa: E402
+import hmac  # noqa: E402
+
+from adapters.http_api import HttpApi  # noqa: E402
+from adapters.slack import SlackBot, SlackConfig  # noqa: E402
+from adapters.telegram import TelegramBot, TelegramConfig  # noqa: E402
+from bot.app import build_app  # noqa: E402
+from bot.settings import Settings  # noqa: E402
+from tests.fakes.loopback import serve_on_loopback  # noqa: E402
+from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack  # noqa: E402
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def q_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
+    with pytest.MonkeyPatch.context() as mp:
+        for key in list(os.environ):
+            if key.startswith("TIPLINE_"):
+                mp.delenv(key)
+        settings = Settings(data_dir=tmp_path_factory.mktemp("queue") / "data", embed_model_dir=model_dir,
+                            _env_file=None)
+    async with build_app(settings) as a:
+        yield a
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def jobs_db(tmp_path: Path):
+    db = await Database.open(tmp_path / "jobs.sqlite3")
+    yield db
+    await db.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def tg():
+    server = await FakeTelegram().start()
+    yield server
+    await server.stop()
+
+
+def make_queue(app, db: Database, **kw: Any) -> JobQueue:
+    return JobQueue(JobStore(db), CheckService(app.engine, progress_interval=0.0), **kw)
+
+
+def tg_config(fake: FakeTelegram, **kw: Any) -> TelegramConfig:
+    return TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
+                          poll_timeout=1.0, **kw)
+
+
+def user_message(fake: FakeTelegram, text: str, user: int) -> dict[str, Any]:
+    return fake.make_message(text, chat=FakeTelegram.private_chat(user),
+                             sender={"id": user, "is_bot": False, "first_name": f"U{user}"})
+
+
+async def settle(fake: FakeTelegram, n: int, timeout: float = 60) -> None:
+    await fake.wait_for(lambda: answered(fake) >= n, timeout)
+    await asyncio.sleep(0.5)  # a doubled reply would arrive now
+
+
+async def test_telegram_updates_delivered_again_after_a_restart_get_one_reply(tg, q_app, jobs_db):
+    queue = make_queue(q_app, jobs_db, workers=2)
+    first = TelegramBot(tg_config(tg), q_app.engine, queue=queue)
+    await first.start()
+    await queue.start()
+    msgs = [user_message(tg, CLAIMS[n], 7000 + n) for n in range(3)]
+    updates = [{"update_id": await tg.queue_message(m), "message": m} for m in msgs]
+    try:
+        await settle(tg, 3)
+        await first.stop_intake()
+        # A crash between persisting and confirming: Telegram delivers the same updates again.
+        async with tg._changed:
+            tg.updates.extend(json.loads(json.dumps(updates)))
+        second = TelegramBot(tg_config(tg), q_app.engine, queue=queue)
+        await second.start()
+        try:
+            await wait_until(lambda: not tg.updates, 30)  # the fake drops them once they are confirmed
+            await asyncio.sleep(1.0)
+        finally:
+            await second.stop()
+    finally:
+        await queue.stop()
+        await first.stop()
+    got = replies(tg)
+    assert [len(got[(m["chat"]["id"], m["message_id"])]) for m in msgs] == [1, 1, 1]
+    assert len(tg.called("sendMessage")) == 3
+    assert await JobStore(jobs_db).counts() == {"done": 3}
+
+
+async def test_telegram_webhook_checks_the_secret_and_dedupes(tg, q_app, jobs_db):
+    queue = make_queue(q_app, jobs_db, workers=2)
+    bot = TelegramBot(tg_config(tg, webhook_url="https://bot.example.org/tg/hook", webhook_secret="s3cr3t-_x"),
+                      q_app.engine, queue=queue)
+    web_app = web.Application()
+    bot.add_webhook_route(web_app)
+    await bot.start()
+    await queue.start()
+    runner, port = await serve_on_loopback(web_app)
+    url = f"http://127.0.0.1:{port}/tg/hook"
+    msg = user_message(tg, "Vaccines cause autism in children", 7100)
+    update = {"update_id": 555001, "message": msg}
+    try:
+        assert tg.webhook == {"url": "https://bot.example.org/tg/hook", "secret_token": "s3cr3t-_x",
+                              "allowed_updates": ["message", "channel_post", "callback_query"]}
+        assert not tg.called("deleteWebhook")
+        async with aiohttp.ClientSession() as s:
+            for headers in ({}, {"X-Telegram-Bot-Api-Secret-Token": "wrong"}):
+                async with s.post(url, json=update, headers=headers) as r:
+                    assert r.status == 401
+            assert await JobStore(jobs_db).counts() == {}  # nothing persisted for a forged delivery
+            for _ in range(2):  # Telegram retries a delivery it thinks failed: one reply
+                async with s.post(url, json=update, headers={"X-Telegram-Bot-Api-Secret-Token": "s3cr3t-_x"}) as r:
+                    assert r.status == 200
+        await settle(tg, 1)
+    finally:
+        await runner.cleanup()
+        await queue.stop()
+        await bot.stop()
+    assert len(replies(tg)[(msg["chat"]["id"], msg["message_id"])]) == 1
+    assert await JobStore(jobs_db).counts() == {"done": 1}
+
+
+SLACK_SECRET = "slack-signing-secret"
+
+
+def slack_headers(body: str, **extra: str) -> dict[str, str]:
+    ts = str(int(time.time()))
+    sig = "v0=" + hmac.new(SLACK_SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {"X-Slack-Signature": sig, "X-Slack-Request-Timestamp": ts, "Content-Type": "application/json", **extra}
+
+
+async def test_slack_event_and_its_retries_get_one_reply(q_app, jobs_db):
+    fake = await FakeSlack().start()
+    queue = make_queue(q_app, jobs_db, workers=2)
+    bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SLACK_SECRET, api_url=fake.base_url, port=0,
+                               progress_interval=0.0), q_app.engine, queue=queue)
+    await bot.start()
+    await queue.start()
+    ts = f"{int(time.time())}.000777"
+    body = json.dumps({"token": "legacy", "team_id": TEAM_ID, "api_app_id": "A0TIPLINE", "type": "event_callback",
+                       "event_id": "Ev0DURABLE1", "event_time": int(time.time()),
+                       "event": {"type": "app_mention", "user": "U0ALICE", "ts": ts, "channel": "C0NEWS",
+                                 "text": f"<@{BOT_USER_ID}> The Earth is flat and NASA hides it", "team": TEAM_ID},
+                       "authorizations": [{"team_id": TEAM_ID, "user_id": BOT_USER_ID, "is_bot": True}]})
+    try:
+        async with aiohttp.ClientSession() as s:
+            for extra in ({}, {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_error"},
+                          {"X-Slack-Retry-Num": "2", "X-Slack-Retry-Reason": "http_timeout"}):
+                async with s.post(f"http://127.0.0.1:{bot.port}/slack/events", data=body.encode(),
+                                  headers=slack_headers(body, **extra)) as r:
+                    assert r.status == 200
+        def card():
+            return [c for c in fake.called("chat.update") if c.params.get("blocks")]
+        await fake.wait_for(card, 60)
+        await asyncio.sleep(1.0)
+    finally:
+        await queue.stop()
+        await bot.stop()
+        await fake.stop()
+    assert len(fake.posts_in_thread("C0NEWS", ts)) == 1
+    assert len([c for c in fake.called("chat.update") if c.params.get("blocks")]) == 1
+    assert await JobStore(jobs_db).counts() == {"done": 1}
+
+
+async def test_burst_past_queue_max_is_told_its_place_and_nothing_is_dropped(tg, q_app, jobs_db):
+    queue = make_queue(q_app, jobs_db, workers=2, queue_max=3, hard_cap=6,
+                       limiter=RateLimiter(user_per_minute=2, chat_per_minute=100))
+    bot = TelegramBot(tg_config(tg), q_app.engine, queue=queue)
+    await bot.start()
+    msgs = [user_message(tg, f"{CLAIMS[n % len(CLAIMS)]} ({n})", 7200 + n) for n in range(9)]
+    msgs += [user_message(tg, f"{CLAIMS[n]} (again {n})", 7299) for n in range(3)]  # one user, three times
+    for m in msgs:
+        await tg.queue_message(m)
+    try:
+        store = JobStore(jobs_db)
+        # Workers are not started yet: the whole burst is persisted first, deterministically.
+        await wait_until(lambda: len(replies(tg)) >= 9, 30)  # 3 notices + 6 refusals, sent at once
+        counts = await store.counts()
+        assert counts.get("refused") == 6 and counts.get("pending", 0) + counts.get("held", 0) == 6
+        await queue.start()
+        await settle(tg, 6)
+    finally:
+        await queue.stop()
+        await bot.stop()
+    got = replies(tg)
+    first_texts = {c.result["message_id"]: c.params["text"] for c in tg.called("sendMessage")}
+    for n, m in enumerate(msgs):
+        reply = got[(m["chat"]["id"], m["message_id"])]
+        assert len(reply) == 1, n  # exactly one reply each: none silent, none doubled
+        text, first = reply[0]["text"], first_texts[reply[0]["message_id"]]
+        if n < 3:
+            assert "Check id:" in text and first.startswith(CHECKING)
+        elif n < 6:  # told their place, then the notice became the verdict card
+            assert "Check id:" in text and first == BUSY_TEXT.format(n=n + 1)
+        elif n < 11:
+            assert text == FULL_TEXT  # past the hard cap (the first two of the one user, too)
+        else:
+            assert text.startswith("⏳ You're sending checks faster than I can take them")
+    assert await store.counts() == {"done": 6, "refused": 6}
+
+
+class GateFactory:
+    """A `ResponderFactory` for a test platform whose first progress message waits for `gate`."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.entered = asyncio.Event()
+        self.finals: list[str] = []
+
+    def build(self, where, reply_ref):
+        factory = self
+
+        class R:
+            async def progress(self, text: str) -> None:
+                factory.entered.set()
+                await factory.gate.wait()
+
+            async def final(self, reply, request=None) -> None:
+                factory.finals.append(reply.check_id)
+
+            async def say(self, text: str) -> None:
+                factory.finals.append(text)
+        return R()
+
+    def reply_ref(self, responder) -> str | None:
+        return None
+
+
+async def test_shutdown_puts_late_checks_back_then_the_next_run_finishes_them(q_app, jobs_db):
+    store = JobStore(jobs_db)
+    # Run 1: the check is still waiting on the platform when the shutdown timeout runs out.
+    queue = make_queue(q_app, jobs_db, workers=1)
+    factory = GateFactory()
+    queue.register("test", factory)
+    admission = await queue.submit("t-1", "test", req("c", "Drinking bleach cures COVID-19"), {})
+    await queue.start()
+    await asyncio.wait_for(factory.entered.wait(), 30)
+    await queue.stop(timeout=0.2)
+    job = await store.get_id(admission.job.id)
+    assert job is not None and job.status == "pending" and job.attempts == 1 and not factory.finals
+    assert await queue.submit("t-1", "test", req("c", "x"), {}) is not None  # a re-delivery: no new job
+    assert await store.counts() == {"pending": 1}
+    # Run 2 resumes it; a shutdown with time to spare lets it finish.
+    queue = make_queue(q_app, jobs_db, workers=1)
+    factory = GateFactory()
+    queue.register("test", factory)
+    await queue.start()
+    await asyncio.wait_for(factory.entered.wait(), 30)
+    asyncio.get_running_loop().call_later(0.3, factory.gate.set)
+    await queue.stop(timeout=30)
+    job = await store.get_id(admission.job.id)
+    assert job is not None and job.status == "done" and job.attempts == 2
+    assert factory.finals == [job.check_id]
+
+
+async def test_rest_idempotency_key_maps_to_one_check(q_app, jobs_db):
+    queue = make_queue(q_app, jobs_db, workers=1)
+    web_app = web.Application()
+    HttpApi(q_app.engine, q_app.db, "tok", queue=queue).add_routes(web_app)
+    # A request the last process accepted but never finished (it was killed mid-check):
+    store = JobStore(jobs_db)
+    await store.enqueue("api:left-over", "api", "api", None,
+                        request_to_payload(req("api", "The moon landing was staged in a studio", None), {}),
+                        status="running")
+    await queue.start()
+    runner, port = await serve_on_loopback(web_app)
+    url = f"http://127.0.0.1:{port}/v1/checks"
+    auth = {"Authorization": "Bearer tok"}
+    try:
+        async with aiohttp.ClientSession() as s:
+            async def post(text: str, key: str | None) -> tuple[int, dict[str, Any], Any]:
+                headers = {**auth, **({"Idempotency-Key": key} if key else {})}
+                async with s.post(url, json={"text": text}, headers=headers) as r:
+                    return r.status, await r.json(), r.headers
+            status1, body1, _ = await post("Garlic prevents infection with the new coronavirus", "k-1")
+            status2, body2, headers2 = await post("Garlic prevents infection with the new coronavirus", "k-1")
+            assert (status1, status2) == (201, 200) and body1["id"] == body2["id"]
+            assert headers2["Idempotent-Replayed"] == "true"
+            status3, body3, _ = await post("Something else entirely", "k-1")
+            assert status3 == 422 and "different text" in body3["error"]
+            status4, body4, _ = await post("Garlic prevents infection with the new coronavirus", None)
+            assert status4 == 201 and body4["id"] != body1["id"]  # no key: a new check each time
+            deadline = time.monotonic() + 30
+            while (job := await store.get("api:left-over")).status != "done":  # type: ignore[union-attr]
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.1)
+            status5, body5, _ = await post("The moon landing was staged in a studio", "left-over")
+            assert status5 == 200 and body5["id"] == job.check_id
+    finally:
+        await runner.cleanup()
+        await queue.stop()

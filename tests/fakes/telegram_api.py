@@ -24,7 +24,7 @@ from tests.fakes.loopback import LoopbackFake
 BOT_USER = {"id": 777000111, "is_bot": True, "first_name": "Tipline", "username": "tipline_bot",
             "can_join_groups": True, "can_read_all_group_messages": False, "supports_inline_queries": False}
 
-_RAW_STRINGS = {"text", "caption", "parse_mode", "message_thread_id_raw"}
+_RAW_STRINGS = {"text", "caption", "parse_mode", "message_thread_id_raw", "secret_token"}
 
 
 @dataclass
@@ -43,6 +43,7 @@ class FakeTelegram(LoopbackFake):
     messages: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     # chat id -> {user id: "creator" | "administrator"}; everyone else is a plain "member"
     chat_admins: dict[int, dict[int, str]] = field(default_factory=dict)
+    webhook: dict[str, Any] | None = None  # set by setWebhook: url, secret_token, allowed_updates
 
     def __post_init__(self) -> None:
         self._update_ids = itertools.count(1)
@@ -185,6 +186,17 @@ class FakeTelegram(LoopbackFake):
         return BOT_USER
 
     async def api_deleteWebhook(self, params: dict[str, Any]) -> Any:
+        self.webhook = None
+        return True
+
+    async def api_setWebhook(self, params: dict[str, Any]) -> Any:
+        url = params.get("url") or ""
+        if not url.startswith("https://"):
+            raise _ApiError("Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
+        secret = params.get("secret_token")
+        if secret is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", str(secret)):
+            raise _ApiError("Bad Request: secret token contains unallowed characters")
+        self.webhook = {"url": url, "secret_token": secret, "allowed_updates": params.get("allowed_updates")}
         return True
 
     async def api_setMyCommands(self, params: dict[str, Any]) -> Any:
