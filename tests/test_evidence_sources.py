@@ -150,15 +150,14 @@ async def test_factcheck_api_bad_key_does_not_leak_the_key(fake: FakeSearchAPI, 
 
 
 @pytest.mark.parametrize(("provider", "route", "operator"), [("searxng", "searxng", "site:"),
-                                                            ("brave", "brave", "site:"),
-                                                            ("gdelt", "gdelt", "domain:")])
+                                                            ("brave", "brave", "site:")])
 async def test_trusted_outlets_first_and_enough_stops_there(fake, session, provider, route, operator):
     _stock(fake)
     found = await _sources(fake, session)[provider].gather(
         ClaimQuery(claim=CLAIM, allow_domains=TRUSTED), limit=8)
     hits = fake.hits(route)
     assert len(hits) == 1, hits
-    q = hits[0]["q" if route != "gdelt" else "query"]
+    q = hits[0]["q"]
     assert f"{operator}reuters.com" in q and f"{operator}apnews.com" in q
     assert {e.domain for e in found} <= {"reuters.com", "apnews.com"} and len(found) >= 3
     assert all(e.retrieval_score > 0.7 for e in found)
@@ -176,6 +175,26 @@ async def test_fact_checkers_second_then_broad_when_still_short(fake: FakeSearch
     assert found[0].domain == "snopes.com"  # found by the fact-checker stage, so ranked above broad results
     assert len({e.url for e in found}) == len(found) == 6
     assert found[0].retrieval_score > max(e.retrieval_score for e in found[1:])
+
+
+async def test_gdelt_stages_locally_in_one_request(fake: FakeSearchAPI, session):
+    """GDELT allows one request per 5 s: one wide keyword query, then trusted > fact-checkers > the rest."""
+    _stock(fake)
+    fake.gdelt_articles.insert(0, gdelt_article("https://blog.example/first", "Eiffel scrap blog"))
+    found = await _sources(fake, session)["gdelt"].gather(ClaimQuery(claim=CLAIM, allow_domains=TRUSTED), limit=5)
+    [params] = fake.hits("gdelt")
+    assert params["query"] == "Eiffel Tower sold scrap metal 2024" and params["maxrecords"] == "50"
+    assert [e.domain for e in found] == ["reuters.com", "apnews.com", "reuters.com", "snopes.com", "blog.example"]
+    scores = [e.retrieval_score for e in found]
+    assert scores == sorted(scores, reverse=True) and scores[2] > scores[3] > scores[4]
+
+
+async def test_gdelt_rate_limit_notice_is_a_429(fake: FakeSearchAPI, session):
+    fake.fail("gdelt", status=200, content_type="text/plain",
+              body="Please limit requests to one every 5 seconds or contact kalev.leetaru5@gmail.com for larger queries.")
+    with pytest.raises(ProviderError) as err:
+        await _sources(fake, session)["gdelt"].gather(ClaimQuery(claim=CLAIM), limit=5)
+    assert err.value.status == 429 and err.value.retry_after == 5.0
 
 
 async def test_allow_domains_cannot_inject_query_syntax(fake: FakeSearchAPI, session):

@@ -184,6 +184,10 @@ HOSTILE = {
     "binary as text": "".join(chr(c) for c in range(0, 0x3000, 7)) * 20,
     "many attributes": "<div " + " ".join(f"a{i}=x" for i in range(100_000)) + ">text</div>",
     "nul bytes": "<p>\x00\x00text\x00</p>",
+    # these three sent the stdlib html.parser quadratic (tens of seconds for 50-200 KB)
+    "unfinished tags": "<x " * 50_000,
+    "unclosed comments": "<!--" * 50_000,
+    "unclosed quotes": "<a b='" * 20_000,
     "cdata and pi": "<![CDATA[x]]><?xml version='1.0'?><!DOCTYPE x [<!ENTITY a 'b'>]><p>&a; &#xffffffff; &#0;</p>",
 }
 
@@ -200,6 +204,16 @@ def test_hostile_html_never_crashes(name: str):
 def test_fuzzed_html_never_crashes(html: str):
     info = extract_page(html, "http://h/")
     assert isinstance(info.text, str)
+
+
+def test_tokenizer_reads_entities_raw_text_and_attributes():
+    html = ("<html LANG='fr'><body><p>Fish &amp; chips &lt;3</p><script>if (a < b) { x = '</p><p>not text' }"
+            "</script><p title=\"a &quot;b&quot;\">after</p><textarea>&lt;kept&gt;</textarea>"
+            "<meta name=description content='Caf&eacute; &amp; bar'></body></html>")
+    info = extract_page(html, "http://h/")
+    assert info.language == "fr" and info.description == "Café & bar"
+    assert "Fish & chips <3" in info.text and "after" in info.text
+    assert "not text" not in info.text
 
 
 def test_best_passage_picks_the_window_about_the_claim():

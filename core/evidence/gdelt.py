@@ -5,8 +5,8 @@
 Response: {"articles": [{"url", "title", "seendate": "20240101T120000Z", "domain", "language",
 "sourcecountry", ...}]}; no matches is `{}`. GDELT reports bad queries and rate limits as plain text with
 HTTP 200 ("Your search contained a phrase that was too short", "Please limit requests to one every 5
-seconds"): anything that is not JSON is reported with its first words. Articles have no snippet, so the
-title stands in for one.
+seconds"): anything that is not JSON is reported with its first words (the rate-limit notice as a 429).
+Articles have no snippet, so the title stands in for one. One request per claim (see `gather`).
 """
 
 from __future__ import annotations
@@ -19,17 +19,13 @@ import aiohttp
 from core.evidence.base import ClaimQuery, Evidence
 from core.evidence.errors import ProviderError
 from core.evidence.http import get_text
-from core.evidence.staged import staged_search
-from core.evidence.text import clean_snippet, domain_of, parse_datetime
+from core.evidence.staged import FACTCHECK_DOMAINS, STAGE_WEIGHTS
+from core.evidence.text import clean_snippet, domain_of, parse_datetime, safe_domains
 
 MAX_RECORDS = 250
 _LANGS = {"english": "en", "spanish": "es", "french": "fr", "german": "de", "russian": "ru", "ukrainian": "uk",
           "portuguese": "pt", "italian": "it", "arabic": "ar", "chinese": "zh", "polish": "pl", "turkish": "tr"}
 _STOP = frozenset("the and for that with this from are was were has have had not but its into about".split())
-
-
-def site_filter(domains: list[str]) -> str:
-    return "(" + " OR ".join(f"domain:{d}" for d in domains) + ")" if len(domains) > 1 else f"domain:{domains[0]}"
 
 
 def gdelt_terms(text: str, max_terms: int = 8) -> str:
@@ -48,10 +44,25 @@ class GdeltSource:
         self.enough = enough
 
     async def gather(self, query: ClaimQuery, *, limit: int) -> list[Evidence]:
-        # Operators (domain:, parentheses) survive; the free-text part is reduced to keywords GDELT accepts.
-        q = query.model_copy(update={"queries": [gdelt_terms(s) for s in query.search_queries if gdelt_terms(s)]
-                                     or [gdelt_terms(query.claim)]})
-        return await staged_search(self.search, site_filter, q, limit=limit, enough=self.enough)
+        # GDELT allows one request every 5 seconds per client, so the three search stages happen locally:
+        # one keyword query fetches a wide list, then trusted outlets, fact-checkers and the rest are
+        # ranked in that order (the other providers run the stages as separate site-filtered queries).
+        keywords = next((t for t in map(gdelt_terms, query.search_queries) if t), "") or gdelt_terms(query.claim)
+        if not keywords:
+            return []
+        found = await self.search(keywords, min(MAX_RECORDS, max(limit * 5, 50)))
+        trusted = set(safe_domains(query.allow_domains, limit=50))
+        checkers = set(FACTCHECK_DOMAINS)
+
+        def stage(e: Evidence) -> str:
+            if any(e.domain == d or e.domain.endswith("." + d) for d in trusted):
+                return "trusted"
+            return "factcheckers" if any(e.domain == d or e.domain.endswith("." + d) for d in checkers) else "broad"
+
+        ranked = sorted(enumerate(found), key=lambda p: (-STAGE_WEIGHTS[stage(p[1])], p[0]))[:limit]
+        n = max(len(found), 1)
+        return [e.model_copy(update={"retrieval_score": round(STAGE_WEIGHTS[stage(e)] * (1.0 - 0.1 * i / n), 4)})
+                for i, e in ranked]
 
     async def search(self, q: str, count: int) -> list[Evidence]:
         text = await get_text(self.session, "GDELT", self.url,
@@ -62,6 +73,10 @@ class GdeltSource:
             doc = json.loads(text)
         except (ValueError, RecursionError) as exc:
             said = " ".join(text.split())[:120]
+            if "limit requests" in said.lower():
+                # Its rate-limit notice comes as text with HTTP 200; give it a 429 so retries back off.
+                raise ProviderError("GDELT", "GDELT is rate-limiting us (one request every 5 seconds).",
+                                    status=429, retry_after=5.0) from exc
             raise ProviderError("GDELT", f"GDELT refused the search: {said!r}." if said
                                 else "GDELT sent an empty answer.") from exc
         if not isinstance(doc, dict):
