@@ -369,3 +369,34 @@ async def test_knowledge_source_by_url_and_gather_all(app):
                                           ClaimQuery(claim="something unrelated about football", urls=[url]),
                                           limit=3, timeout=30)
     assert report.ok and evidence[0].url == url and evidence[0].retrieval_score == 1.0
+
+
+# -- the `evidence` collection: the knowledge base grows with use --------------------------------------------
+
+
+async def test_evidence_index_grows_and_boosts_what_keeps_proving_relevant(app, settings):
+    from core.evidence.evidence_index import EvidenceIndex, EvidenceIndexSource
+    from storage.evidence_vectors import EvidenceVectors
+
+    index = EvidenceIndex(EvidenceVectors(app.vectors, settings.evidence_collection), app.embedder)
+    await index.open()
+    web = Evidence(url="https://www.reuters.com/world/eiffel-1", title="Eiffel Tower not sold for scrap, Paris says",
+                   snippet="The city of Paris denied rumours that the Eiffel Tower was sold as scrap metal.",
+                   domain="reuters.com", source="searxng", source_type="web")
+    other = Evidence(url="https://example.org/football", title="Cup final report",
+                     snippet="The home side won the cup final after extra time.", domain="example.org",
+                     source="gdelt", source_type="news")
+    rated = Evidence(url="https://www.snopes.com/fc/eiffel", title="Fact check", snippet="Claim checked",
+                     source="factcheck_api", source_type="factcheck")
+    assert await index.add([web, other, rated]) == 2  # fact-checks live in `factchecks`, not here
+    assert await index.add([web]) == 0  # already stored: kept, count not reset
+
+    source = EvidenceIndexSource(index)
+    first = await source.gather(ClaimQuery(claim=CLAIM), limit=3)
+    assert [e.url for e in first] == [web.url]
+    assert first[0].source_type == "knowledge" and first[0].domain == "reuters.com"
+    second = await source.gather(ClaimQuery(claim=CLAIM), limit=3)
+    assert second[0].retrieval_score == pytest.approx(first[0].retrieval_score + 0.02, abs=1e-3)
+    [hit] = [h for h in await index.vectors.search((await app.embedder.embed([CLAIM]))[0], 5) if h.url == web.url]
+    assert hit.payload["access_count"] == 2 and hit.payload["credibility"] == 0.9
+    assert {"source", "domain", "source_type", "credibility", "timestamp", "access_count", "language"} <= hit.payload.keys()
