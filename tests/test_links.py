@@ -107,6 +107,14 @@ async def test_fifty_megabytes_undeclared_is_cut_at_the_cap(fake: FakeSearchAPI,
     assert len(page.text.encode()) <= 2 * 1024 * 1024
 
 
+async def test_gzip_bomb_is_cut_at_the_cap(fake: FakeSearchAPI, fetcher: PageFetcher):
+    import gzip
+    bomb = gzip.compress(b"<p>" + b"a" * (16 * 1024 * 1024), compresslevel=9)  # 16 MB inflated, 16 KB sent
+    url = fake.page("/bomb", bomb, headers={"Content-Encoding": "gzip"})
+    page = await fetcher.fetch(url)
+    assert page.truncated and len(page.text) <= 2 * 1024 * 1024
+
+
 async def test_slow_drip_ends_in_a_timeout(fake: FakeSearchAPI):
     guard = SSRFGuard(["127.0.0.1"])
     async with guarded_session(guard) as session:

@@ -4,7 +4,8 @@
         evidence, reports = await gather_all(ev.sources, ClaimQuery(claim=..., urls=[...]), limit=8,
                                              timeout=settings.source_timeout_s)
 
-Only configured providers are built: the knowledge base (when a matcher is given), Fact Check Tools
+Only configured providers are built: the knowledge base (when a matcher is given), the `evidence`
+collection (when an EvidenceIndex is given, see core/evidence/evidence_index.py), Fact Check Tools
 (key set), SearxNG (URL set), Brave (key set), GDELT (URL set; the public endpoint by default) and link
 expansion (always; SSRF-guarded, `fetch_allow_hosts` trusted). Two sessions: `api_session` for the
 operator's provider URLs (trusted) and `fetch_session` for URLs from messages (guarded resolver, no
@@ -26,6 +27,7 @@ from pydantic import SecretStr
 
 from core.evidence.base import EvidenceSource
 from core.evidence.brave import BraveSource
+from core.evidence.evidence_index import EvidenceIndex, EvidenceIndexSource
 from core.evidence.factcheck_api import FactCheckAPISource
 from core.evidence.fetch import USER_AGENT, PageFetcher, guarded_session
 from core.evidence.gdelt import GdeltSource
@@ -64,13 +66,16 @@ def api_session() -> aiohttp.ClientSession:
 
 def build_sources(settings: Settings, *, api_session: aiohttp.ClientSession,
                   fetch_session: aiohttp.ClientSession | None = None, guard: SSRFGuard | None = None,
-                  matcher: ClaimMatcher | None = None) -> list[EvidenceSource]:
+                  matcher: ClaimMatcher | None = None,
+                  evidence_index: EvidenceIndex | None = None) -> list[EvidenceSource]:
     # Each provider call gets a little less than the per-source budget, so it ends with its own error
     # sentence instead of being cut off by gather_all's timeout.
     t = max(1.0, settings.source_timeout_s * 0.8)
     sources: list[EvidenceSource] = []
     if matcher is not None:
         sources.append(KnowledgeSource(matcher))
+    if evidence_index is not None:
+        sources.append(EvidenceIndexSource(evidence_index))
     if settings.factcheck_api_key is not None and settings.factcheck_url:
         sources.append(FactCheckAPISource(api_session, settings.factcheck_url,
                                           settings.factcheck_api_key.get_secret_value(), timeout_s=t))
@@ -92,9 +97,11 @@ def build_sources(settings: Settings, *, api_session: aiohttp.ClientSession,
 class EvidenceSources:
     """The sources plus the sessions they share; `async with` (or `await aclose()`) closes the sessions."""
 
-    def __init__(self, settings: Settings, *, matcher: ClaimMatcher | None = None):
+    def __init__(self, settings: Settings, *, matcher: ClaimMatcher | None = None,
+                 evidence_index: EvidenceIndex | None = None):
         self.settings = settings
         self.matcher = matcher
+        self.evidence_index = evidence_index
         self.guard = SSRFGuard(settings.fetch_allow_hosts)
         self.sources: list[EvidenceSource] = []
         self._stack = AsyncExitStack()
@@ -108,7 +115,7 @@ class EvidenceSources:
         fetch = await self._stack.enter_async_context(guarded_session(self.guard, connect_timeout_s=CONNECT_TIMEOUT_S))
         self.api_session, self.fetch_session = api, fetch
         self.sources = build_sources(self.settings, api_session=api, fetch_session=fetch, guard=self.guard,
-                                     matcher=self.matcher)
+                                     matcher=self.matcher, evidence_index=self.evidence_index)
 
     @property
     def names(self) -> list[str]:
