@@ -5,7 +5,7 @@
     tipline check [--json] TEXT          one check; '-' reads the text from standard input
     tipline ingest PATH_OR_URL...        load previously fact-checked claims
     tipline eval claim-matching ...      CLEF-2020 Task 2 run file + MAP@5
-    tipline bench ingest|match ...       speed figures for docs/benchmarks.md
+    tipline bench ingest|match|corroborate ...   speed figures for docs/benchmarks.md
     tipline schema [PATH]                write the Result JSON schema
 """
 
@@ -186,6 +186,9 @@ async def cmd_bench(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.what == "ingest":
         report = await bench.bench_ingest(settings, args.claims, limit=args.limit, repeats=args.repeats)
+    elif args.what == "corroborate":
+        report = await bench.bench_corroborate(settings, args.messages, args.queries, stored=args.stored,
+                                               lookups=args.n)
     else:
         report = await bench.bench_match(settings, args.claims, args.queries, n_queries=args.n)
     print(json.dumps(report, indent=2) if args.json else bench.format_report(report))
@@ -239,8 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--qrels", type=Path, help="tweet-vclaim-pairs.qrels: print pairwise precision, recall, F1")
 
     b = sub.add_parser("bench", help="speed benchmarks")
-    b.add_argument("what", choices=["ingest", "match"])
-    b.add_argument("--claims", type=Path, required=True, help="a claims TSV (vclaim_id, vclaim, title)")
+    b.add_argument("what", choices=["ingest", "match", "corroborate"])
+    b.add_argument("--claims", type=Path, help="a claims TSV (vclaim_id, vclaim, title); ingest and match")
+    b.add_argument("--messages", type=Path, help="corroborate: tweets TSV used as stored channel messages")
+    b.add_argument("--stored", type=int, default=100_000, help="corroborate: messages stored before timing")
     b.add_argument("--queries", type=Path, help="queries TSV for 'match'")
     b.add_argument("--limit", type=int, default=2000, help="claims per ingest run")
     b.add_argument("--repeats", type=int, default=3)
@@ -264,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "bench" and args.what == "match" and not args.queries:
         parser.error("bench match needs --queries")
+    if args.command == "bench" and args.what in ("ingest", "match") and not args.claims:
+        parser.error(f"bench {args.what} needs --claims")
+    if args.command == "bench" and args.what == "corroborate" and not (args.messages and args.queries):
+        parser.error("bench corroborate needs --messages (stored) and --queries (checked texts)")
     try:
         if args.command == "schema":
             return cmd_schema(args)

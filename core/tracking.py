@@ -247,6 +247,26 @@ class Corroborator:
         self.stats.ingested += len(keep)
         return [stories.get(m.key) for m in messages]
 
+    async def bulk_load(self, messages: Sequence[TrackedMessage], vectors: np.ndarray,
+                        stories: Sequence[str] | None = None) -> None:
+        """Store messages with precomputed vectors and known story ids, without linking (imports and
+        `tipline bench corroborate`, which fills 100,000 messages without embedding each one)."""
+        stories = list(stories) if stories is not None else [m.key for m in messages]
+        rows = [StoredMessage(id=m.key, platform=m.platform, chat_id=str(m.chat_id), message_id=str(m.message_id),
+                              text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
+                              language=m.language, story_id=s) for m, s in zip(messages, stories)]
+        await self.store.add(rows)
+        for i in range(0, len(messages), 1024):
+            await self.vectors.upsert([MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id),
+                                                    _secs(m.at))
+                                       for m, v in zip(messages[i:i + 1024], vectors[i:i + 1024])])
+
+        def load() -> None:
+            with self._lock:
+                for m, v, s in zip(messages, vectors, stories):
+                    self._add_row(m.key, v, _secs(m.at), m.chat, prepare_text(m.text), s)
+        await asyncio.to_thread(load)
+
     def _link_batch(self, msgs: Sequence[TrackedMessage], clean: Sequence[str],
                     vecs: np.ndarray) -> tuple[dict[str, str], list[tuple[str, list[str]]]]:
         stories: dict[str, str] = {}
