@@ -40,6 +40,9 @@ REFUSED = [
     "http://db.internal/", "http://router.home.arpa/", "http://intranet/", "http://ip6-localhost/",
     # userinfo tricks: the host is what counts
     "http://example.com@127.0.0.1/", "http://user:pass@10.1.2.3:8080/",
+    # parser-confusion tricks (backslash vs userinfo, broken brackets, impossible ports)
+    "http://example.com\\@127.0.0.1/", "http://127.0.0.1\\@example.com/", "http://[::1", "http://example.com:99999/",
+    "http://a..b.example/",
     # full-width digits normalise to 127.0.0.1
     "http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/",
     # not http(s) / not a host

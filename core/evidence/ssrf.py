@@ -27,7 +27,6 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
@@ -253,5 +252,3 @@ class GuardedResolver(AbstractResolver):
 
     async def close(self) -> None:
         return None
-
-
