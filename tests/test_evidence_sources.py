@@ -400,3 +400,34 @@ async def test_evidence_index_grows_and_boosts_what_keeps_proving_relevant(app, 
     [hit] = [h for h in await index.vectors.search((await app.embedder.embed([CLAIM]))[0], 5) if h.url == web.url]
     assert hit.payload["access_count"] == 2 and hit.payload["credibility"] == 0.9
     assert {"source", "domain", "source_type", "credibility", "timestamp", "access_count", "language"} <= hit.payload.keys()
+
+
+# -- one contract, every source -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["searxng", "brave", "gdelt", "factcheck", "links"])
+@pytest.mark.parametrize("limit", [1, 2, 5])
+async def test_every_source_honours_the_contract(fake, session, name, limit):
+    from core.evidence.fetch import PageFetcher, guarded_session
+    from core.evidence.links import LinkSource
+    from core.evidence.ssrf import SSRFGuard
+
+    _stock(fake)
+    for i in range(3):
+        fake.factcheck_claims.append(factcheck_claim(f"Eiffel Tower claim {i}", f"https://fullfact.org/e{i}", "Mostly false",
+                                                     publisher="Full Fact", site="fullfact.org"))
+    urls = [fake.page(f"/p{i}", f"<title>Eiffel {i}</title><p>Eiffel Tower story {i}.</p>") for i in range(3)]
+    query = ClaimQuery(claim=CLAIM, urls=urls, allow_domains=TRUSTED)
+    guard = SSRFGuard(["127.0.0.1"])
+    async with guarded_session(guard) as fetch_session:
+        sources = {**_sources(fake, session), "links": LinkSource(PageFetcher(fetch_session, guard), max_links=3)}
+        source = sources[name]
+        found = await source.gather(query, limit=limit)
+    assert isinstance(found, list) and 0 < len(found) <= limit
+    for e in found:
+        assert isinstance(e, Evidence) and e.source == source.name
+        assert e.url.startswith(("http://", "https://")) and e.domain == e.domain.lower()
+        assert not e.domain.startswith("www.") and e.title
+        assert 0.0 <= e.retrieval_score <= 1.0
+        assert (e.verdict is not None) == (e.source_type == "factcheck")
+    assert len({e.url for e in found}) == len(found)
