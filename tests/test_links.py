@@ -123,6 +123,14 @@ async def test_slow_drip_ends_in_a_timeout(fake: FakeSearchAPI):
     assert err.value.sentence == "The page took too long to load."
 
 
+async def test_silent_server_fails_on_the_read_timeout(fake: FakeSearchAPI):
+    guard = SSRFGuard(["127.0.0.1"])
+    async with guarded_session(guard) as session:
+        fetcher = PageFetcher(session, guard, timeout_s=30, read_timeout_s=0.3)
+        with pytest.raises(FetchTimeout):
+            await fetcher.fetch(fake.url("/drip?every=5"))
+
+
 @pytest.mark.parametrize(("body", "content_type"), [
     (b"%PDF-1.7\n\x00\x01\x02binary", "application/pdf"),
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "image/png"),

@@ -28,7 +28,6 @@ from yarl import URL
 from core.evidence.errors import (
     BlockedURL,
     ConnectFailed,
-    FetchError,
     FetchTimeout,
     HostNotFound,
     HTTPStatusError,
@@ -160,9 +159,9 @@ class PageFetcher:
             except aiohttp.ClientConnectorDNSError as exc:
                 raise HostNotFound() from exc
             except (aiohttp.InvalidURL, ValueError) as exc:
-                if isinstance(exc, FetchError):
-                    raise
                 raise BlockedURL("The link was not opened: it is not a valid web address.") from exc
+            except TimeoutError as exc:  # aiohttp's read/connect timeouts are TimeoutErrors too
+                raise FetchTimeout() from exc
             except aiohttp.ClientPayloadError as exc:
                 raise ConnectFailed("The site stopped sending the page part-way.") from exc
             except aiohttp.ClientError as exc:
