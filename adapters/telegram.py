@@ -675,6 +675,8 @@ class TelegramBot(_DurableIntake):
         """An ordinary group message or channel post: stored if the chat is tracked; in a group with
         /auto on, checked silently and answered only for a strong match. The bot never posts in channels."""
         chat = message.chat
+        if incoming.text.lstrip().startswith("/"):
+            return  # a command for another bot: neither news nor a claim
         try:
             if self.corroborator is not None:
                 await self.corroborator.ingest(tracked_message(

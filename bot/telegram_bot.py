@@ -358,20 +358,16 @@ class CheckService:
     async def auto_check(self, req: CheckRequest, responder: Responder) -> str | None:
         """`/auto on` in a group: check an ordinary message silently and answer only if it matched a
         known fact-check at the `auto` tier (noise gets bots removed); returns the check id if answered."""
-        reused = await self._reuse(req)
-        result = reused
-        if result is None:
-            try:
-                # not saved unless answered: ordinary chatter that matched nothing leaves no trace
-                result = await self.engine.check(req.text, None, save=False, scope=req.scope)
-            except EmptyInput:
-                return None
-            if not any(m.tier == "auto" for m in result.matches):
-                return None
-            await self.engine.db.save_check(result)
-            result = await self._enrich(req, result)
-        elif not any(m.tier == "auto" for m in result.matches):
+        # No repeat reuse here: it would count every silent check of chatter as a "check" of the text.
+        try:
+            # not saved unless answered: ordinary chatter that matched nothing leaves no trace
+            result = await self.engine.check(req.text, None, save=False, scope=req.scope)
+        except EmptyInput:
             return None
+        if not any(m.tier == "auto" for m in result.matches):
+            return None
+        await self.engine.db.save_check(result)
+        result = await self._enrich(req, result)
         await responder.final(to_reply(result), req)
         return result.id
 

@@ -375,8 +375,13 @@ class Corroborator:
         by_chat: dict[str, list] = {}  # chat -> [its first message of the story, stored row, best score]
         for h in hits:
             m = stored.get(h.key)
-            if m is None or (m.author and m.author.lower().lstrip("@") in skip):
+            if m is None:
                 continue
+            if skip:  # a forward names its origin by title or @handle: compare with both
+                known = await self.store.chat(m.platform, m.chat_id)
+                names = {m.author, known.title if known else "", known.handle if known else ""}
+                if {n.lower().lstrip("@") for n in names if n} & skip:
+                    continue
             cur = by_chat.get(h.chat)
             if cur is None:
                 by_chat[h.chat] = [h, m, h.score]

@@ -276,3 +276,17 @@ async def test_stats_for_configured_admins_only(app):
     stats = await cmds.handle(ChatSettingsRequest("telegram", 1, "private", 1, 1, "stats"))
     assert "Checks:" in stats and "Tracked chats:" in stats
     assert f"Messages stored: {await app.corroborator.store.count()}" in stats
+
+
+async def test_the_forwarded_channel_is_not_its_own_corroboration(app):
+    c = app.corroborator
+    a, b = await tracked(app, 2)
+    await c.store.set_flag("telegram", a, "tracking", True, kind="channel", title="Morning Wire")
+    text = "Ferry between Helsinki and Tallinn cancelled tonight because of a storm warning"
+    await c.ingest(msg(a, text, NOW - timedelta(hours=1)))
+    await c.ingest(msg(b, text + " (ferry company)", NOW - timedelta(minutes=50)))
+    everyone = await c.lookup(text, at=NOW)
+    assert {i.chat_id for i in everyone.items} == {a, b}
+    for origin in ("Morning Wire", f"@chan{a[-4:]}"):  # a forward names the channel by title or handle
+        found = await c.lookup(text, at=NOW, exclude_names=[origin])
+        assert [i.chat_id for i in found.items] == [b]
