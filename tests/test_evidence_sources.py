@@ -431,3 +431,10 @@ async def test_every_source_honours_the_contract(fake, session, name, limit):
         assert 0.0 <= e.retrieval_score <= 1.0
         assert (e.verdict is not None) == (e.source_type == "factcheck")
     assert len({e.url for e in found}) == len(found)
+
+
+async def test_provider_slower_than_its_own_timeout_says_so(fake, session):
+    fake.fail("searxng", delay_s=2)
+    source = SearxNGSource(session, fake.url("/searxng"), timeout_s=0.3)
+    with pytest.raises(ProviderError, match="SearxNG took longer than 0.3 s to answer"):
+        await source.search("eiffel", 3)

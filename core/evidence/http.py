@@ -50,12 +50,14 @@ async def get_text(session: aiohttp.ClientSession, provider: str, url: str, *, p
             return body.decode(resp.charset or "utf-8", errors="replace")
     except aiohttp.ClientConnectorDNSError as exc:
         raise ProviderError(provider, f"{provider} could not be found (DNS lookup failed; offline?).") from exc
+    except aiohttp.ConnectionTimeoutError as exc:
+        raise ProviderError(provider, f"{provider} could not be reached (connection timed out).") from exc
+    except TimeoutError as exc:  # before ClientConnectionError: aiohttp's read timeout is both
+        raise ProviderError(provider, f"{provider} took longer than {timeout_s:g} s to answer.") from exc
     except aiohttp.ClientConnectionError as exc:
         raise ProviderError(provider, f"{provider} could not be reached.") from exc
     except aiohttp.ClientPayloadError as exc:
         raise ProviderError(provider, f"{provider}'s answer was cut off.") from exc
-    except TimeoutError as exc:
-        raise ProviderError(provider, f"{provider} took longer than {timeout_s:g} s to answer.") from exc
 
 
 async def get_json(session: aiohttp.ClientSession, provider: str, url: str, *, params: dict[str, str],
