@@ -244,7 +244,8 @@ async def adjudicate(claim: str, judged: Sequence[Judged], features: Features, p
                 # paragraph that contradicts the label.
                 reasoning = offline_reasoning(claim, judged, cited, policy.model_copy(update={"verdict": verdict}),
                                               features)
-            conf = answer.confidence if answer.confidence == answer.confidence else 0.0
+            # The LLM's confidence was for its own verdict; when the guard overrode it, the policy's stands.
+            conf = answer.confidence if (answer.confidence == answer.confidence and not why) else policy.confidence
             cap = confidence_cap(verdict, features, policy.score)
             return Adjudication(verdict=verdict, confidence=round(min(max(conf, 0.0), cap), 3), reasoning=reasoning,
                                 citations=citations, cited=cited, mode="llm", notes=notes)

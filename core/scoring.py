@@ -26,7 +26,7 @@ Verdict policy (first rule that applies):
 6. otherwise NOT_ENOUGH_EVIDENCE.
 
 Confidence follows the score: SUPPORTED → score/100, REFUTED → 1 − score/100 (a low truth score is a
-confident refutation), MIXED → min(e_max, c_max) (how strongly both sides are present), MISLEADING →
+confident refutation), each capped by the strongest evidence for it (e_max, c_max), MIXED → min(e_max, c_max) (how strongly both sides are present), MISLEADING →
 the fact-check's match strength, NOT_ENOUGH_EVIDENCE → 1 − max(e_max, c_max) (sure only that nothing
 decisive was found). `confidence_cap` is the same bound applied to an LLM's stated confidence.
 """
@@ -145,10 +145,12 @@ def has_evidence(f: Features) -> bool:
 
 
 def confidence_cap(verdict: Verdict, f: Features, s: int) -> float:
+    # Never surer than the strongest single piece of evidence for the verdict: a score built on one
+    # fact-check match is as reliable as that match.
     if verdict == Verdict.SUPPORTED:
-        c = s / 100
+        c = min(s / 100, f.e_max)
     elif verdict == Verdict.REFUTED:
-        c = 1 - s / 100
+        c = min(1 - s / 100, f.c_max)
     elif verdict == Verdict.MIXED:
         c = min(f.e_max, f.c_max) if (f.e_max and f.c_max) else max(f.fc_strength, 0.5 * max(f.e_max, f.c_max))
     elif verdict == Verdict.MISLEADING:

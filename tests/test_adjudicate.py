@@ -72,7 +72,7 @@ async def test_llm_reasoning_with_valid_markers_is_kept_and_confidence_capped(fa
     adj = await adjudicate(CLAIM, items, f, policy, llm=llm)
     assert adj.mode == "llm" and adj.verdict == Verdict.SUPPORTED
     assert adj.reasoning == "The official site [1] and Britannica [2] give 330 m."
-    assert adj.confidence == policy.score / 100 < 1.0  # bounded by the score
+    assert adj.confidence == min(policy.score / 100, f.e_max) < 1.0  # bounded by the score
     assert [c.n for c in adj.citations] == list(range(1, len(adj.citations) + 1))
     assert adj.citations[0].url == "https://toureiffel.paris/en/facts"
     [req] = fake.requests_named("adjudication")

@@ -16,7 +16,7 @@ def test_seed_004_example_is_supported_with_a_high_score():
     assert score(f) == round(100 / (1 + math.exp(-(raw - 0.5) / 0.15)))
     assert score(f) >= 90
     p = decide(f)
-    assert p.verdict == Verdict.SUPPORTED and p.confidence == score(f) / 100
+    assert p.verdict == Verdict.SUPPORTED and p.confidence == min(score(f) / 100, f.e_max)
 
 
 def test_features_from_judged_evidence():
@@ -62,7 +62,7 @@ def test_refutation_needs_two_domains_or_a_matching_fact_check():
     assert decide(one).verdict == Verdict.NOT_ENOUGH_EVIDENCE
     two = compute_features([judged("a.org", 0.0, 0.95), judged("b.org", 0.1, 0.8)])
     p = decide(two)
-    assert p.verdict == Verdict.REFUTED and p.confidence == round(1 - p.score / 100, 3) and p.confidence > 0.9
+    assert p.verdict == Verdict.REFUTED and p.confidence == round(min(1 - p.score / 100, 0.95), 3) > 0.9
     fc = compute_features([judged("snopes.com", 0.0, 0.9, method="factcheck", fc=Verdict.REFUTED)])
     assert fc.fc_refuted and decide(fc).verdict == Verdict.REFUTED
 
@@ -88,5 +88,7 @@ def test_matching_misleading_fact_check():
 def test_confidence_caps():
     f = Features(e_max=0.3, c_max=0.1, n_evidence=2)
     assert confidence_cap(Verdict.NOT_ENOUGH_EVIDENCE, f, 40) == 0.7
-    assert confidence_cap(Verdict.SUPPORTED, f, 40) == 0.4
-    assert confidence_cap(Verdict.REFUTED, f, 40) == 0.6
+    assert confidence_cap(Verdict.SUPPORTED, f, 40) == 0.3  # capped by e_max
+    assert confidence_cap(Verdict.REFUTED, f, 40) == 0.1  # capped by c_max
+    g = Features(e_max=0.9, c_max=0.9, n_evidence=2)
+    assert confidence_cap(Verdict.SUPPORTED, g, 40) == 0.4 and confidence_cap(Verdict.REFUTED, g, 40) == 0.6

@@ -6,7 +6,7 @@ import pytest
 
 from core.llm import OpenAICompatibleLLM
 from core.models import Verdict
-from core.stance import FACTCHECK_MATCH, judge_stances, offline_stance
+from core.stance import FACTCHECK_MATCH, MATCH_PRECISION, judge_stances, offline_stance
 from tests.fakes.openai_api import FakeOpenAI, user_text
 from tests.judging_support import ev, passages, stance_by_keyword
 
@@ -42,10 +42,10 @@ def test_offline_web_passage_is_neutral_with_low_confidence():
 
 def test_offline_matching_fact_check_gives_its_verdict():
     s = offline_stance(CLAIM, fc("5G towers spread COVID-19", Verdict.REFUTED), 0.9)
-    assert s.label == "refutes" and s.refutes == 0.9 and s.method == "factcheck"
+    assert s.label == "refutes" and s.refutes == MATCH_PRECISION and s.method == "factcheck"
     assert s.factcheck_verdict == Verdict.REFUTED
     t = offline_stance(CLAIM, fc("5G towers spread COVID-19", Verdict.SUPPORTED, "True"), 0.99)
-    assert t.label == "supports" and t.supports == 0.95  # capped: a match is never certainty
+    assert t.label == "supports" and t.supports == MATCH_PRECISION  # a match is never certainty
 
 
 def test_offline_fact_check_about_another_claim_is_neutral():
@@ -60,7 +60,7 @@ def test_offline_negated_claim_does_not_inherit_the_rating():
 
 def test_offline_misleading_fact_check_splits_the_weight():
     s = offline_stance(CLAIM, fc("5G towers spread COVID-19", Verdict.MISLEADING, "Misleading"), 0.8)
-    assert s.supports == s.refutes == 0.4 and s.factcheck_verdict == Verdict.MISLEADING
+    assert s.supports == s.refutes == MATCH_PRECISION / 2 and s.factcheck_verdict == Verdict.MISLEADING
 
 
 async def test_no_llm_means_offline_for_all():
