@@ -114,6 +114,23 @@ class _Hit:
 
 
 @dataclass
+class _Prepared:
+    """A batch embedded and linked in memory, waiting to be written."""
+
+    messages: Sequence[TrackedMessage]
+    keep: list[TrackedMessage]
+    vecs: np.ndarray
+    stories: dict[str, str]
+    merges: list[tuple[str, list[str]]]
+
+
+def _fail(batch: list, exc: BaseException) -> None:
+    for _, fut in batch:
+        if not fut.done():
+            fut.set_exception(exc)
+
+
+@dataclass
 class _Stats:
     ingested: int = 0
     skipped_untracked: int = 0
@@ -190,23 +207,38 @@ class Corroborator:
         return await fut
 
     async def _drain(self) -> None:
-        """One consumer: whatever queued up while the previous batch was embedded goes in one batch."""
+        """One consumer: whatever queued up while the previous batch was embedded goes in one batch.
+        Writing a batch (SQLite, Qdrant) overlaps with embedding the next one; writes stay in order."""
         assert self._queue is not None
-        while True:
-            batch = [await self._queue.get()]
-            while len(batch) < BATCH and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            try:
-                results = await self.ingest_batch([m for m, _ in batch])
-            except Exception as exc:  # one bad batch must not stop ingestion; each caller hears about it
-                log.exception("corroboration: could not ingest %d messages", len(batch))
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(exc)
-                continue
-            for (_, fut), story in zip(batch, results):
-                if not fut.done():
-                    fut.set_result(story)
+        writing: asyncio.Task[None] | None = None
+        try:
+            while True:
+                batch = [await self._queue.get()]
+                while len(batch) < BATCH and not self._queue.empty():
+                    batch.append(self._queue.get_nowait())
+                try:
+                    prepared = await self._prepare([m for m, _ in batch])
+                except Exception as exc:  # one bad batch must not stop ingestion; each caller hears about it
+                    log.exception("corroboration: could not ingest %d messages", len(batch))
+                    _fail(batch, exc)
+                    continue
+                if writing is not None:
+                    await writing
+                writing = asyncio.create_task(self._write_and_answer(prepared, batch))
+        finally:
+            if writing is not None:
+                await asyncio.gather(writing, return_exceptions=True)
+
+    async def _write_and_answer(self, prepared: _Prepared, batch: list) -> None:
+        try:
+            results = await self._write(prepared)
+        except Exception as exc:
+            log.exception("corroboration: could not store %d messages", len(batch))
+            _fail(batch, exc)
+            return
+        for (_, fut), story in zip(batch, results):
+            if not fut.done():
+                fut.set_result(story)
 
     async def _embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
@@ -229,23 +261,31 @@ class Corroborator:
     async def ingest_batch(self, messages: Sequence[TrackedMessage]) -> list[str | None]:
         """Embed, link and store messages (in time order within the batch). Chats that stopped being
         tracked since the messages were queued are skipped."""
+        return await self._write(await self._prepare(messages))
+
+    async def _prepare(self, messages: Sequence[TrackedMessage]) -> _Prepared:
+        """Embed and link (the in-memory index is updated here); `_write` persists."""
         keep = [m for m in messages if m.text.strip() and await self.store.is_tracked(m.platform, m.chat_id)]
         keep.sort(key=lambda m: _secs(m.at))
         if not keep:
-            return [None] * len(messages)
+            return _Prepared(messages, [], np.zeros((0, self.embedder.dim), np.float32), {}, [])
         clean = [prepare_text(m.text) for m in keep]
         vecs = await self._embed(clean)
         stories, merges = await asyncio.to_thread(self._link_batch, keep, clean, vecs)
-        rows = [StoredMessage(id=m.key, platform=m.platform, chat_id=str(m.chat_id), message_id=str(m.message_id),
-                              text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
-                              language=m.language, story_id=stories[m.key]) for m in keep]
-        for into, others in merges:
-            await self.store.merge_stories(into, others)
-        await self.store.add(rows)
-        await self.vectors.upsert([MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id), _secs(m.at))
-                                   for m, v in zip(keep, vecs)])
-        self.stats.ingested += len(keep)
-        return [stories.get(m.key) for m in messages]
+        return _Prepared(messages, keep, vecs, stories, merges)
+
+    async def _write(self, p: _Prepared) -> list[str | None]:
+        if p.keep:
+            rows = [StoredMessage(id=m.key, platform=m.platform, chat_id=str(m.chat_id), message_id=str(m.message_id),
+                                  text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
+                                  language=m.language, story_id=p.stories[m.key]) for m in p.keep]
+            for into, others in p.merges:
+                await self.store.merge_stories(into, others)
+            await self.store.add(rows)
+            await self.vectors.upsert([MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id),
+                                                    _secs(m.at)) for m, v in zip(p.keep, p.vecs)])
+            self.stats.ingested += len(p.keep)
+        return [p.stories.get(m.key) for m in p.messages]
 
     async def bulk_load(self, messages: Sequence[TrackedMessage], vectors: np.ndarray,
                         stories: Sequence[str] | None = None) -> None:

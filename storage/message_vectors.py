@@ -111,10 +111,15 @@ class MessageVectors:
 
 
 class WindowIndex:
-    """Vectors of recent messages in one matrix, for "top-k same-story candidates" in one mat-vec.
+    """Vectors of retained messages in one matrix, for "top-k same-story candidates" in one mat-vec.
 
-    Rows are appended; deleted rows are masked and the matrix is compacted when half of it is dead.
-    `extras[row]` holds what the caller needs per message (entities, terms, story id).
+    Retention (30 days) is longer than the window (7 days), so most rows are outside any one search.
+    Rows are therefore kept sorted by time: a search slices the rows within the window (a view, no
+    copy) and multiplies only those. Messages arrive roughly in time order, so a new row is usually
+    appended to the sorted part; an out-of-order one goes to a small unsorted tail that every search
+    also scans, and the whole matrix is re-sorted (dropping deleted rows) when the tail or the dead
+    rows grow large. Row numbers change on a re-sort: use them only under the caller's lock, right
+    after a search. `extras[row]` holds what the caller needs per message (entities, terms, story).
     """
 
     def __init__(self, dim: int, capacity: int = 1024):
@@ -128,6 +133,7 @@ class WindowIndex:
         self.row: dict[str, int] = {}
         self._chat_ids: dict[str, int] = {}
         self.n = 0  # rows used (alive or dead)
+        self.sorted_n = 0  # rows [0, sorted_n) are in time order; [sorted_n, n) is the unsorted tail
         self.dead = 0
 
     def __len__(self) -> int:
@@ -136,15 +142,18 @@ class WindowIndex:
     def chat_code(self, chat: str) -> int:
         return self._chat_ids.setdefault(chat, len(self._chat_ids) + 1)
 
+    def _grow(self) -> None:
+        cap = max(1024, 2 * self.n)
+        self._vecs = np.concatenate([self._vecs, np.zeros((cap - len(self._ts), self.dim), np.float32)])
+        self._ts = np.concatenate([self._ts, np.zeros(cap - len(self._ts))])
+        self._chat = np.concatenate([self._chat, np.zeros(cap - len(self._chat), np.int64)])
+        self._alive = np.concatenate([self._alive, np.zeros(cap - len(self._alive), bool)])
+
     def add(self, key: str, vector: np.ndarray, ts: float, chat: str, extra: Any) -> int:
         if key in self.row:
             self.remove([key])
         if self.n == len(self._ts):
-            cap = max(1024, 2 * self.n)
-            self._vecs = np.concatenate([self._vecs, np.zeros((cap - self.n, self.dim), np.float32)])
-            self._ts = np.concatenate([self._ts, np.zeros(cap - self.n)])
-            self._chat = np.concatenate([self._chat, np.zeros(cap - self.n, np.int64)])
-            self._alive = np.concatenate([self._alive, np.zeros(cap - self.n, bool)])
+            self._grow()
         i = self.n
         v = np.asarray(vector, dtype=np.float32).ravel()
         norm = float(np.linalg.norm(v))
@@ -156,7 +165,11 @@ class WindowIndex:
         self.extras.append(extra)
         self.row[key] = i
         self.n += 1
-        return i
+        if self.sorted_n == i and (i == 0 or ts >= self._ts[i - 1]):
+            self.sorted_n += 1  # in order: the sorted part grows
+        elif self.n - self.sorted_n > max(2048, self.n // 8):
+            self._resort()
+        return self.row[key]
 
     def remove(self, keys: Sequence[str]) -> list[Any]:
         """Drop rows; returns their extras (the caller un-counts their terms)."""
@@ -170,18 +183,21 @@ class WindowIndex:
             self.extras[i] = None
             self.dead += 1
         if self.dead > 1024 and self.dead * 2 > self.n:
-            self._compact()
+            self._resort()
         return gone
 
-    def _compact(self) -> None:
-        keep = np.flatnonzero(self._alive[:self.n])
+    def _resort(self) -> None:
+        """Drop deleted rows and put everything in time order (stable, so equal times keep arrival order)."""
+        live = np.flatnonzero(self._alive[:self.n])
+        keep = live[np.argsort(self._ts[live], kind="stable")]
         self._vecs = np.ascontiguousarray(self._vecs[keep])
         self._ts, self._chat = self._ts[keep], self._chat[keep]
         self._alive = np.ones(len(keep), dtype=bool)
         self.keys = [self.keys[i] for i in keep]
         self.extras = [self.extras[i] for i in keep]
         self.row = {k: r for r, k in enumerate(self.keys)}
-        self.n, self.dead = len(keep), 0
+        self.n = self.sorted_n = len(keep)
+        self.dead = 0
 
     def older_than(self, ts: float) -> list[str]:
         rows = np.flatnonzero(self._alive[:self.n] & (self._ts[:self.n] < ts))
@@ -200,27 +216,37 @@ class WindowIndex:
     def ts(self, row: int) -> float:
         return float(self._ts[row])
 
+    def _score(self, lo: int, hi: int, q: np.ndarray, floor: float, t: float | None, window_s: float,
+               codes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        if hi <= lo:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        cos = self._vecs[lo:hi] @ q  # a contiguous slice: no copy of the matrix
+        ok = self._alive[lo:hi] & (cos >= floor)
+        if t is not None:
+            ok &= np.abs(self._ts[lo:hi] - t) <= window_s
+        for code in codes:
+            ok &= self._chat[lo:hi] != code
+        rows = np.flatnonzero(ok)
+        return rows + lo, cos[rows]
+
     def search(self, query: np.ndarray, *, t: float | None, window_s: float, exclude_chats: Sequence[str] = (),
-               floor: float, limit: int, before_row: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, cosines) of the best `limit` live rows with cosine >= floor,
-        every chat of `exclude_chats`, within `window_s` of `t` (no time limit if t is None), best first. `before_row` limits to
-        earlier rows (stream order at ingest)."""
-        n = self.n if before_row is None else before_row
-        if n == 0:
+               floor: float, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, cosines) of the best `limit` live rows with cosine >= floor, outside every chat of
+        `exclude_chats`, within `window_s` of `t` (no time limit if t is None), best first."""
+        if self.n == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         q = np.asarray(query, dtype=np.float32).ravel()
-        # One contiguous mat-vec over all rows (no fancy-index copy of the matrix), then masks.
-        cos = self._vecs[:n] @ q
-        ok = self._alive[:n] & (cos >= floor)
+        codes = [c for chat in exclude_chats if (c := self._chat_ids.get(chat)) is not None]
+        lo, hi = 0, self.sorted_n
         if t is not None:
-            ok &= np.abs(self._ts[:n] - t) <= window_s
-        for chat in exclude_chats:
-            if (code := self._chat_ids.get(chat)) is not None:
-                ok &= self._chat[:n] != code
-        rows = np.flatnonzero(ok)
+            times = self._ts[:self.sorted_n]
+            lo = int(np.searchsorted(times, t - window_s, side="left"))
+            hi = int(np.searchsorted(times, t + window_s, side="right"))
+        r1, c1 = self._score(lo, hi, q, floor, t, window_s, codes)
+        r2, c2 = self._score(self.sorted_n, self.n, q, floor, t, window_s, codes)
+        rows, cos = (np.concatenate([r1, r2]), np.concatenate([c1, c2])) if r2.size else (r1, c1)
         if rows.size > limit:
-            part = np.argpartition(-cos[rows], limit - 1)[:limit]
-            rows = rows[part]
-        order = np.argsort(-cos[rows], kind="stable")
-        rows = rows[order]
-        return rows, cos[rows]
+            part = np.argpartition(-cos, limit - 1)[:limit]
+            rows, cos = rows[part], cos[part]
+        order = np.argsort(-cos, kind="stable")
+        return rows[order], cos[order]

@@ -290,3 +290,35 @@ async def test_the_forwarded_channel_is_not_its_own_corroboration(app):
     for origin in ("Morning Wire", f"@chan{a[-4:]}"):  # a forward names the channel by title or handle
         found = await c.lookup(text, at=NOW, exclude_names=[origin])
         assert [i.chat_id for i in found.items] == [b]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestWarning")
+def test_window_index_finds_the_same_rows_whatever_the_arrival_order():
+    """Out-of-order arrivals (tail), re-sorts and deletions never change what a search returns."""
+    from storage.message_vectors import WindowIndex
+
+    rng = np.random.default_rng(3)
+    n, dim = 6000, 8
+    vecs = rng.normal(size=(n, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    times = rng.uniform(0, 30 * 86400, n)
+    chats = [f"c{i % 7}" for i in range(n)]
+    in_order, shuffled = WindowIndex(dim), WindowIndex(dim)
+    for i in np.argsort(times):
+        in_order.add(f"k{i}", vecs[i], times[i], chats[i], i)
+    for i in range(n):
+        shuffled.add(f"k{i}", vecs[i], times[i], chats[i], i)
+    gone = [f"k{i}" for i in range(0, n, 3)]
+    assert [x for x in in_order.remove(gone)] and len(shuffled.remove(gone)) == len(gone)
+    for idx in (in_order, shuffled):
+        assert all(idx.extras[idx.row[f"k{i}"]] == i for i in range(1, n, 3))
+    q = vecs[5]
+    t, w = 15 * 86400.0, 7 * 86400.0
+    expect = {f"k{i}" for i in range(n) if i % 3 and abs(times[i] - t) <= w and chats[i] != "c2"
+              and float(vecs[i] @ q) >= 0.2}
+    for idx in (in_order, shuffled):
+        rows, cos = idx.search(q, t=t, window_s=w, exclude_chats=["c2"], floor=0.2, limit=10_000)
+        assert {idx.keys[r] for r in rows} == expect
+        assert list(cos) == sorted(cos, reverse=True)
+        top, _ = idx.search(q, t=t, window_s=w, exclude_chats=["c2"], floor=0.2, limit=5)
+        assert [idx.keys[r] for r in top] == [idx.keys[r] for r in rows[:5]]
