@@ -58,6 +58,22 @@ def test_offline_negated_claim_does_not_inherit_the_rating():
     assert s.label == "neutral" and s.refutes == 0.0 and "opposite" in s.note
 
 
+def test_offline_fact_check_with_other_numbers_is_not_a_match():
+    water = ev("https://www.snopes.com/fact-check/boiling/", "Does water boil at 100C?",
+               "Claim checked: Water boils at 100 °C at sea level.", source_type="factcheck",
+               verdict=Verdict.SUPPORTED, rating="True")
+    s = offline_stance("Water boils at 50C at sea level.", water, 0.9)
+    assert s.label == "neutral" and s.supports == 0.0 and "other numbers" in s.note
+    assert offline_stance("Water boils at 212F at sea level.", water, 0.9).label == "supports"
+
+
+def test_offline_cyrillic_match_needs_shared_words():
+    checked = fc("Claim checked: Вышки 5G распространяют коронавирус", Verdict.REFUTED)
+    same = offline_stance("Вышки 5G распространяют коронавирус в Москве", checked, 0.8)
+    other = offline_stance("Путин подписал закон о запрете TikTok", checked, 0.8)
+    assert same.label == "refutes" and other.label == "neutral" and "too few words" in other.note
+
+
 def test_offline_misleading_fact_check_splits_the_weight():
     s = offline_stance(CLAIM, fc("5G towers spread COVID-19", Verdict.MISLEADING, "Misleading"), 0.8)
     assert s.supports == s.refutes == MATCH_PRECISION / 2 and s.factcheck_verdict == Verdict.MISLEADING
