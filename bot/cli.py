@@ -212,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "previously fact-checked claims and evidence.")
     p.add_argument("--data-dir", type=Path, help="data directory (default: $TIPLINE_DATA_DIR or ./data)")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    p.add_argument("--log-json", action="store_true", help="JSON log lines (info and up) with job and check ids")
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("check", help="check one message and print the verdict card")
@@ -265,8 +266,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from bot.logs import configure
+
+    configure(logging.DEBUG if args.debug else logging.INFO if args.log_json else logging.WARNING,
+              json_lines=args.log_json)
     if args.command == "bench" and args.what == "match" and not args.queries:
         parser.error("bench match needs --queries")
     if args.command == "bench" and args.what in ("ingest", "match") and not args.claims:

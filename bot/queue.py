@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, Protocol
 
 from bot.limits import RateLimiter
+from bot.logs import job_context, set_check_id
 from bot.render import Reply
 from bot.telegram_bot import CheckRequest, CheckService, Responder
 from storage.jobs import Job, JobStore
@@ -193,16 +194,25 @@ class JobQueue:
 
     async def _worker(self) -> None:
         while not self._stopping:
-            self._wake.clear()  # before claiming: a submit after this point wakes us
-            job = await self.store.claim(platforms=tuple(self._factories))
-            if job is None:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), 1.0)
-                except TimeoutError:
-                    pass
-                continue
-            self._wake.set()  # there may be more: let an idle sibling look too
-            await self._run(job)
+            try:
+                self._wake.clear()  # before claiming: a submit after this point wakes us
+                job = await self.store.claim(platforms=tuple(self._factories))
+                if job is None:
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), 1.0)
+                    except TimeoutError:
+                        pass
+                    continue
+                self._wake.set()  # there may be more: let an idle sibling look too
+                with job_context(job.id):
+                    await self._run(job)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # The database hiccupped: a worker must outlive it (the job, if any, stays
+                # `running` and is resumed at the next start).
+                log.exception("queue worker error; continuing")
+                await asyncio.sleep(1.0)
 
     async def _run(self, job: Job) -> None:
         factory = self._factories[job.platform]
@@ -231,6 +241,7 @@ class JobQueue:
             finally:
                 await asyncio.shield(self.store.release(job.id))
             return
+        set_check_id(check_id)
         await self.store.mark_done(job.id, check_id)
         log.info("job %s done (check %s)", job.id, check_id)
 

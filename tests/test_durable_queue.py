@@ -98,6 +98,37 @@ async def test_claim_only_takes_platforms_this_process_serves(store: JobStore):
     assert (await store.claim(platforms=("telegram", "slack"))).idem_key == "s"  # type: ignore[union-attr]
 
 
+async def test_json_log_lines_carry_job_and_check_ids():
+    import io
+    import logging
+
+    from bot.logs import ContextFilter, JsonFormatter, job_context, set_check_id
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    handler.addFilter(ContextFilter())
+    logger = logging.getLogger("tipline.test.logs")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        logger.info("outside")
+        with job_context(42):
+            logger.warning("checking %s", "x\ny \"quoted\"")
+            set_check_id("abc123")
+            try:
+                raise ValueError("boom")
+            except ValueError:
+                logger.exception("failed")
+        logger.info("after")
+    finally:
+        logger.removeHandler(handler)
+    out = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(x["msg"], x.get("job_id"), x.get("check_id")) for x in out] == [
+        ("outside", None, None), ('checking x\ny "quoted"', 42, None), ("failed", 42, "abc123"), ("after", None, None)]
+    assert out[2]["level"] == "error" and "ValueError: boom" in out[2]["exc"]
+
+
 async def test_token_buckets_refill_with_time():
     now = [0.0]
     limiter = RateLimiter(user_per_minute=2, chat_per_minute=3, clock=lambda: now[0])
@@ -148,8 +179,8 @@ def tipline_env(fake: FakeTelegram, data_dir: Path, model_dir: Path, **extra: st
     return env
 
 
-def start_tipline(env: dict[str, str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "run"], env=env, cwd=ROOT,
+def start_tipline(env: dict[str, str], log: Path, *options: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", *options, "run"], env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=log.open("ab"))
 
 
@@ -205,14 +236,15 @@ async def test_kill_9_mid_way_then_restart_answers_every_check_exactly_once(tmp_
         fake.open.set()
 
         t1 = time.monotonic()
-        second = start_tipline(env, log)
+        json_log = tmp_path / "second.jsonl"
+        second = start_tipline(env, json_log, "--log-json")
         try:
-            await wait_until(lambda: answered(fake) >= 1000, 900, second, log)
+            await wait_until(lambda: answered(fake) >= 1000, 900, second, json_log)
             t2 = time.monotonic()
             await asyncio.sleep(2.0)  # anything doubled would show up now
         finally:
             second.send_signal(signal.SIGTERM)  # graceful: exits cleanly
-            assert second.wait(60) == 0, log.read_text()[-3000:]
+            assert second.wait(60) == 0, json_log.read_text()[-3000:]
 
         got = replies(fake)
         for user, message_id in sent:
@@ -230,6 +262,12 @@ async def test_kill_9_mid_way_then_restart_answers_every_check_exactly_once(tmp_
         finally:
             await db.close()
         assert resumed >= 1  # jobs running at the kill ran again, editing their reply
+        # --log-json: one JSON object per line; each finished job's line names its job and check.
+        lines = [json.loads(line) for line in json_log.read_text().splitlines() if line.strip()]
+        done = [x for x in lines if x["msg"].startswith("job ") and " done (check " in x["msg"]]
+        assert 1000 - before <= len(done) < 1000  # run 2 finished what run 1 had not
+        assert all(x["msg"] == f"job {x['job_id']} done (check {x['check_id']})" for x in done)
+        assert any(x["msg"] == f"resuming {resumed} checks left unfinished by the last run" for x in lines)
         print(f"\nkill -9 figures: {before} answered before the kill after {t1 - t0:.1f} s (incl. start-up); "
               f"{resumed} jobs resumed; the remaining {1000 - before} answered {t2 - t1:.1f} s after the restart "
               f"(incl. start-up)")
