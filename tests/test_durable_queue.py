@@ -632,3 +632,39 @@ async def test_rest_idempotency_key_maps_to_one_check(q_app, jobs_db):
     finally:
         await runner.cleanup()
         await queue.stop()
+
+
+async def test_tipline_run_in_webhook_mode(tg, settings):
+    """`run()` with a webhook URL: setWebhook with the secret, the route on the shared HTTP server."""
+    import socket
+
+    from pydantic import SecretStr
+
+    from bot.app import SetupError
+    from bot.run import run
+
+    base = settings.model_copy(update={"telegram_token": SecretStr(tg.token), "telegram_api_url": tg.base_url,
+                                       "telegram_webhook_url": "https://bot.example.org/tg/hook"})
+    with pytest.raises(SetupError, match="TIPLINE_TELEGRAM_WEBHOOK_SECRET"):
+        await run(base)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    configured = base.model_copy(update={"telegram_webhook_secret": SecretStr("hook-secret"), "http_port": port})
+    stop = asyncio.Event()
+    task = asyncio.create_task(run(configured, stop))
+    try:
+        await wait_until(lambda: tg.webhook is not None or task.done(), 60)
+        assert tg.webhook is not None and tg.webhook["secret_token"] == "hook-secret", task
+        msg = user_message(tg, "Drinking bleach cures COVID-19", 7400)
+        async with aiohttp.ClientSession() as s:
+            async with s.post(f"http://127.0.0.1:{port}/tg/hook", json={"update_id": 1, "message": msg}) as r:
+                assert r.status == 401
+            async with s.post(f"http://127.0.0.1:{port}/tg/hook", json={"update_id": 1, "message": msg},
+                              headers={"X-Telegram-Bot-Api-Secret-Token": "hook-secret"}) as r:
+                assert r.status == 200
+        await settle(tg, 1)
+        assert not tg.called("deleteWebhook")  # webhook mode never long-polls
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 60)
