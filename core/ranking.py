@@ -53,6 +53,13 @@ _LISTING_SEGMENTS = {
     "search", "archive", "archives", "label", "labels", "page", "hub", "latest", "index", "rubric", "tema",
     "rubrika", "teg", "tegi",
 }
+_SECTIONS = {
+    "news", "world", "politics", "business", "economy", "markets", "science", "health", "tech", "technology",
+    "sport", "sports", "opinion", "culture", "entertainment", "lifestyle", "video", "videos", "live", "home",
+    "us", "uk", "europe", "asia", "africa", "americas", "middle-east", "climate", "environment", "fact-check",
+    "fact-checks", "factcheck", "factchecks", "factchecking", "fakes", "myths", "latest-news", "breaking-news",
+    "novosti", "politika", "ekonomika", "obshchestvo", "mir", "nauka",
+}
 _INDEX_FILES = re.compile(r"^(?:index|default|home)\.(?:html?|php|aspx?)$", re.I)
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
@@ -95,7 +102,8 @@ def is_listing_page(url: str) -> bool:
         return not any(k in q for k in ("p", "id", "article", "story", "news"))
     if segments[0].lower() in _LISTING_SEGMENTS or (len(segments) >= 2 and segments[-2].lower() in _LISTING_SEGMENTS):
         return True
-    return False
+    # "/world/", "/politics", "/fact-check/": a section front, not a story
+    return len(segments) == 1 and not parts.query and segments[0].lower() in _SECTIONS
 
 
 def recency_weight(published: datetime | None, now: datetime) -> float:

@@ -63,7 +63,9 @@ def test_normalize_url_ignores_what_does_not_change_the_page():
     ("https://site.example/?s=water", True), ("https://site.example/?p=123", False),
     ("https://site.example/tag/water", True), ("https://site.example/news/category/science", True),
     ("https://site.example/author/jane", True), ("https://site.example/2024/01/water-boils-at-100c", False),
-    ("https://www.snopes.com/fact-check/water-boils/", False),
+    ("https://www.snopes.com/fact-check/water-boils/", False), ("https://www.reuters.com/world/", True),
+    ("https://en.wikipedia.org/wiki/Water", False), ("https://a.example/boiling", False), ("https://factcheck.afp.com/doc.afp.com.34XY7UU", False),
+    ("https://fullfact.org/health/", True), ("https://example.com/water-boils-at-100c", False),
 ])
 def test_listing_pages(url, listing):
     assert is_listing_page(url) is listing
@@ -82,7 +84,7 @@ def test_recency_weight_halves_each_year():
 async def test_rank_filters_dedupes_and_orders(embedder):
     items = [
         ev("https://www.bbc.com/", "BBC - Home", "Water news and more"),  # homepage
-        ev("https://example.com/markets", "Markets", "The stock market rose sharply on Tuesday."),  # off-topic
+        ev("https://example.com/2024/stock-rally", "Markets", "The stock market rose sharply on Tuesday."),  # off-topic
         ev("https://denied.example/water", "Water boils at 100C", "At sea level water boils at 100 °C."),
         ev("https://apnews.com/article/water-boiling", "Water boils at 100C, scientists say",
            "At sea level, pure water boils at 100 degrees Celsius, scientists said on Monday."),
@@ -98,7 +100,7 @@ async def test_rank_filters_dedupes_and_orders(embedder):
     reasons = dict(r.dropped)
     assert reasons["https://www.bbc.com/"] == "homepage or listing page"
     assert reasons["https://denied.example/water"] == "denied domain"
-    assert reasons["https://example.com/markets"].startswith("off-topic")
+    assert reasons["https://example.com/2024/stock-rally"].startswith("off-topic")
     assert reasons["https://snopes.com/fact-check/water-boils-50c"] == "same URL"  # the fact-check copy is kept
     assert reasons["https://localpaper.example/news/water-boiling"].startswith("near-duplicate of https://apnews.com")
     assert urls == ["https://www.snopes.com/fact-check/water-boils-50c/?utm_source=x",
