@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import timezone
 from typing import Literal
 
 from pydantic import BaseModel, Field

@@ -101,7 +101,6 @@ _OPS: list[tuple[re.Pattern[str], Op]] = [
     (re.compile(r"(?:about|around|approximately|approx\.?|nearly|almost|roughly|some|circa|~|около|почти|"
                 r"примерно|приблизительно|порядка)\s*$", re.I), "~"),
 ]
-_CURRENCY_PREFIX = {"$": "$", "€": "€", "£": "£"}
 _NUMBER = re.compile(
     r"(?P<cur>[$€£])?\s?(?<![\w.])(?P<num>\d{1,3}(?:(?:,|\u00a0|\u202f)\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?)"
     r"(?!\d)"

@@ -9,6 +9,8 @@ adjudicate is theirs to use too, but these two are the contract):
 
     def aggregate(verdicts: Sequence[ClaimVerdict]) -> Aggregate
 
+    def sufficient(verdict: ClaimVerdict) -> bool    # for the engine's search-more loop (issue stage 7)
+
 `verify_claim`: rank (dedupe, listing-page filter, relevance with the real embedder, credibility with the
 admins' rules, ≤ 2 per domain, recency) → stance per item (LLM batched, or offline) → numeric/date check →
 seed-004 features, score and policy verdict → adjudication (LLM with validation, or offline template).
@@ -134,6 +136,16 @@ def _judgement(j: Judged) -> EvidenceJudgement:
         credibility=r.credibility, recency=round(r.recency, 4), rank_score=round(r.score, 4), stance=s.label,
         supports=s.supports, refutes=s.refutes, neutral=s.neutral, stance_method=s.method,
         numeric=j.numeric.result, numeric_detail=j.numeric.detail, note=s.note)
+
+
+MIN_RELEVANT = 2  # the issue's sufficiency rule: at least 2 relevant pieces
+
+
+def sufficient(verdict: ClaimVerdict) -> bool:
+    """Enough to stop searching: ≥ 2 relevant pieces of evidence and a settled, non-conflicting verdict.
+    NOT_ENOUGH_EVIDENCE and MIXED (conflicting evidence) are worth another, wider search."""
+    return len(verdict.stances) >= MIN_RELEVANT and verdict.verdict in (
+        Verdict.SUPPORTED, Verdict.REFUTED, Verdict.MISLEADING)
 
 
 _MARKER = re.compile(r"\[(\d+)\]")

@@ -12,7 +12,7 @@ from core.evidence.base import ClaimQuery
 from core.llm import OpenAICompatibleLLM
 from core.models import Citation, Verdict
 from core.scoring import Features
-from core.verify import ClaimVerdict, aggregate, verify_claim
+from core.verify import ClaimVerdict, aggregate, sufficient, verify_claim
 from tests.fakes.openai_api import FakeOpenAI
 from tests.judging_support import ev, stance_by_keyword, utc
 
@@ -69,12 +69,14 @@ async def test_offline_uses_the_matching_fact_check(embedder):
     assert fc.stance == "refutes" and fc.numeric == "n/a"  # a fact-check's echo of the claim is not a number check
     assert any(s.numeric == "disagree" for s in cv.stances)
     ClaimVerdict.model_validate_json(cv.model_dump_json())  # serialisable for the Result/trace
+    assert sufficient(cv)
 
 
 async def test_offline_without_fact_checks_is_honestly_undecided(embedder):
     cv = await verify_claim(CLAIM, evidence()[1:3], embedder=embedder, now=utc(2025))
     assert cv.verdict == Verdict.NOT_ENOUGH_EVIDENCE and "cannot read" in cv.reasoning
     assert all(s.stance == "neutral" for s in cv.stances) and cv.citations
+    assert not sufficient(cv)  # worth a wider search
 
 
 async def test_no_evidence_never_calls_the_llm(embedder, fake, llm):
