@@ -76,19 +76,22 @@ class Limited:
 
 
 class RateLimiter:
-    """Both limits together: a request spends a user token and a chat token, or neither."""
+    """Both limits together: a request spends a user token and a chat token, or neither.
+    A rate of 0 (or less) turns that limit off."""
 
     def __init__(self, user_per_minute: float, chat_per_minute: float,
                  clock: Callable[[], float] = time.monotonic):
-        self.users = TokenBuckets(user_per_minute, clock=clock)
-        self.chats = TokenBuckets(chat_per_minute, clock=clock)
+        self.users = TokenBuckets(user_per_minute, clock=clock) if user_per_minute > 0 else None
+        self.chats = TokenBuckets(chat_per_minute, clock=clock) if chat_per_minute > 0 else None
 
     def check(self, user_key: str | None, chat_key: str) -> Limited | None:
-        if user_key is not None and (w := self.users.wait_time(user_key)) > 0:
+        users = self.users if user_key is not None else None
+        if users is not None and (w := users.wait_time(user_key)) > 0:  # type: ignore[arg-type]
             return Limited("user", w)
-        if (w := self.chats.wait_time(chat_key)) > 0:
+        if self.chats is not None and (w := self.chats.wait_time(chat_key)) > 0:
             return Limited("chat", w)
-        if user_key is not None:
-            self.users.take(user_key)
-        self.chats.take(chat_key)
+        if users is not None:
+            users.take(user_key)  # type: ignore[arg-type]
+        if self.chats is not None:
+            self.chats.take(chat_key)
         return None

@@ -35,6 +35,7 @@ BUSY_TEXT = "⏳ I'm busy right now — you are #{n} in line. I'll answer here a
 FULL_TEXT = ("😔 I'm overloaded and can't take more checks right now. "
              "Please send this again in a few minutes.")
 MAX_ATTEMPTS = 3  # a job whose answer cannot be delivered this many times is marked failed
+KEEP_FINISHED_S = 7 * 24 * 3600  # finished jobs (and their idempotency keys) are kept a week
 
 
 class ResponderFactory(Protocol):
@@ -116,6 +117,7 @@ class JobQueue:
         self._factories: dict[str, ResponderFactory] = {}
         self._wake = asyncio.Event()
         self._stopping = False
+        self._stopped = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[Any]] = set()  # notices: kept referenced, awaited at stop
         self.resumed = 0  # jobs found running/held at start-up (left by a crash)
@@ -191,6 +193,19 @@ class JobQueue:
             log.info("queue: %d unfinished jobs from the last run are back in line", self.resumed)
         self._workers = [asyncio.create_task(self._worker(), name=f"tipline-worker-{n}")
                          for n in range(self.workers)]
+        self._workers.append(asyncio.create_task(self._prune(), name="tipline-jobs-prune"))
+
+    async def _prune(self) -> None:
+        while not self._stopping:
+            try:
+                if pruned := await self.store.prune(KEEP_FINISHED_S):
+                    log.info("queue: forgot %d finished jobs older than a week", pruned)
+            except Exception:
+                log.warning("queue: could not prune finished jobs", exc_info=True)
+            try:
+                await asyncio.wait_for(self._stopped.wait(), 3600)
+            except TimeoutError:
+                pass
 
     async def _worker(self) -> None:
         while not self._stopping:
@@ -248,6 +263,7 @@ class JobQueue:
     async def stop(self, timeout: float | None = None) -> None:
         """Stop taking work; let running checks finish within `timeout`, else put them back in line."""
         self._stopping = True
+        self._stopped.set()
         self._wake.set()
         timeout = self.shutdown_timeout if timeout is None else timeout
         workers = list(self._workers)

@@ -136,6 +136,15 @@ class JobStore:
             cur = await conn.execute("UPDATE jobs SET status = 'pending' WHERE status IN ('running', 'held')")
             return cur.rowcount
 
+    async def prune(self, older_than_s: float) -> int:
+        """Forget finished jobs (done, failed, refused) older than `older_than_s`. Their keys only
+        need to outlive re-deliveries: Slack retries within minutes, Telegram keeps updates 24 h."""
+        cutoff = datetime.fromtimestamp(datetime.now(timezone.utc).timestamp() - older_than_s, timezone.utc)
+        async with self.db.transaction() as conn:
+            cur = await conn.execute("DELETE FROM jobs WHERE status IN ('done', 'failed', 'refused') "
+                                     "AND created_at < ?", (cutoff.isoformat(),))
+            return cur.rowcount
+
     async def pending_count(self) -> int:
         row = await (await self.db._conn.execute(
             "SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'held')")).fetchone()

@@ -92,6 +92,14 @@ async def test_recover_puts_running_and_held_jobs_back(store: JobStore):
     assert (await store.get("r")).attempts == 2  # type: ignore[union-attr]
 
 
+async def test_prune_forgets_only_old_finished_jobs(store: JobStore):
+    for key, status in (("d", "done"), ("r", "refused"), ("p", "pending")):
+        await store.enqueue(key, "slack", "C1", None, {"request": {}, "where": {}}, status=status)  # type: ignore[arg-type]
+    assert await store.prune(3600) == 0  # all younger than an hour
+    assert await store.prune(-1) == 2  # "older than the future": every finished one
+    assert await store.counts() == {"pending": 1}
+
+
 async def test_claim_only_takes_platforms_this_process_serves(store: JobStore):
     await store.enqueue("s", "slack", "C1", None, {"request": {}, "where": {}})
     assert await store.claim(platforms=("telegram",)) is None
@@ -140,6 +148,8 @@ async def test_token_buckets_refill_with_time():
     assert limiter.check("u3", "c").who == "chat"  # type: ignore[union-attr]
     now[0] = 30.0
     assert limiter.check("u1", "c") is None  # half a minute later: one token back
+    unlimited = RateLimiter(user_per_minute=0, chat_per_minute=0, clock=lambda: now[0])
+    assert all(unlimited.check("u1", "c") is None for _ in range(1000))  # 0 turns a limit off
     buckets = TokenBuckets(60, clock=lambda: now[0], max_keys=10)
     for n in range(50):
         buckets.take(f"k{n}")
