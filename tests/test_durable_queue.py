@@ -8,6 +8,8 @@ queued checks, restarts it, and counts replies: every message gets exactly one.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -22,11 +24,18 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
+from adapters.http_api import HttpApi
+from adapters.slack import SlackBot, SlackConfig
+from adapters.telegram import TelegramBot, TelegramConfig
+from bot.app import build_app
 from bot.limits import RateLimiter, TokenBuckets
 from bot.queue import BUSY_TEXT, FULL_TEXT, JobQueue, request_from_payload, request_to_payload
 from bot.telegram_bot import CHECKING, CheckRequest, CheckService
+from bot.settings import Settings
 from storage.jobs import JobStore
 from storage.sqlite import Database
+from tests.fakes.loopback import serve_on_loopback
+from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -353,18 +362,6 @@ async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, mode
 # --- in-process: replays, webhook, backpressure, shutdown, REST ----------------------------------------
 # One real app (model, SQLite, embedded Qdrant, seed KB) for these tests; each test gets its own job
 # database, so idempotency keys of one test's fake server can't meet another's.
-
-import hashlib  # noqa: E402
-import hmac  # noqa: E402
-
-from adapters.http_api import HttpApi  # noqa: E402
-from adapters.slack import SlackBot, SlackConfig  # noqa: E402
-from adapters.telegram import TelegramBot, TelegramConfig  # noqa: E402
-from bot.app import build_app  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from tests.fakes.loopback import serve_on_loopback  # noqa: E402
-from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack  # noqa: E402
-
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def q_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
