@@ -27,7 +27,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -45,7 +45,7 @@ from core.corroboration import (
 from core.embeddings import Embedder
 from core.models import AlsoReported, ReportedBy
 from storage.message_vectors import MessagePoint, MessageVectors, WindowIndex
-from storage.messages import MessageStore, StoredMessage, message_key
+from storage.messages import MessageStore, StoredMessage, message_key, resolve_story
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,6 @@ class _Row:
 
     entities: frozenset[str]
     terms: frozenset[int]
-    story: str
     chat: str
     denies: bool
 
@@ -131,6 +130,23 @@ def _fail(batch: list, exc: BaseException) -> None:
 
 
 @dataclass
+class _Found:
+    """A lookup's matches reduced to one entry per chat: (its earliest message of the story, best score)."""
+
+    per_chat: dict[str, tuple[_Hit, float]] = field(default_factory=dict)
+    strong_chats: set[str] = field(default_factory=set)
+    conflict: bool = False
+    agreement: float = 0.0
+
+    def add(self, h: _Hit, score: float) -> None:
+        cur = self.per_chat.get(h.chat)
+        if cur is None:
+            self.per_chat[h.chat] = (h, score)
+        else:
+            self.per_chat[h.chat] = (h if h.ts < cur[0].ts else cur[0], max(score, cur[1]))
+
+
+@dataclass
 class _Stats:
     ingested: int = 0
     skipped_untracked: int = 0
@@ -154,7 +170,11 @@ class Corroborator:
         self.clock = clock
         self.index = WindowIndex(embedder.dim)
         self._df: dict[int, int] = {}
-        self._stories: dict[str, set[str]] = {}  # story id -> keys in the index
+        # Stories as small ints in the index (merging relabels rows in one numpy pass): code <-> name
+        # (the key of the story's first message) and the story's earliest time (picks the merged id).
+        self._code: dict[str, int] = {}
+        self._names: list[str] = [""]
+        self._start: dict[int, float] = {}
         self._lock = threading.Lock()  # index + df + stories; taken in worker threads only
         self._queue: asyncio.Queue[tuple[TrackedMessage, asyncio.Future[str | None]]] | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -170,6 +190,8 @@ class Corroborator:
         rows = await self.store.since(since)
         if not rows:
             return
+        aliases = await self.store.story_aliases()
+        rows = [replace(m, story_id=resolve_story(aliases, m.story_id or m.id)) for m in rows]
         vecs = await self.vectors.load(since)
         missing = [m for m in rows if m.id not in vecs]
         if missing:  # stored in SQLite but the vector write was lost (crash between the two): re-embed
@@ -324,38 +346,39 @@ class Corroborator:
                     linked = cand[scores >= self.model.threshold]
                     if linked.size:
                         self.stats.links += int(linked.size)
-                        # The story of the oldest linked message wins, so story ids stay stable.
-                        ids = {self.index.extras[int(j)].story for j in linked} | {info.story}
-                        into = min(ids, key=lambda s: (self._story_start(s), s))
-                        others = [s for s in ids if s != into]
-                        for s in others:
-                            for k in self._stories.pop(s, set()):
-                                r = self.index.row.get(k)
-                                if r is not None:
-                                    self.index.extras[r].story = into
-                                self._stories.setdefault(into, set()).add(k)
-                        merges.append((into, others))
-                stories[m.key] = info.story
+                        # The story that started first keeps its id, so story ids stay stable.
+                        codes = {self.index.group(int(j)) for j in linked} | {self.index.group(row)}
+                        into = min(codes, key=lambda c: (self._start.get(c, math.inf), self._names[c]))
+                        others = [c for c in codes if c != into]
+                        if others:
+                            self.index.relabel(others, into)
+                            self._start[into] = min(self._start.get(c, math.inf) for c in codes)
+                            merges.append((self._names[into], [self._names[c] for c in others]))
+                stories[m.key] = ""
             # later messages of the batch may have merged earlier ones' stories
             for k in stories:
                 r = self.index.row.get(k)
                 if r is not None:
-                    stories[k] = self.index.extras[r].story
+                    stories[k] = self._names[self.index.group(r)]
         return stories, merges
 
-    def _story_start(self, story: str) -> float:
-        ts = [self.index.ts(self.index.row[k]) for k in self._stories.get(story, ()) if k in self.index.row]
-        return min(ts) if ts else math.inf
+    def _code_of(self, story: str) -> int:
+        code = self._code.get(story)
+        if code is None:
+            code = self._code[story] = len(self._names)
+            self._names.append(story)
+        return code
 
     def _add_row(self, key: str, vec: np.ndarray, ts: float, chat: str, clean: str, story: str) -> int:
         if key in self.index.row:
             self._remove_rows([key])
         terms = story_terms(_alias_terms(transliterate(clean)))
-        info = _Row(story_entities(clean), terms, story, chat, denies(clean))
+        info = _Row(story_entities(clean), terms, chat, denies(clean))
         for t in terms:
             self._df[t] = self._df.get(t, 0) + 1
-        self._stories.setdefault(story, set()).add(key)
-        return self.index.add(key, vec, ts, chat, info)
+        code = self._code_of(story)
+        self._start[code] = min(self._start.get(code, math.inf), ts)
+        return self.index.add(key, vec, ts, chat, info, group=code)
 
     def _remove_rows(self, keys: Sequence[str]) -> None:
         for key, info in zip(keys, [self.index.extras[self.index.row[k]] if k in self.index.row else None
@@ -368,11 +391,6 @@ class Corroborator:
                     self._df[t] = left
                 else:
                     self._df.pop(t, None)
-            members = self._stories.get(info.story)
-            if members is not None:
-                members.discard(key)
-                if not members:
-                    del self._stories[info.story]
         self.index.remove(keys)
 
     def _idf(self, tid: int) -> float:
@@ -409,84 +427,79 @@ class Corroborator:
         vec = (await self._embed([clean]))[0]
         t = _secs(at) if at is not None else self.clock()
         chats = [f"{p}:{c}" for p, c in exclude_chats]
-        hits, conflict = await asyncio.to_thread(self._lookup_sync, clean, vec, t, chats)
+        found = await asyncio.to_thread(self._lookup_sync, clean, vec, t, chats)
         skip = {n.lower().lstrip("@") for n in exclude_names if n}
-        stored = await self.store.get(h.key for h in hits)
-        by_chat: dict[str, list] = {}  # chat -> [its first message of the story, stored row, best score]
-        for h in hits:
-            m = stored.get(h.key)
-            if m is None:
-                continue
-            if skip:  # a forward names its origin by title or @handle: compare with both
-                known = await self.store.chat(m.platform, m.chat_id)
-                names = {m.author, known.title if known else "", known.handle if known else ""}
-                if {n.lower().lstrip("@") for n in names if n} & skip:
-                    continue
-            cur = by_chat.get(h.chat)
-            if cur is None:
-                by_chat[h.chat] = [h, m, h.score]
-                continue
-            if h.ts < cur[0].ts:
-                cur[0], cur[1] = h, m
-            cur[2] = max(cur[2], h.score)
-        if not by_chat and not outlets:
+        per_chat: list[tuple[_Hit, float, float]] = []  # (chat's first message of the story, best score, credibility)
+        for h, score in found.per_chat.values():
+            platform, _, chat_id = h.chat.partition(":")
+            known = await self.store.chat(platform, chat_id)  # cached
+            if skip and known and {n.lower().lstrip("@") for n in (known.title, known.handle) if n} & skip:
+                continue  # a forward names its origin by title or @handle
+            cred = CHANNEL_CREDIBILITY if known and known.kind == "channel" else GROUP_CREDIBILITY
+            per_chat.append((h, score, cred))
+        if not per_chat and not outlets:
             return None
-        items = []
-        for chat_key, (h, m, score) in by_chat.items():
-            settings = await self.store.chat(m.platform, m.chat_id)
-            items.append(ReportedBy(
-                name=m.author or chat_key, platform=m.platform, chat_id=m.chat_id, link=m.permalink,
-                at=m.at, credibility=CHANNEL_CREDIBILITY if settings and settings.kind == "channel" else GROUP_CREDIBILITY,
-                score=round(min(1.0, max(0.0, score)), 4)))
-        items.sort(key=lambda r: (-r.credibility, r.at or datetime.max.replace(tzinfo=timezone.utc)))
-        first = min(items, key=lambda r: r.at) if items else None
-        direct = [h.score for h in hits if h.direct]
-        agreement = float(np.mean(direct)) if direct else 0.0
-        strong_chats = {h.chat for h in hits if h.direct and h.score >= STRONG}
-        sources = len(by_chat) + len(outlets)
-        if conflict:
+        # Only the shown rows are read from SQLite: the top 3 and where the story was first seen.
+        per_chat.sort(key=lambda x: (-x[2], x[0].ts))
+        first = min(per_chat, key=lambda x: x[0].ts) if per_chat else None
+        shown = per_chat[:TOP_ITEMS] + ([first] if first is not None else [])
+        stored = await self.store.get(x[0].key for x in shown)
+
+        def item(x: tuple[_Hit, float, float]) -> ReportedBy | None:
+            m = stored.get(x[0].key)
+            if m is None:  # deleted meanwhile (/forget, retention)
+                return None
+            return ReportedBy(name=m.author or x[0].chat, platform=m.platform, chat_id=m.chat_id, link=m.permalink,
+                              at=m.at, credibility=x[2], score=round(min(1.0, max(0.0, x[1])), 4))
+        items = [r for r in map(item, per_chat[:TOP_ITEMS]) if r is not None]
+        first_item = item(first) if first is not None else None
+        sources = len(per_chat) + len(outlets)
+        if found.conflict:
             tier, note = "low", "sources disagree"
-        elif len(strong_chats) + len(outlets) >= 2:
+        elif len(found.strong_chats) + len(outlets) >= 2:
             tier, note = "high", ""
         elif sources >= 1:
             tier, note = "medium", ""
         else:
             tier, note = "low", ""
-        return AlsoReported(items=items[:TOP_ITEMS], total=len(items), first_seen_at=first.at if first else None,
-                            first_seen_in=first, outlets=list(outlets), agreement=round(agreement, 4),
+        return AlsoReported(items=items, total=len(per_chat), first_seen_at=first_item.at if first_item else None,
+                            first_seen_in=first_item, outlets=list(outlets), agreement=round(found.agreement, 4),
                             tier=tier, note=note)
 
-    def _lookup_sync(self, clean: str, vec: np.ndarray, t: float, chats: list[str]) -> tuple[list[_Hit], bool]:
+    def _lookup_sync(self, clean: str, vec: np.ndarray, t: float, chats: list[str]) -> _Found:
         with self._lock:
-            info = _Row(story_entities(clean), story_terms(_alias_terms(transliterate(clean))), "", "",
-                        denies(clean))
+            info = _Row(story_entities(clean), story_terms(_alias_terms(transliterate(clean))), "", denies(clean))
             cand, cos = self.index.search(vec, t=t, window_s=self.window_s, exclude_chats=chats,
                                           floor=self.model.cos_floor, limit=CANDIDATES)
+            found = _Found()
             if cand.size == 0:
-                return [], False
+                return found
             scores = self.model.score(self._features(info, cand, cos))
             ok = scores >= self.model.threshold
-            hits: dict[str, _Hit] = {}
-            story_score: dict[str, float] = {}
-            conflict = False
-            for j, s in zip(cand[ok], scores[ok]):
-                row: _Row = self.index.extras[int(j)]
-                key = self.index.keys[int(j)]
-                hits[key] = _Hit(key, row.chat, self.index.ts(int(j)), float(s), True)
-                story_score[row.story] = max(story_score.get(row.story, 0.0), float(s))
-                conflict |= row.denies != info.denies
-            # The rest of each matched story (A~B~C): members of other chats inside the window.
-            for story, s in story_score.items():
-                for key in self._stories.get(story, ()):
-                    r = self.index.row.get(key)
-                    if r is None or key in hits:
-                        continue
-                    row = self.index.extras[r]
-                    ts = self.index.ts(r)
-                    if row.chat in chats or abs(ts - t) > self.window_s:
-                        continue
-                    hits[key] = _Hit(key, row.chat, ts, s, False)
-            return list(hits.values()), conflict
+            story_score: dict[int, float] = {}
+            direct: list[float] = []
+            seen: set[int] = set()
+            for j, sc in zip(cand[ok], scores[ok]):
+                j, sc = int(j), float(sc)
+                row: _Row = self.index.extras[j]
+                found.add(_Hit(self.index.keys[j], row.chat, self.index.ts(j), sc, True), sc)
+                seen.add(j)
+                direct.append(sc)
+                if sc >= STRONG:
+                    found.strong_chats.add(row.chat)
+                g = self.index.group(j)
+                story_score[g] = max(story_score.get(g, 0.0), sc)
+                found.conflict |= row.denies != info.denies
+            found.agreement = float(np.mean(direct)) if direct else 0.0
+            # The rest of each matched story (A~B~C): members of other chats inside the window, one
+            # vectorised pass over the window (stories can have thousands of members).
+            if story_score:
+                for r in self.index.group_rows(list(story_score), t=t, window_s=self.window_s, exclude_chats=chats):
+                    r = int(r)
+                    if r not in seen:
+                        found.add(_Hit(self.index.keys[r], self.index.extras[r].chat, self.index.ts(r), 0.0, False),
+                                  story_score[self.index.group(r)])
+            return found
 
     # --- forgetting ------------------------------------------------------------------------------
 

@@ -144,15 +144,18 @@ class MessageStore:
                   m.story_id, m.at.isoformat()) for m in messages])
 
     async def merge_stories(self, into: str, others: Iterable[str]) -> None:
-        """Relabel every message of the stories `others` with the story id `into` (union-find, persisted)."""
+        """Record that the stories `others` are now story `into` (union-find, persisted as aliases:
+        one row per merge instead of rewriting every member; `resolve_story` follows the chain)."""
         others = [o for o in others if o != into]
         if not others:
             return
         async with self.db.transaction() as conn:
-            for i in range(0, len(others), 500):
-                chunk = others[i:i + 500]
-                await conn.execute(f"UPDATE messages SET story_id = ? WHERE story_id IN ({','.join('?' * len(chunk))})",
-                                   (into, *chunk))
+            await conn.executemany("INSERT OR REPLACE INTO story_aliases (story_id, into_id) VALUES (?, ?)",
+                                   [(o, into) for o in others])
+
+    async def story_aliases(self) -> dict[str, str]:
+        cur = await self.db._conn.execute("SELECT story_id, into_id FROM story_aliases")
+        return {r[0]: r[1] for r in await cur.fetchall()}
 
     async def get(self, ids: Iterable[str]) -> dict[str, StoredMessage]:
         ids = list(ids)
@@ -188,9 +191,24 @@ class MessageStore:
         return ids
 
     async def delete_older(self, ts: float) -> list[str]:
-        """Delete messages older than `ts` (retention); returns their ids."""
+        """Delete messages older than `ts` (retention), and aliases of stories none of whose messages
+        remain; returns the deleted message ids."""
         async with self.db.transaction() as conn:
             cur = await conn.execute("SELECT id FROM messages WHERE ts < ?", (ts,))
             ids = [r[0] for r in await cur.fetchall()]
             await conn.execute("DELETE FROM messages WHERE ts < ?", (ts,))
+            await conn.execute("DELETE FROM story_aliases WHERE story_id NOT IN "
+                               "(SELECT story_id FROM messages WHERE story_id IS NOT NULL) "
+                               "AND story_id NOT IN (SELECT into_id FROM story_aliases)")
         return ids
+
+
+def resolve_story(aliases: dict[str, str], story: str) -> str:
+    """The current id of a story after merges (follows alias chains; cycles cannot form because a
+    story is only ever merged into an older one, but the walk is bounded anyway)."""
+    for _ in range(len(aliases) + 1):
+        nxt = aliases.get(story)
+        if nxt is None or nxt == story:
+            return story
+        story = nxt
+    return story

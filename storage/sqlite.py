@@ -183,6 +183,11 @@ MIGRATIONS: tuple[str, ...] = (
         ts REAL NOT NULL
     );
     CREATE INDEX check_repeats_hash ON check_repeats(text_hash, scope, ts);
+    -- story merges (union-find): messages keep the story id they were stored with; this maps old ids on
+    CREATE TABLE story_aliases (
+        story_id TEXT PRIMARY KEY,
+        into_id TEXT NOT NULL
+    );
     """,
     # 6: provider response cache (storage/cache.py) and LLM spending (core/budget.py).
     """

@@ -24,7 +24,7 @@ from core.corroboration import pair_score, prepare_text
 from core.models import Result, Verdict
 from core.tracking import Corroborator, TrackedMessage
 from storage.message_vectors import MessageVectors
-from storage.messages import MessageStore
+from storage.messages import MessageStore, resolve_story
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -50,7 +50,7 @@ async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
             if key.startswith("TIPLINE_"):
                 mp.delenv(key)
         settings = Settings(data_dir=tmp_path_factory.mktemp("track") / "data", embed_model_dir=model_dir,
-                            _env_file=None)
+                            _env_file=None, gdelt_url=None)
     async with build_app(settings, seed=False) as a:
         yield a
 
@@ -104,7 +104,8 @@ async def test_chains_form_one_persisted_story(app):
     s3 = await c.ingest(msg(x, PORT[2], NOW - timedelta(hours=3)))
     assert s1 == s2 == s3 and s1.startswith(f"telegram:{a}:")  # the story is named after its first message
     stored = [m for m in await c.store.since((NOW - timedelta(hours=6)).timestamp()) if m.chat_id in (a, b, x)]
-    assert {m.story_id for m in stored} == {s1}
+    aliases = await c.store.story_aliases()
+    assert len(stored) == 3 and {resolve_story(aliases, m.story_id) for m in stored} == {s1}
 
 
 async def test_reopened_corroborator_loads_stories_from_qdrant_and_sqlite(app):
