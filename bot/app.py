@@ -10,14 +10,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.domains import DomainPolicy
+from bot.metrics import Metrics
 from bot.settings import Settings
+from core.budget import BudgetedLLM
 from core.embeddings import Embedder
 from core.engine import Engine
+from core.evidence.evidence_index import EvidenceIndex
+from core.evidence.registry import EvidenceSources
+from core.evidence.resilient import protect_sources
+from core.llm import LLM, OpenAICompatibleLLM
 from core.knowledge import KnowledgeBase
 from core.matching import ClaimMatcher
 from core.model_files import prepare_default_model
 from core.reranker import Reranker
 from core.tracking import Corroborator
+from storage.cache import TTLCache
+from storage.evidence_vectors import EvidenceVectors
 from storage.message_vectors import MessageVectors
 from storage.messages import MessageStore
 from storage.sqlite import Database
@@ -38,6 +46,9 @@ class App:
     matcher: ClaimMatcher
     engine: Engine
     corroborator: Corroborator | None = None  # "also reported by" over tracked chats (core/tracking.py)
+    metrics: Metrics | None = None  # Prometheus metrics, served at /metrics by `tipline run`
+    llm: LLM | None = None  # the budgeted LLM when one is configured
+    sources: EvidenceSources | None = None
 
 
 def check_data_dir(path: Path) -> None:
@@ -58,6 +69,16 @@ def load_embedder(settings: Settings) -> Embedder:
                     batch_size=settings.embed_batch_size)
 
 
+def build_llm(settings: Settings, db: Database, metrics: Metrics | None = None) -> BudgetedLLM | None:
+    """The LLM path is on when a key or a base URL is set (Ollama and vLLM need no key)."""
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+    if not key and not settings.llm_base_url:
+        return None
+    client = OpenAICompatibleLLM(settings.llm_base_url or None, key, settings.llm_model,
+                                 timeout_s=settings.llm_timeout_s)
+    return BudgetedLLM(client, db, settings, observer=metrics)
+
+
 @asynccontextmanager
 async def build_app(settings: Settings, *, seed: bool | None = None) -> AsyncIterator[App]:
     check_data_dir(settings.data_dir)
@@ -76,10 +97,25 @@ async def build_app(settings: Settings, *, seed: bool | None = None) -> AsyncIte
         matcher = ClaimMatcher(kb, Reranker.load_default(), candidates=settings.match_candidates,
                                auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold,
                                auto_languages=frozenset({"en"}) if settings.uses_default_model else None)
-        engine = Engine(db, matcher, max_input_chars=settings.max_input_chars, source_policy=DomainPolicy(db))
+        metrics = Metrics()
+        llm = build_llm(settings, db, metrics)
+        if llm is not None:
+            stack.push_async_callback(llm.aclose)
+        evidence_index = EvidenceIndex(EvidenceVectors(vectors, settings.evidence_collection), embedder)
+        await evidence_index.open()
+        sources = EvidenceSources(settings, matcher=matcher, evidence_index=evidence_index)
+        await sources.open()
+        stack.push_async_callback(sources.aclose)
+        protected = protect_sources(sources.sources, settings, cache=TTLCache(db), observer=metrics,
+                                    rates={"gdelt": 12})  # GDELT asks for at most one request per 5 s
+        engine = Engine(db, matcher, max_input_chars=settings.max_input_chars, source_policy=DomainPolicy(db),
+                        embedder=embedder, llm=llm, sources=protected, evidence_store=evidence_index,
+                        source_timeout_s=settings.source_timeout_s, deadline_s=settings.check_deadline_s)
+        stack.push_async_callback(engine.aclose)
         corroborator = Corroborator(MessageStore(db), MessageVectors(vectors, settings.messages_collection), embedder,
                                     window_days=settings.corroboration_window_days,
                                     retention_days=settings.retention_days)
         await corroborator.open()
         stack.push_async_callback(corroborator.aclose)
-        yield App(settings, db, vectors, embedder, kb, matcher, engine, corroborator)
+        yield App(settings, db, vectors, embedder, kb, matcher, engine, corroborator, metrics=metrics, llm=llm,
+                  sources=sources)

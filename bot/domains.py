@@ -26,6 +26,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from core.credibility import DomainRules
 from storage.domains import GLOBAL, DomainStore, Rule
 from storage.sqlite import Database
 
@@ -145,6 +146,11 @@ class DomainPolicy:
 
     def __init__(self, db: Database):
         self.db = db
+
+    async def rules(self, scope: str) -> DomainRules:
+        """Allow and deny patterns in force for `scope`, for ranking (allowed = top credibility tier)."""
+        allow, deny = await effective_rules(self.db, scope)
+        return DomainRules(allow=frozenset(allow), deny=frozenset(deny))
 
     async def denied_filter(self, scope: str) -> Callable[[str], bool]:
         _, deny = await effective_rules(self.db, scope)

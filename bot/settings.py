@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
     llm_model: str = "gpt-4o-mini"
+    llm_timeout_s: float = 20.0
+    check_deadline_s: float = Field(default=60.0, description="A check answers with what it has by then.")
 
     # Telegram (python-telegram-bot, long polling)
     telegram_token: SecretStr | None = None

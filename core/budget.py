@@ -130,6 +130,11 @@ class BudgetedLLM:
         if close is not None:
             await close()
 
+    async def over_cap(self) -> bool:
+        """True when this month's spending reached the cap: the engine then answers offline and says so."""
+        cap = self.settings.llm_monthly_cap_usd
+        return cap is not None and (await self.spent_this_month()).usd >= cap
+
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.settings.llm_input_usd_per_mtok
                 + completion_tokens * self.settings.llm_output_usd_per_mtok) / 1_000_000

@@ -1,21 +1,52 @@
 """The engine entry point: `Engine.check(text)` runs every stage and returns one `Result`.
 
-This is where a check's verdict is decided. Stages are timed into `Result.steps`, and reported to a
-`ProgressSink` so chat adapters can edit their "Checking…" message in place.
+This is where a check's verdict is decided:
+
+    intake -> claims -> match (knowledge base, whole message)
+           -> per claim, concurrently: plan queries -> gather evidence (all sources in parallel,
+              widened while short of evidence) -> verify (rank, stance, numbers, score, adjudicate)
+           -> aggregate sub-claims -> Result
+
+Two paths share it. With an LLM configured (`mode: "llm"`) the message is split into claims and each is
+judged against the gathered evidence (core/verify.py). Without one (`mode: "offline"`) a verdict only
+ever comes from a previous fact-check that is the same claim (core/offline_verdict.py); evidence found by
+other sources is listed, unjudged, because offline there is nothing honest to judge it with.
+Every stage is timed into `Result.steps` and reported to a `ProgressSink`, so chat adapters can edit
+their "Checking…" message in place; the whole check has a deadline and answers with what it has.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
 
-from core.intake import intake
+from core.budget import BudgetExceeded, llm_check
+from core.claims import Claim, ClaimExtraction, extract_claims
+from core.credibility import DomainRules
+from core.embeddings import Embedder
+from core.evidence.base import ClaimQuery, Evidence, EvidenceSource, SourceReport
+from core.evidence.gather import gather_all
+from core.evidence.knowledge import match_evidence
+from core.i18n import t
+from core.intake import Intake, intake
+from core.llm import LLM
 from core.matching import ClaimMatcher
-from core.models import Result, Step, new_check_id
+from core.models import (ClaimOutcome, EvidenceItem, LLMUsage, Match, Result, SourceTrace, Step, Verdict,
+                         new_check_id)
 from core.offline_verdict import decide
+from core.queries import offline_queries, plan_queries
+from core.verify import ClaimVerdict, aggregate, verify_claim
 from storage.sqlite import Database
+
+log = logging.getLogger(__name__)
+
+# Seed 000's sufficiency rule: at least this many relevant pieces before judging, else widen the search.
+MIN_EVIDENCE = 2
+MAX_ROUNDS = 3
 
 
 class ProgressSink(Protocol):
@@ -27,6 +58,18 @@ class SourcePolicy(Protocol):
 
     async def denied_filter(self, scope: str) -> Callable[[str], bool]: ...
 
+    async def rules(self, scope: str) -> DomainRules: ...
+
+
+class EvidenceStore(Protocol):
+    """Where judged web/news evidence is kept so the knowledge base grows with use."""
+
+    async def add(self, evidence: list[Evidence]) -> int: ...
+
+
+class UsageBook(Protocol):
+    async def spent_for_check(self, check_id: str): ...
+
 
 class NullProgress:
     async def stage(self, name: str, detail: str = "") -> None:
@@ -35,18 +78,49 @@ class NullProgress:
 
 class Engine:
     def __init__(self, db: Database, matcher: ClaimMatcher, *, max_input_chars: int = 4096,
-                 source_policy: SourcePolicy | None = None):
+                 source_policy: SourcePolicy | None = None, embedder: Embedder | None = None,
+                 llm: LLM | None = None, sources: Sequence[EvidenceSource] = (),
+                 evidence_store: EvidenceStore | None = None, source_timeout_s: float = 10.0,
+                 deadline_s: float = 60.0, evidence_limit: int = 8):
         self.db = db
         self.matcher = matcher
         self.max_input_chars = max_input_chars
         self.source_policy = source_policy
+        self.embedder = embedder if embedder is not None else matcher.kb.embedder
+        self.llm = llm
+        self.sources = list(sources)
+        self.evidence_store = evidence_store
+        self.source_timeout_s = source_timeout_s
+        self.deadline_s = deadline_s
+        self.evidence_limit = evidence_limit
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def aclose(self) -> None:
+        """Wait for background work (evidence indexing) to finish."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def check(self, raw: str | bytes, progress: ProgressSink | None = None, *, save: bool = True,
-                    scope: str = "global") -> Result:
+                    scope: str = "global", check_id: str | None = None) -> Result:
         """Raises `core.intake.EmptyInput` when there is nothing to check; everything else ends in a Result.
 
         `scope` selects the admins' source rules (global, or a chat's): denied domains are never cited."""
-        progress = progress or NullProgress()
+        check_id = check_id or new_check_id()
+        with llm_check(check_id):  # LLM spending is booked to this check
+            result = await self._check(raw, progress or NullProgress(), scope, check_id)
+        if self.llm is not None and hasattr(self.llm, "spent_for_check"):
+            try:
+                spend = await self.llm.spent_for_check(check_id)  # type: ignore[attr-defined]
+                result.usage = LLMUsage(calls=spend.calls, prompt_tokens=spend.prompt_tokens,
+                                        completion_tokens=spend.completion_tokens, usd=round(spend.usd, 6))
+            except Exception:  # the books are informative; never lose an answer over them
+                log.warning("could not read LLM usage for check %s", check_id, exc_info=True)
+        if save:
+            await self.db.save_check(result)
+        return result
+
+    async def _check(self, raw: str | bytes, progress: ProgressSink, scope: str, check_id: str) -> Result:
+        started = time.monotonic()
         steps: list[Step] = []
 
         @asynccontextmanager
@@ -63,28 +137,235 @@ class Engine:
         async with step("intake") as d:
             msg = intake(raw, self.max_input_chars)
             d.append(f"{len(msg.text)} chars, language {msg.language}, {len(msg.urls)} link(s)")
-        async with step("match") as d:
-            matches = await self.matcher.match(msg.text, msg.urls, language=msg.language)
-            d.append(", ".join(f"{m.similarity:.2f}/{m.tier}" for m in matches) or "no candidates")
-            policy_notes: list[str] = []
-            if self.source_policy is not None:
-                denied = await self.source_policy.denied_filter(scope)
-                kept = [m for m in matches if not (m.url and denied(m.url))]
-                if len(kept) < len(matches):
-                    d.append(f"{len(matches) - len(kept)} from denied domains left out")
-                    policy_notes.append(f"{len(matches) - len(kept)} fact-check(s) from domains an admin "
-                                        "denied were left out.")
-                matches = kept
-        async with step("verdict") as d:
-            decided = decide(msg.text, matches)
-            d.append(f"{decided.verdict.value} ({decided.confidence:.2f}), offline")
+        lang = msg.language
+        notes: list[str] = list(msg.notes)
+        llm = self.llm
+        if llm is not None and await self._over_budget():
+            llm = None
+            notes.append(BudgetExceeded.user_message)
 
-        result = Result(
-            id=new_check_id(), text=msg.text, language=msg.language, verdict=decided.verdict,
-            label=decided.verdict.label, confidence=decided.confidence, reasoning=decided.reasoning,
-            citations=decided.citations, matches=decided.matches, mode="offline",
-            notes=[*msg.notes, *policy_notes, *decided.notes], steps=steps,
-        )
-        if save:
-            await self.db.save_check(result)
+        extraction: ClaimExtraction | None = None
+        if llm is not None:
+            async with step("claims") as d:
+                extraction = await extract_claims(msg.text, lang, llm)
+                d.append(f"{extraction.kind}, {len(extraction.claims)} claim(s), {extraction.mode}")
+            if extraction.kind in ("OPINION", "AMBIGUOUS", "NONE") and not msg.urls:
+                return self._not_checkable(check_id, msg, extraction, notes, steps)
+
+        async with step("match") as d:
+            matches = await self.matcher.match(msg.text, msg.urls, language=lang)
+            d.append(", ".join(f"{m.similarity:.2f}/{m.tier}" for m in matches) or "no candidates")
+            denied = (await self.source_policy.denied_filter(scope)) if self.source_policy else (lambda u: False)
+            kept = [m for m in matches if not (m.url and denied(m.url))]
+            if len(kept) < len(matches):
+                d.append(f"{len(matches) - len(kept)} from denied domains left out")
+                notes.append(f"{len(matches) - len(kept)} fact-check(s) from domains an admin denied were left out.")
+            matches = kept
+
+        rules = await self.source_policy.rules(scope) if self.source_policy else None
+        claims = self._claims(msg, extraction)
+        judged: list[ClaimVerdict] = []
+        traces: list[SourceTrace] = []
+        gathered: list[tuple[str, list[Evidence]]] = []
+        if self.sources or llm is not None:
+            async with step("evidence") as d:
+                remaining = self.deadline_s - (time.monotonic() - started)
+                tasks = [asyncio.create_task(self._claim(c, msg, matches, llm, rules, denied)) for c in claims]
+                done, pending = await asyncio.wait(tasks, timeout=max(1.0, remaining))
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    await asyncio.gather(*pending, return_exceptions=True)
+                    notes.append(f"{len(pending)} of {len(claims)} claim(s) could not be finished before the "
+                                 f"{self.deadline_s:.0f} s deadline.")
+                for task in tasks:
+                    if task in done and not task.cancelled() and task.exception() is None:
+                        verdict, evidence, reports = task.result()
+                        if verdict is not None:
+                            judged.append(verdict)
+                        gathered.append((verdict.claim if verdict else claims[0].text, evidence))
+                        traces += reports
+                    elif task in done and task.exception() is not None:
+                        log.error("claim check failed", exc_info=task.exception())
+                d.append(f"{sum(len(e) for _, e in gathered)} item(s) from "
+                         f"{len({tr.source for tr in traces})} source(s); "
+                         + ", ".join(f"{tr.source}: {'ok' if tr.ok else tr.error}" for tr in traces[:8]))
+            if llm is not None:
+                # Offline, web/news evidence is listed but never judged, so a provider being down does
+                # not change the answer; it stays in the trace (/evidence) instead of on the card.
+                notes += _source_notes(traces)
+
+        async with step("verdict") as d:
+            if judged:
+                agg = aggregate(judged)
+                mode = "llm" if any(cv.mode == "llm" for cv in judged) else "offline"
+                if mode == "offline" and BudgetExceeded.user_message not in notes:
+                    notes.append("The language model could not be reached, so this answer follows the offline "
+                                 "rules: only matching fact-checks decide.")
+                result = Result(
+                    id=check_id, text=msg.text, language=lang, verdict=agg.verdict,
+                    label=t(f"label.{agg.verdict.value}", lang), confidence=agg.confidence,
+                    reasoning=agg.reasoning, citations=agg.citations, matches=matches, mode=mode,
+                    notes=notes + [n for cv in judged for n in _user_notes(cv)],
+                    claims=[_outcome(cv, lang) for cv in agg.claims] if len(agg.claims) > 1 else [],
+                    evidence=[_item(j, cv.claim) for cv in judged for j in cv.stances])
+                d.append(f"{agg.verdict.value} ({agg.confidence:.2f}), {mode}, rule: {agg.rule}")
+            else:
+                decided = decide(msg.text, matches, language=lang)
+                extra = [EvidenceItem(url=e.url, title=e.title, domain=e.domain, source=e.source,
+                                      source_type=e.source_type, claim=claim)
+                         for claim, evs in gathered for e in evs if e.source_type != "factcheck"]
+                unjudged = ([f"{len(extra)} web/news item(s) were found but not judged: without an LLM, tipline "
+                             "only gives verdicts from matching fact-checks (see /evidence)."] if extra else [])
+                result = Result(
+                    id=check_id, text=msg.text, language=lang, verdict=decided.verdict,
+                    label=t(f"label.{decided.verdict.value}", lang), confidence=decided.confidence,
+                    reasoning=decided.reasoning, citations=decided.citations, matches=decided.matches,
+                    mode="offline", notes=notes + decided.notes + unjudged, evidence=extra)
+                d.append(f"{decided.verdict.value} ({decided.confidence:.2f}), offline")
+        result.steps = steps
+        result.sources = traces
+        self._remember(gathered)
         return result
+
+    # --- stages --------------------------------------------------------------------------------
+
+    def _claims(self, msg: Intake, extraction: ClaimExtraction | None) -> list[Claim]:
+        # Offline, the whole message is the claim: matching was trained and measured on whole messages,
+        # and the sentence heuristic would only cut context away.
+        if extraction is None or not extraction.claims:
+            return [Claim(text=msg.text)]
+        return extraction.claims
+
+    async def _claim(self, claim: Claim, msg: Intake, matches: list[Match], llm: LLM | None,
+                     rules: DomainRules | None, denied: Callable[[str], bool],
+                     ) -> tuple[ClaimVerdict | None, list[Evidence], list[SourceTrace]]:
+        """Queries -> evidence (widened while short) -> verdict, for one claim. Starts as soon as the
+        claim exists; each claim runs concurrently with the others."""
+        lang = msg.language
+        plan = await plan_queries(claim.text, lang, llm=llm, entities=claim.entities, when=claim.when,
+                                  where=claim.where)
+        # Trusted domains become site: filters for the first search stage; "*.gov" style rules can't.
+        allow = sorted(d for d in (rules.allow or ()) if isinstance(d, str) and "*" not in d) \
+            if rules is not None and not callable(rules.allow) else []
+        query = plan.claim_query(claim.text, lang, urls=msg.urls, allow_domains=allow)
+        # The whole-message matches are evidence for every claim (ranking drops the irrelevant ones).
+        evidence: dict[str, Evidence] = {}
+        for m in matches:
+            if m.tier != "none" and m.url:
+                e = match_evidence(m)
+                if claim.text != msg.text:
+                    # The matcher judged these against the whole message, not this sub-claim.
+                    e = e.model_copy(update={"match_tier": None, "match_probability": None})
+                evidence.setdefault(m.url, e)
+        traces: list[SourceTrace] = []
+        # The knowledge base was already searched with the whole message; search it again only for a
+        # sub-claim worded differently.
+        sources = [s for s in self.sources if s.name != "knowledge" or claim.text != msg.text]
+        for round_no in range(1, MAX_ROUNDS + 1):
+            found, reports = await gather_all(sources, query, limit=self.evidence_limit,
+                                              timeout=self.source_timeout_s)
+            traces += [_trace(r, claim.text) for r in reports]
+            for e in found:
+                if e.url and not denied(e.url):
+                    evidence.setdefault(e.url, e)
+            if len(evidence) >= MIN_EVIDENCE or round_no == MAX_ROUNDS:
+                break
+            if reports and not any(r.ok for r in reports if r.source not in ("knowledge", "evidence")):
+                break  # the search providers are down: asking them again only burns the deadline
+            # Short of evidence: widen. Broader queries (key phrases, entities) without site filters,
+            # and only the sources that can find new things (search, not the knowledge base again).
+            wider = offline_queries(claim.text, lang, entities=claim.entities, when=claim.when, where=claim.where)
+            if plan.english:
+                wider = [plan.english] + wider
+            new_queries = [q for q in wider if q not in query.queries]
+            sources = [s for s in self.sources if s.name not in ("knowledge", "links", "evidence")]
+            if not new_queries or not sources:
+                break
+            query = ClaimQuery(claim=claim.text, queries=new_queries[:4], language=lang, urls=[], allow_domains=[])
+        items = list(evidence.values())
+        if llm is None:
+            return None, items, traces
+        verdict = await verify_claim(query.model_copy(update={"queries": plan.queries}), items,
+                                     embedder=self.embedder, llm=llm, rules=rules, english=plan.english)
+        return verdict, items, traces
+
+    def _not_checkable(self, check_id: str, msg: Intake, extraction: ClaimExtraction, notes: list[str],
+                       steps: list[Step]) -> Result:
+        why = {
+            "OPINION": "This reads as an opinion or a value judgement, not a statement of fact, so there is "
+                       "nothing to fact-check.",
+            "AMBIGUOUS": "This is too vague to check. Please rephrase it as a specific claim: who did what, "
+                         "when and where.",
+            "NONE": "I couldn't find a claim to check in this message. Send a statement of fact, e.g. "
+                    "\"The Eiffel Tower was built in 1889\".",
+        }[extraction.kind]
+        reasoning = why + (f" ({extraction.reason})" if extraction.reason else "")
+        return Result(id=check_id, text=msg.text, language=msg.language, verdict=Verdict.NOT_CHECKABLE,
+                      label=t("label.NOT_CHECKABLE", msg.language), confidence=0.9 if extraction.mode == "llm" else 0.5,
+                      reasoning=reasoning, mode=extraction.mode, notes=notes, steps=steps)
+
+    async def _over_budget(self) -> bool:
+        check = getattr(self.llm, "over_cap", None)
+        if check is None:
+            return False
+        try:
+            return bool(await check())
+        except Exception:
+            return False
+
+    def _remember(self, gathered: list[tuple[str, list[Evidence]]]) -> None:
+        """Index new web/news evidence in the background: the knowledge base grows with use."""
+        if self.evidence_store is None:
+            return
+        fresh = [e for _, evs in gathered for e in evs if e.source_type in ("news", "web", "page")]
+        if not fresh:
+            return
+
+        async def add() -> None:
+            try:
+                await self.evidence_store.add(fresh)  # type: ignore[union-attr]
+            except Exception:
+                log.warning("could not index %d evidence item(s)", len(fresh), exc_info=True)
+
+        task = asyncio.create_task(add())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+def _trace(r: SourceReport, claim: str) -> SourceTrace:
+    return SourceTrace(source=r.source, ok=r.ok, ms=r.ms, found=r.found, error=r.error, claim=claim)
+
+
+_SOURCE_WORDS = {"gdelt": "news search (GDELT)", "searxng": "web search (SearxNG)", "brave": "web search (Brave)",
+                 "factcheck_api": "the fact-check API", "links": "the linked page(s)", "evidence": "stored evidence",
+                 "knowledge": "the fact-check knowledge base"}
+
+
+def _source_notes(traces: list[SourceTrace]) -> list[str]:
+    """One line for the user naming sources that failed on every claim (details stay in the trace)."""
+    by_source: dict[str, list[SourceTrace]] = {}
+    for tr in traces:
+        by_source.setdefault(tr.source, []).append(tr)
+    failed = [name for name, trs in by_source.items() if trs and not any(tr.ok for tr in trs)]
+    if not failed:
+        return []
+    words = ", ".join(_SOURCE_WORDS.get(n, n) for n in failed)
+    return [f"Could not use {words} this time; the answer is based on the other sources."]
+
+
+def _user_notes(cv: ClaimVerdict) -> list[str]:
+    # verify's notes are a trace for /evidence; only the ones that change what the user should trust
+    # go on the card.
+    return [n for n in cv.notes if n.lower().startswith(("llm unavailable", "downgraded", "guard"))][:2]
+
+
+def _outcome(cv: ClaimVerdict, lang: str) -> ClaimOutcome:
+    return ClaimOutcome(claim=cv.claim, verdict=cv.verdict, label=t(f"label.{cv.verdict.value}", lang),
+                        confidence=cv.confidence, reasoning=cv.reasoning, citations=[c.n for c in cv.citations],
+                        score=cv.score)
+
+
+def _item(j, claim: str) -> EvidenceItem:  # j: core.verify.EvidenceJudgement
+    return EvidenceItem(url=j.url, title=j.title, domain=j.domain, source="", source_type="", stance=j.stance,
+                        relevance=j.relevance, credibility=j.credibility, claim=claim)

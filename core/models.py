@@ -135,6 +135,50 @@ class Repetition(BaseModel):
     reused: bool = True
 
 
+class ClaimOutcome(BaseModel):
+    """One sub-claim of the message and what the evidence said about it (the card's breakdown)."""
+
+    claim: str
+    verdict: Verdict
+    label: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    reasoning: str = ""
+    citations: list[int] = Field(default_factory=list, description="Numbers of Result.citations it cites.")
+    score: int | None = Field(default=None, description="Seed 004's 0-100 truth score, when evidence was judged.")
+
+
+class EvidenceItem(BaseModel):
+    """One piece of evidence the engine looked at, as judged (for /evidence and the Sources button)."""
+
+    url: str
+    title: str = ""
+    domain: str = ""
+    source: str = Field(default="", description="Which evidence source found it.")
+    source_type: str = ""
+    stance: Literal["supports", "refutes", "neutral", "unjudged"] = "unjudged"
+    relevance: float | None = None
+    credibility: float | None = None
+    claim: str = Field(default="", description="The sub-claim it was judged against.")
+
+
+class SourceTrace(BaseModel):
+    """What one evidence source did for one claim."""
+
+    source: str
+    ok: bool
+    ms: float
+    found: int = 0
+    error: str = ""
+    claim: str = ""
+
+
+class LLMUsage(BaseModel):
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usd: float = Field(default=0.0, description="Estimated from the configured per-token prices.")
+
+
 class Result(BaseModel):
     id: str = Field(description="Short id users can quote to see the full trace.")
     created_at: datetime = Field(default_factory=utcnow)
@@ -149,6 +193,10 @@ class Result(BaseModel):
     mode: Literal["offline", "llm"] = "offline"
     notes: list[str] = Field(default_factory=list, description="Things the user should know (truncation, degraded sources).")
     steps: list[Step] = Field(default_factory=list)
+    claims: list[ClaimOutcome] = Field(default_factory=list, description="Per sub-claim, when there are several.")
+    evidence: list[EvidenceItem] = Field(default_factory=list, description="Everything judged, best first.")
+    sources: list[SourceTrace] = Field(default_factory=list, description="Each evidence source's run.")
+    usage: LLMUsage | None = Field(default=None, description="LLM tokens and estimated cost of this check.")
     also_reported: AlsoReported | None = Field(default=None, description="Other chats/outlets with the same story.")
     repetition: Repetition | None = Field(default=None, description="Set when a stored verdict was reused.")
 

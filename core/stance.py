@@ -113,7 +113,10 @@ def offline_stance(claim: str, ev: Evidence, relevance: float) -> Stance:
     """Neutral unless a matching fact-check's rating settles it (see the module docstring)."""
     if ev.source_type != "factcheck" or ev.verdict is None:
         return neutral("offline: passage not judged (no language model)")
-    if relevance < FACTCHECK_MATCH:
+    # The claim matcher's "auto" tier (a re-ranker trained and calibrated on tweet -> fact-check pairs,
+    # docs/matching.md) is a better same-claim signal than the raw cosine; below it, the cosine rule.
+    by_matcher = ev.match_tier == "auto" and ev.match_probability is not None
+    if relevance < FACTCHECK_MATCH and not by_matcher:
         return neutral(f"fact-check about a different claim (match {relevance:.2f})")
     checked = _CHECKED_PREFIX.sub("", ev.snippet or ev.title)
     if _negated(claim) != _negated(checked):
@@ -126,7 +129,7 @@ def offline_stance(claim: str, ev: Evidence, relevance: float) -> Stance:
         # The English embedding model scores any two Cyrillic texts alike (unrelated Russian pairs ~0.6),
         # so for them the cosine alone is no match: most of the claim's words must be there too.
         return neutral("the fact-checked claim shares too few words with this one; rating not applied")
-    p = MATCH_PRECISION
+    p = min(max(ev.match_probability or 0.0, MATCH_PRECISION), 0.99) if by_matcher else MATCH_PRECISION
     v = ev.verdict
     if v == Verdict.SUPPORTED:
         return Stance(label="supports", supports=p, refutes=0.0, neutral=round(1 - p, 3), confidence=p,

@@ -65,7 +65,7 @@ def settings(tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch) -
     for key in list(__import__("os").environ):
         if key.startswith("TIPLINE_"):
             monkeypatch.delenv(key)
-    return Settings(data_dir=tmp_path / "data", embed_model_dir=model_dir, _env_file=None)
+    return Settings(data_dir=tmp_path / "data", embed_model_dir=model_dir, _env_file=None, gdelt_url=None)
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ async def test_classic_false_claims_inherit_the_fact_check_rating(app, text):
     assert top.tier == "auto" and top.similarity >= app.matcher.thresholds.auto
     assert result.citations and result.citations[0].url == top.url
     assert "[1]" in result.reasoning
-    assert [s.name for s in result.steps] == ["intake", "match", "verdict"]
+    assert [s.name for s in result.steps] == ["intake", "match", "evidence", "verdict"]
 
 
 async def test_an_unrelated_message_gets_no_verdict(app):

@@ -314,7 +314,9 @@ async def test_unreachable_provider_fails_fast_with_a_sentence(session):
 
 
 async def test_registry_builds_only_configured_providers(settings, fake):
-    async with EvidenceSources(settings) as default:
+    # The test settings turn GDELT off (hermetic tests); the shipped default has it on.
+    shipped = settings.model_copy(update={"gdelt_url": type(settings).model_fields["gdelt_url"].default})
+    async with EvidenceSources(shipped) as default:
         assert default.names == ["gdelt", "links"]  # keyless GDELT on by default; link expansion always
     configured = settings.model_copy(update={
         "searxng_url": fake.url("/searxng"), "brave_api_key": fake.brave_key, "brave_url": fake.url("/brave/res/v1/web/search"),
@@ -344,7 +346,8 @@ async def test_registry_link_expansion_refuses_loopback_by_default(settings, fak
 
 
 async def test_build_sources_with_caller_owned_sessions(settings, session):
-    sources = build_sources(settings, api_session=session)
+    shipped = settings.model_copy(update={"gdelt_url": type(settings).model_fields["gdelt_url"].default})
+    sources = build_sources(shipped, api_session=session)
     assert [s.name for s in sources] == ["gdelt"]  # no fetch session: no link expansion
 
 

@@ -31,7 +31,7 @@ async def socket_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
             if key.startswith("TIPLINE_"):
                 mp.delenv(key)
         settings = Settings(data_dir=tmp_path_factory.mktemp("socket") / "data", embed_model_dir=model_dir,
-                            _env_file=None)
+                            _env_file=None, gdelt_url=None)
     async with build_app(settings) as a:
         yield a
 

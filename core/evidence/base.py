@@ -43,6 +43,10 @@ class Evidence(BaseModel):
     rating: str = Field(default="", description="A fact-checker's own rating words, for fact-check items.")
     verdict: Verdict | None = Field(default=None, description="That rating, normalised.")
     retrieval_score: float = 0.0
+    match_tier: Literal["auto", "suggest"] | None = Field(
+        default=None, description="Knowledge-base items: the claim matcher's tier for this claim.")
+    match_probability: float | None = Field(
+        default=None, description="Knowledge-base items: calibrated probability that it is the same claim.")
 
 
 class SourceReport(BaseModel):

@@ -23,7 +23,8 @@ def match_evidence(m: Match, *, source: str = "knowledge") -> Evidence:
     return Evidence(url=m.url, title=m.title or m.claim, snippet=f"Claim checked: {m.claim}"[:900],
                     publisher=m.publisher, domain=domain_of(m.url), published_at=published, source=source,
                     source_type="factcheck", rating=m.rating_text, verdict=m.verdict,
-                    retrieval_score=m.similarity)
+                    retrieval_score=m.similarity, match_probability=m.similarity,
+                    match_tier=m.tier if m.tier in ("auto", "suggest") else None)
 
 
 class KnowledgeSource:

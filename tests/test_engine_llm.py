@@ -1,0 +1,141 @@
+"""The whole engine on the LLM path: a fake OpenAI-compatible server (structured outputs) and fake search
+providers and web pages on 127.0.0.1, the real model, SQLite, embedded Qdrant and the seed knowledge base.
+Every check ends in a valid, labelled Result, whatever the providers do."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import SecretStr
+
+from bot.app import build_app
+from bot.settings import Settings
+from core.models import Result, Verdict
+from tests.fakes.openai_api import FakeOpenAI, Scripted
+from tests.fakes.search_api import FakeSearchAPI, factcheck_claim, gdelt_article, searx_result
+from tests.judging_support import stance_by_keyword
+
+
+@pytest.fixture
+async def llm_fake():
+    fake = await FakeOpenAI().start()
+    yield fake
+    await fake.stop()
+
+
+@pytest.fixture
+async def search_fake():
+    fake = await FakeSearchAPI().start()
+    yield fake
+    await fake.stop()
+
+
+def llm_settings(settings: Settings, llm_fake: FakeOpenAI, search_fake: FakeSearchAPI, **kw) -> Settings:
+    return settings.model_copy(update={
+        "llm_base_url": llm_fake.base_url, "searxng_url": search_fake.url("/searxng"),
+        "gdelt_url": search_fake.url("/gdelt/api/v2/doc/doc"),
+        "fetch_allow_hosts": ["127.0.0.1"], "source_timeout_s": 3.0, "provider_retries": 0, **kw})
+
+
+def claims_answer(*claims: str, kind: str = "FACTUAL") -> dict:
+    return {"kind": kind, "reason": "test", "claims": [
+        {"text": c, "entities": [], "when": None, "where": None} for c in claims]}
+
+
+def queries_answer(body) -> dict:
+    return {"queries": ["water boiling point sea level", "water boils 50C fact check"], "english_claim": None}
+
+
+WATER = [searx_result("https://www.bbc.com/science/water-boiling", "Why water boils at 100C",
+                      "At sea level pure water boils at 100 °C (212 °F)."),
+         searx_result("https://www.nist.gov/pml/water-boiling", "Boiling point of water",
+                      "The boiling point of water at one atmosphere is 100 degrees Celsius."),
+         searx_result("https://en.wikipedia.org/wiki/Boiling_point", "Boiling point - Wikipedia",
+                      "Water boils at 100 °C at standard pressure.")]
+
+
+async def test_a_false_claim_is_refuted_with_cited_web_evidence(settings, llm_fake, search_fake):
+    search_fake.searx_results.extend(WATER)
+    llm_fake.named("claim_extraction").reply_json(claims_answer("Water boils at 50C at sea level"))
+    llm_fake.respond("query_plan", queries_answer)
+    llm_fake.respond("stance", stance_by_keyword({"100": "refutes"}))
+    llm_fake.respond("adjudication", lambda body: {
+        "verdict": "REFUTED", "confidence": 0.9,
+        "reasoning": "Water boils at 100 °C at sea level, not 50C [1][2]."})
+    async with build_app(llm_settings(settings, llm_fake, search_fake)) as app:
+        result = await app.engine.check("Water boils at 50C at sea level")
+    assert result.mode == "llm"
+    assert result.verdict == Verdict.REFUTED and result.label == "False"
+    assert {c.url for c in result.citations} <= {e.url for e in result.evidence}
+    assert len({c.url.split("/")[2] for c in result.citations}) >= 2
+    assert "[1]" in result.reasoning
+    assert [s.name for s in result.steps] == ["intake", "claims", "match", "evidence", "verdict"]
+    assert any(t.source == "searxng" and t.ok for t in result.sources)
+    assert result.usage is not None and result.usage.calls >= 3 and result.usage.prompt_tokens > 0
+    assert Result.model_validate_json(result.model_dump_json()) == result
+
+
+async def test_opinions_are_not_checked_and_nothing_is_searched(settings, llm_fake, search_fake):
+    llm_fake.named("claim_extraction").reply_json(claims_answer(kind="OPINION"))
+    async with build_app(llm_settings(settings, llm_fake, search_fake)) as app:
+        result = await app.engine.check("Pizza tastes better than burgers")
+    assert result.verdict == Verdict.NOT_CHECKABLE and "opinion" in result.reasoning.lower()
+    assert search_fake.requests == [] and len(llm_fake.requests) == 1
+
+
+async def test_two_claims_get_a_breakdown_and_one_false_part_makes_the_message_false(settings, llm_fake, search_fake):
+    search_fake.searx_results.extend(WATER)
+    search_fake.searx_results.extend([
+        searx_result("https://www.reuters.com/paris-eiffel", "Eiffel Tower facts",
+                     "The Eiffel Tower in Paris was completed in 1889 for the World's Fair."),
+        searx_result("https://www.britannica.com/topic/Eiffel-Tower", "Eiffel Tower | Britannica",
+                     "The Eiffel Tower, Paris, was built 1887-1889 and opened in 1889.")])
+    llm_fake.named("claim_extraction").reply_json(
+        claims_answer("Water boils at 50C at sea level", "The Eiffel Tower was completed in 1889"))
+    llm_fake.respond("query_plan", lambda body: {"queries": ["a b", "c d"], "english_claim": None})
+    llm_fake.respond("stance", stance_by_keyword({"100": "refutes", "1889": "supports"}))
+
+    def adjudicate(body):
+        text = str(body)
+        if "Eiffel" in text.split("SOURCES")[0] if "SOURCES" in text else "Eiffel" in text[:2000]:
+            return {"verdict": "SUPPORTED", "confidence": 0.9, "reasoning": "It opened in 1889 [1][2]."}
+        return {"verdict": "REFUTED", "confidence": 0.9, "reasoning": "It boils at 100 °C [1][2]."}
+    llm_fake.respond("adjudication", adjudicate)
+    async with build_app(llm_settings(settings, llm_fake, search_fake)) as app:
+        result = await app.engine.check("Water boils at 50C at sea level, and the Eiffel Tower was completed in 1889.")
+    assert len(result.claims) == 2
+    assert result.verdict == Verdict.REFUTED
+    assert {c.claim for c in result.claims} == {"Water boils at 50C at sea level",
+                                                "The Eiffel Tower was completed in 1889"}
+    for outcome in result.claims:
+        assert all(1 <= n <= len(result.citations) for n in outcome.citations)
+
+
+async def test_every_provider_down_still_gives_a_labelled_answer(settings, llm_fake, search_fake):
+    for route in ("searxng", "gdelt"):
+        search_fake.fail(route, status=500)
+    for name in ("claim_extraction", "query_plan", "stance", "adjudication"):
+        llm_fake.respond(name, lambda body: Scripted(status=500))
+    async with build_app(llm_settings(settings, llm_fake, search_fake)) as app:
+        result = await app.engine.check("The 5G rollout caused the coronavirus outbreak")
+    # The knowledge base still knows this one; the LLM and the web being down only cost the extras.
+    assert result.verdict == Verdict.REFUTED
+    assert any("Could not use" in n for n in result.notes)
+    assert {t.source for t in result.sources if not t.ok} >= {"searxng", "gdelt"}
+
+
+async def test_a_fact_check_api_answer_is_evidence(settings, llm_fake, search_fake):
+    search_fake.factcheck_claims.append(factcheck_claim(
+        "Drinking hot water with lemon cures cancer", "https://www.snopes.com/fact-check/lemon-cancer/", "False"))
+    search_fake.gdelt_articles.append(gdelt_article("https://www.reuters.com/health/lemon", "No, lemon water does not cure cancer"))
+    llm_fake.named("claim_extraction").reply_json(claims_answer("Drinking hot water with lemon cures cancer"))
+    llm_fake.respond("query_plan", lambda body: {"queries": ["lemon water cures cancer", "lemon cancer fact check"],
+                                                 "english_claim": None})
+    llm_fake.respond("stance", stance_by_keyword({"lemon": "refutes"}))
+    llm_fake.respond("adjudication", lambda body: {"verdict": "REFUTED", "confidence": 0.8,
+                                                   "reasoning": "Fact-checkers rated it false [1]."})
+    s = llm_settings(settings, llm_fake, search_fake, factcheck_api_key=SecretStr(search_fake.factcheck_key),
+                     factcheck_url=search_fake.url("/factcheck/v1alpha1/claims:search"))
+    async with build_app(s) as app:
+        result = await app.engine.check("Drinking hot water with lemon cures cancer!")
+    assert result.verdict == Verdict.REFUTED
+    assert any("snopes.com" in c.url for c in result.citations)
