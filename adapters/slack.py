@@ -26,6 +26,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from core.i18n import t
 from bot.chat_settings import CHAT_COMMANDS, ChatCommands, ChatSettingsRequest, CheckExtras, tracked_message
 from bot.domains import GLOBAL, DomainCommands, DomainsRequest, command_args
 from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, evidence_arg, evidence_lines, give_feedback, load_check
@@ -195,13 +196,14 @@ def _context(*texts: str) -> dict[str, Any]:
                                             for t in texts[:10]]}
 
 
-def _checked_line(request: CheckRequest | None) -> str | None:
+def _checked_line(request: CheckRequest | None, reply: Reply | None = None) -> str | None:
     if request is None:
         return None
     text = _clip(" ".join(request.text.split()), QUOTE_CHARS)
-    line = f"Checked: “{esc(text)}”"
+    say = reply.t if reply is not None else (lambda key, **kw: t(key, "en", **kw))
+    line = say("card.checked", text=esc(text))
     if request.forwarded_from:
-        line += f" (forwarded from {esc(request.forwarded_from)})"
+        line += f" ({say('card.forwarded_from', who=esc(request.forwarded_from))})"
     return line
 
 
@@ -252,43 +254,51 @@ def render_blocks(reply: Reply, request: CheckRequest | None = None,
                   requester: str | None = None, *, buttons: bool = True) -> tuple[list[dict[str, Any]], str]:
     """(blocks, fallback text): the verdict card. Everything from users or the web is escaped."""
     blocks: list[dict[str, Any]] = [_section(f"*{esc(reply.headline)}*")]
-    checked = _checked_line(request)
+    checked = _checked_line(request, reply)
     if requester and re.fullmatch(r"[UW][A-Z0-9]{2,20}", requester):
         checked = (checked + " · " if checked else "") + f"asked by <@{requester}>"
     if checked:
         blocks.append(_context(checked))
     if reply.reasoning:
         blocks.append(_section(esc(reply.reasoning)))
+    if reply.claims:
+        lines = [f"*{esc(reply.t('card.claims'))}*"]
+        for i, c in enumerate(reply.claims, 1):
+            refs = "".join(f"[{n}]" for n in c.refs)
+            lines.append(f"{i}. {esc(c.emoji)} {esc(c.label)} — “{esc(_clip(c.claim, 300))}”" + (f" {refs}" if refs else ""))
+        blocks.append(_section("\n".join(lines)))
     if reply.citations:
-        lines = ["*Sources*"]
+        lines = [f"*{esc(reply.t('card.sources'))}*"]
         for c in reply.citations[:MAX_CITATIONS]:
             meta = " — ".join(x for x in (esc(c.publisher or ""),
                                           c.published_at.isoformat() if c.published_at else "") if x)
-            rating = f" · rated “{esc(c.rating)}”" if c.rating else ""
+            rating = f" · {reply.t('card.rated', rating=esc(c.rating))}" if c.rating else ""
             lines.append(f"[{c.n}] {link(c.url, c.title)}" + (f" — {meta}" if meta else "") + rating)
         blocks.append(_section("\n".join(lines)))
     if reply.related:
         lines = [f"*{esc(reply.related_heading)}*"]
         for r in reply.related:
             who = f" — {esc(r.publisher)}" if r.publisher else ""
-            lines.append(f"• {link(r.url, r.claim)} ({esc(r.rating)}{who}, match {r.similarity:.2f})")
+            lines.append(f"• {link(r.url, r.claim)} ({esc(r.rating)}{who}, "
+                         f"{reply.t('card.match', score=f'{r.similarity:.2f}')})")
         blocks.append(_section("\n".join(lines)))
     if reply.also_reported is not None:
         blocks.append(_context(also_reported_mrkdwn(reply.also_reported)))
     if reply.repeat_note:
         blocks.append(_context(esc(reply.repeat_note)))
     if reply.notes:
-        blocks.append(_context(*[f"Note: {esc(n)}" for n in reply.notes[:9]]))
-    blocks.append(_context(f"Check id: `{esc(reply.check_id)}` · {esc(reply.mode)} mode"))
+        blocks.append(_context(*[reply.t("card.note", note=esc(n)) for n in reply.notes[:9]]))
+    mode = reply.t("card.mode." + reply.mode) if reply.mode in ("offline", "llm") else reply.mode
+    blocks.append(_context(f"{esc(reply.t('card.check_id'))}: `{esc(reply.check_id)}` · {esc(mode)}"))
     if buttons:
         blocks.append(actions_block(reply.check_id))
 
     fallback = [esc(reply.headline)]
     if request is not None:
-        fallback.append(f"Checked: “{esc(_clip(' '.join(request.text.split()), QUOTE_CHARS))}”")
+        fallback.append(reply.t("card.checked", text=esc(_clip(' '.join(request.text.split()), QUOTE_CHARS))))
     if reply.reasoning:
         fallback.append(esc(reply.reasoning))
-    fallback.append(f"Check id: {esc(reply.check_id)}")
+    fallback.append(f"{esc(reply.t('card.check_id'))}: {esc(reply.check_id)}")
     return blocks, _clip("\n".join(fallback), FALLBACK_LIMIT)
 
 

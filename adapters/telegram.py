@@ -146,44 +146,50 @@ def _link(url: str, title: str) -> str:
 QUOTE_CHARS = 160
 
 
-def _checked_line(request: CheckRequest | None) -> str | None:
+def _checked_line(request: CheckRequest | None, reply: Reply) -> str | None:
     if request is None:
         return None
     text = " ".join(request.text.split())
     if len(text) > QUOTE_CHARS:
         text = text[:QUOTE_CHARS - 1].rstrip() + "…"
-    line = f"Checked: “{esc(text)}”"
+    line = reply.t("card.checked", text=esc(text))
     if request.forwarded_from:
-        line += f" (forwarded from {esc(request.forwarded_from)})"
+        line += f" ({reply.t('card.forwarded_from', who=esc(request.forwarded_from))})"
     return f"<i>{line}</i>"
 
 
 def render_html(reply: Reply, request: CheckRequest | None = None) -> str:
     """The verdict card in Telegram's HTML subset; everything from users or the web is escaped."""
     out = [f"<b>{esc(reply.headline)}</b>"]
-    if (checked := _checked_line(request)) is not None:
+    if (checked := _checked_line(request, reply)) is not None:
         out.append(checked)
     if reply.reasoning:
         out += ["", esc(reply.reasoning)]
+    if reply.claims:
+        out += ["", f"<b>{esc(reply.t('card.claims'))}</b>"]
+        for i, c in enumerate(reply.claims, 1):
+            refs = "".join(f"[{n}]" for n in c.refs)
+            out.append(f"{i}. {esc(c.emoji)} {esc(c.label)} — “{esc(c.claim)}”" + (f" {refs}" if refs else ""))
     if reply.citations:
-        out += ["", "<b>Sources</b>"]
+        out += ["", f"<b>{esc(reply.t('card.sources'))}</b>"]
         for c in reply.citations[:MAX_CITATIONS]:
             meta = " — ".join(x for x in (esc(c.publisher), c.published_at.isoformat() if c.published_at else "") if x)
-            rating = f" · rated “{esc(c.rating)}”" if c.rating else ""
+            rating = f" · {reply.t('card.rated', rating=esc(c.rating))}" if c.rating else ""
             out.append(f"[{c.n}] {_link(c.url, c.title)}" + (f" — {meta}" if meta else "") + rating)
     if reply.related:
         out += ["", f"<b>{esc(reply.related_heading)}</b>"]
         for r in reply.related:
             who = f" — {esc(r.publisher)}" if r.publisher else ""
             claim = _link(r.url, r.claim) if r.url else esc(r.claim)
-            out.append(f"• {claim} ({esc(r.rating)}{who}, match {r.similarity:.2f})")
+            out.append(f"• {claim} ({esc(r.rating)}{who}, {reply.t('card.match', score=f'{r.similarity:.2f}')})")
     if reply.also_reported is not None:
         out += ["", also_reported_html(reply.also_reported)]
     if reply.repeat_note:
         out += ["", f"<i>{esc(reply.repeat_note)}</i>"]
     if reply.notes:
-        out += [""] + [f"<i>Note: {esc(n)}</i>" for n in reply.notes]
-    out += ["", f"Check id: <code>{esc(reply.check_id)}</code> · {esc(reply.mode)} mode"]
+        out += [""] + [f"<i>{reply.t('card.note', note=esc(n))}</i>" for n in reply.notes]
+    out += ["", f"{esc(reply.t('card.check_id'))}: <code>{esc(reply.check_id)}</code> · "
+                f"{esc(reply.t('card.mode.' + reply.mode) if reply.mode in ('offline', 'llm') else reply.mode)}"]
     return "\n".join(out)
 
 

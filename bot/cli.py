@@ -268,7 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from bot.logs import configure
 
-    configure(logging.DEBUG if args.debug else logging.INFO if args.log_json else logging.WARNING,
+    # In an interactive check a provider being down is already in the card's notes and the trace;
+    # a warning line in the middle of the terminal output only gets in the way.
+    quiet = logging.ERROR if args.command in ("check", "chat") else logging.WARNING
+    configure(logging.DEBUG if args.debug else logging.INFO if args.log_json else quiet,
               json_lines=args.log_json)
     if args.command == "bench" and args.what == "match" and not args.queries:
         parser.error("bench match needs --queries")

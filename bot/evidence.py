@@ -101,6 +101,29 @@ def evidence_lines(result: Result, *, esc: Callable[[object], str], link: Callab
             out.append(f"    {link(c.url, c.url)}")
         if c.snippet:
             out.append(f"    “{esc(_clip(c.snippet, 400))}”")
+    if result.claims:
+        out += ["", bold(f"Claims ({len(result.claims)})")]
+        for i, c in enumerate(result.claims, 1):
+            refs = "".join(f"[{n}]" for n in c.citations)
+            out.append(f"{i}. “{esc(_clip(c.claim, 200))}” — {esc(c.label)} · confidence "
+                       f"{round(c.confidence * 100)}%" + (f" · score {c.score}/100" if c.score is not None else "")
+                       + (f" · {refs}" if refs else ""))
+    if result.evidence:
+        out += ["", bold(f"Evidence judged ({len(result.evidence)})")]
+        for i, e in enumerate(result.evidence, 1):
+            scores = " · ".join(x for x in (
+                f"relevance {e.relevance:.2f}" if e.relevance is not None else "",
+                f"credibility {e.credibility:.2f}" if e.credibility is not None else "") if x)
+            out.append(f"{i}. {link(e.url, e.title or e.url)} — {esc(e.stance)}"
+                       + (f" · {scores}" if scores else "") + (f" · {esc(e.domain)}" if e.domain else ""))
+    if result.sources:
+        out += ["", bold(f"Sources searched ({len(result.sources)})")]
+        for tr in result.sources:
+            state = f"{tr.found} found" if tr.ok else f"failed: {esc(_clip(tr.error, 160))}"
+            out.append(f"• {esc(tr.source)} — {tr.ms:.0f} ms — {state}")
+    if result.usage is not None and result.usage.calls:
+        u = result.usage
+        out += ["", f"LLM: {u.calls} call(s), {u.prompt_tokens + u.completion_tokens} tokens, ≈ ${u.usd:.4f}"]
     out += ["", bold(f"Matched fact-checks ({len(result.matches)})")]
     if not result.matches:
         out.append("none")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from core.i18n import t
 from core.models import AlsoReported, Citation, Match, ReportedBy, Result, Verdict
 
 VERDICT_EMOJI: dict[Verdict, str] = {
@@ -101,6 +102,16 @@ def also_reported_line(a: AlsoReported | None, now: datetime | None = None) -> A
 
 
 @dataclass(frozen=True)
+class ClaimLine:
+    """One sub-claim in the card's breakdown: `1. ❌ False — “claim” [1][2]`."""
+
+    emoji: str
+    label: str
+    claim: str
+    refs: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Reply:
     check_id: str
     emoji: str
@@ -114,10 +125,16 @@ class Reply:
     mode: str = "offline"
     also_reported: AlsoReportedLine | None = None
     repeat_note: str = ""  # "Checked 14 times this week" when a stored verdict was reused
+    lang: str = "en"  # the reply language: the checked message's
+    claims: list[ClaimLine] = field(default_factory=list)  # the breakdown, when there are several claims
+
+    def t(self, key: str, **values: object) -> str:
+        """The card's fixed words in the reply language (adapters escape what they interpolate)."""
+        return t(key, self.lang, **values)
 
     @property
     def headline(self) -> str:
-        return f"{self.emoji} {self.label} · confidence {self.confidence_pct}%"
+        return f"{self.emoji} {self.label} · {self.t('card.confidence', pct=self.confidence_pct)}"
 
 
 def _related(m: Match) -> RelatedItem:
@@ -127,12 +144,13 @@ def _related(m: Match) -> RelatedItem:
 
 def to_reply(result: Result) -> Reply:
     shown = [m for m in result.matches if m.tier in ("auto", "suggest")] or result.matches
+    lang = result.language
     if any(m.tier == "auto" for m in shown):
-        heading = "Previously fact-checked"
+        heading = t("related.auto", lang)
     elif any(m.tier == "suggest" for m in shown):
-        heading = "Possibly related fact-checks"
+        heading = t("related.suggest", lang)
     else:
-        heading = "Closest fact-checks (not the same claim)"
+        heading = t("related.none", lang)
     return Reply(
         check_id=result.id, emoji=VERDICT_EMOJI[result.verdict], label=result.label,
         confidence_pct=round(result.confidence * 100), reasoning=result.reasoning,
@@ -141,4 +159,7 @@ def to_reply(result: Result) -> Reply:
         also_reported=also_reported_line(result.also_reported),
         repeat_note=(f"Checked {result.repetition.times_this_week} times this week · verdict of check "
                      f"{result.repetition.first_check_id} reused" if result.repetition else ""),
+        lang=lang,
+        claims=[ClaimLine(emoji=VERDICT_EMOJI[c.verdict], label=c.label, claim=c.claim, refs=list(c.citations))
+                for c in result.claims],
     )

@@ -49,6 +49,10 @@ MIN_EVIDENCE = 2
 MAX_ROUNDS = 3
 
 
+# Sources that don't search the web: widening the queries can't make them find more.
+_LOCAL_SOURCES = frozenset({"knowledge", "evidence", "links"})
+
+
 class ProgressSink(Protocol):
     async def stage(self, name: str, detail: str = "") -> None: ...
 
@@ -269,17 +273,18 @@ class Engine:
             for e in found:
                 if e.url and not denied(e.url):
                     evidence.setdefault(e.url, e)
-            if len(evidence) >= MIN_EVIDENCE or round_no == MAX_ROUNDS:
-                break
-            if reports and not any(r.ok for r in reports if r.source not in ("knowledge", "evidence")):
-                break  # the search providers are down: asking them again only burns the deadline
+            if len(evidence) >= MIN_EVIDENCE or round_no == MAX_ROUNDS or llm is None:
+                break  # offline, web evidence is only listed, never judged: one round is enough
+            searched = [r for r in reports if r.source not in _LOCAL_SOURCES]
+            if not any(r.ok for r in searched):
+                break  # no search provider answered: asking again only burns the deadline
             # Short of evidence: widen. Broader queries (key phrases, entities) without site filters,
             # and only the sources that can find new things (search, not the knowledge base again).
             wider = offline_queries(claim.text, lang, entities=claim.entities, when=claim.when, where=claim.where)
             if plan.english:
                 wider = [plan.english] + wider
             new_queries = [q for q in wider if q not in query.queries]
-            sources = [s for s in self.sources if s.name not in ("knowledge", "links", "evidence")]
+            sources = [s for s in self.sources if s.name not in _LOCAL_SOURCES]
             if not new_queries or not sources:
                 break
             query = ClaimQuery(claim=claim.text, queries=new_queries[:4], language=lang, urls=[], allow_domains=[])
