@@ -401,15 +401,22 @@ class Corroborator:
         """cos / entity Jaccard / IDF-weighted term Jaccard, exactly as `StoryDetector.features`."""
         out = np.zeros((len(cand), 3), dtype=np.float64)
         out[:, 0] = cos
-        wi = {t: self._idf(t) for t in info.terms}
-        wsum = sum(wi.values())
+        n, df = len(self.index), self._df
+        idf: dict[int, float] = {}  # per call: candidates of one story share most of their terms
+
+        def w(t: int) -> float:
+            v = idf.get(t)
+            if v is None:
+                v = idf[t] = math.log(1.0 + n / df.get(t, 1))
+            return v
+        wsum = sum(w(t) for t in info.terms)
         for r, j in enumerate(cand):
             other: _Row = self.index.extras[int(j)]
             out[r, 1] = jaccard(info.entities, other.entities)
             shared = info.terms & other.terms
             if shared:
-                num = sum(wi[t] for t in shared)
-                den = wsum + sum(self._idf(t) for t in other.terms - info.terms)
+                num = sum(idf[t] for t in shared)
+                den = wsum + sum(w(t) for t in other.terms - info.terms)
                 out[r, 2] = num / den if den > 0 else 0.0
         return out
 
