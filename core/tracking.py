@@ -43,6 +43,7 @@ from core.corroboration import (
     transliterate,
 )
 from core.embeddings import Embedder
+from core.intake import detect_language
 from core.models import AlsoReported, ReportedBy
 from storage.message_vectors import MessagePoint, MessageVectors, WindowIndex
 from storage.messages import MessageStore, StoredMessage, message_key, resolve_story
@@ -300,7 +301,8 @@ class Corroborator:
         if p.keep:
             rows = [StoredMessage(id=m.key, platform=m.platform, chat_id=str(m.chat_id), message_id=str(m.message_id),
                                   text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
-                                  language=m.language, story_id=p.stories[m.key]) for m in p.keep]
+                                  language=m.language or detect_language(m.text), story_id=p.stories[m.key])
+                    for m in p.keep]
             for into, others in p.merges:
                 await self.store.merge_stories(into, others)
             await self.store.add(rows)

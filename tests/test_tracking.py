@@ -323,3 +323,14 @@ def test_window_index_finds_the_same_rows_whatever_the_arrival_order():
         assert list(cos) == sorted(cos, reverse=True)
         top, _ = idx.search(q, t=t, window_s=w, exclude_chats=["c2"], floor=0.2, limit=5)
         assert [idx.keys[r] for r in top] == [idx.keys[r] for r in rows[:5]]
+
+
+async def test_stored_rows_carry_author_link_time_and_language(app):
+    c = app.corroborator
+    (a,) = await tracked(app, 1)
+    m = msg(a, "Взрывы в Киеве этим утром, работает ПВО", NOW - timedelta(minutes=3))
+    assert await c.ingest(m) == m.key
+    row = (await c.store.get([m.key]))[m.key]
+    assert (row.platform, row.chat_id, row.message_id) == ("telegram", a, m.message_id)
+    assert row.author == m.author and row.permalink == m.permalink and row.language == "ru"
+    assert abs(row.ts - NOW.timestamp() + 180) < 1e-3 and row.story_id == m.key
