@@ -69,7 +69,8 @@ async def _latencies(app, queries: list[str]) -> dict[str, float]:
         total.append((time.perf_counter() - t0) * 1000)
         clean = clean_query(q)
         t0 = time.perf_counter()
-        vec = (await kb.embedder.embed([clean]))[0]
+        # Uncached: the match above just put this text in the embedder's cache.
+        vec = (await asyncio.to_thread(kb.embedder._embed_uncached, [clean]))[0]
         embed.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         await kb.vectors.search_factchecks(kb.collection, vec, query_vector(clean), matcher.candidates)

@@ -5,7 +5,7 @@
     tipline check [--json] TEXT          one check; '-' reads the text from standard input
     tipline ingest PATH_OR_URL...        load previously fact-checked claims
     tipline eval claim-matching ...      CLEF-2020 Task 2 run file + MAP@5
-    tipline bench ingest|match|corroborate ...   speed figures for docs/benchmarks.md
+    tipline bench ingest|match|corroborate|pipeline ...   speed figures for docs/benchmarks.md
     tipline schema [PATH]                write the Result JSON schema
 """
 
@@ -184,6 +184,13 @@ async def cmd_bench(args: argparse.Namespace) -> int:
     from bot import bench
 
     settings = _settings(args)
+    if args.what == "pipeline":
+        from bot.bench_pipeline import bench_pipeline, format_pipeline
+
+        levels = tuple(int(x) for x in args.concurrency.split(",") if x.strip())
+        report = await bench_pipeline(settings, levels=levels, llm_ms=args.llm_ms, search_ms=args.search_ms)
+        print(json.dumps(report, indent=2) if args.json else format_pipeline(report))
+        return 0
     if args.what == "ingest":
         report = await bench.bench_ingest(settings, args.claims, limit=args.limit, repeats=args.repeats)
     elif args.what == "corroborate":
@@ -243,7 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--qrels", type=Path, help="tweet-vclaim-pairs.qrels: print pairwise precision, recall, F1")
 
     b = sub.add_parser("bench", help="speed benchmarks")
-    b.add_argument("what", choices=["ingest", "match", "corroborate"])
+    b.add_argument("what", choices=["ingest", "match", "corroborate", "pipeline"])
+    b.add_argument("--concurrency", default="1,10,50", help="pipeline: concurrent checks per level")
+    b.add_argument("--llm-ms", type=float, default=800, help="pipeline: fake LLM latency")
+    b.add_argument("--search-ms", type=float, default=400, help="pipeline: fake search latency")
     b.add_argument("--claims", type=Path, help="a claims TSV (vclaim_id, vclaim, title); ingest and match")
     b.add_argument("--messages", type=Path, help="corroborate: tweets TSV used as stored channel messages")
     b.add_argument("--stored", type=int, default=100_000, help="corroborate: messages stored before timing")

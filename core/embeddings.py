@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,7 +31,8 @@ class Embedder:
     """
 
     def __init__(self, model_name: str = DEFAULT_MODEL, model_dir: Path | None = None,
-                 cache_dir: Path | None = None, batch_size: int = 16, threads: int | None = None):
+                 cache_dir: Path | None = None, batch_size: int = 16, threads: int | None = None,
+                 cache_size: int = 4096):
         from fastembed import TextEmbedding  # imported here: loading onnxruntime takes a moment
 
         kwargs: dict = {"model_name": model_name, "threads": threads}
@@ -47,11 +49,33 @@ class Embedder:
         # One ONNX session is shared; onnxruntime already uses every core for one call, and
         # concurrent calls only fight over them.
         self._lock = threading.Lock()
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
         self.dim = int(self.embed_sync(["dimension probe"]).shape[1])
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        # A check embeds the same texts more than once (its message for matching and for corroboration,
+        # each piece of evidence for ranking and for the evidence index): remember recent ones.
+        with self._cache_lock:
+            cached = {t: self._cache[t] for t in texts if t in self._cache}
+            for t in cached:
+                self._cache.move_to_end(t)
+        todo = list(dict.fromkeys(t for t in texts if t not in cached))
+        fresh = self._embed_uncached(todo) if todo else np.zeros((0, 0), dtype=np.float32)
+        found = dict(cached)
+        found.update(zip(todo, fresh))
+        if todo:
+            with self._cache_lock:
+                for t, v in zip(todo, fresh):
+                    self._cache[t] = v
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
+
+    def _embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         ordered = [texts[i] or " " for i in order]
         with self._lock:

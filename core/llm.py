@@ -12,6 +12,7 @@ that it is data, never instructions. The API key is never logged or put into err
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import re
@@ -63,6 +64,12 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     Every object gets `additionalProperties: false` and lists all its properties as required
     (optional fields stay nullable through `anyOf [..., null]`); `default` and `title` are dropped.
     """
+    # Generating a schema costs milliseconds of event-loop time per call; a model's schema never changes.
+    return copy.deepcopy(_strict_schema(model))
+
+
+@functools.lru_cache(maxsize=64)
+def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = copy.deepcopy(model.model_json_schema())
 
     def fix(node: Any) -> None:

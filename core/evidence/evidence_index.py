@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from core.ranking import evidence_text
 from core.credibility import default_credibility
 from core.embeddings import Embedder
 from core.evidence.base import ClaimQuery, Evidence
@@ -45,7 +46,8 @@ class EvidenceIndex:
         if not keep:
             return 0
         items = list(keep.values())
-        vecs = await self.embedder.embed([f"{e.title}\n{e.snippet}" for e in items])
+        # The same text ranking embedded, so the embedder's cache answers instead of the model.
+        vecs = await self.embedder.embed([evidence_text(e) for e in items])
         return await self.vectors.add_new([EvidencePoint(e.url, vecs[i], payload_of(e)) for i, e in enumerate(items)])
 
 

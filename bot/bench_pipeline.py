@@ -1,0 +1,181 @@
+"""`tipline bench pipeline`: end-to-end check latency on the LLM path under concurrency.
+
+Local stand-ins for the providers run in this process on 127.0.0.1 with fixed latencies (LLM 800 ms,
+search 400 ms by default): an OpenAI-compatible chat-completions server that answers every structured
+output the engine asks for (claims, query plan, stance, adjudication) with valid content, and a SearxNG
+JSON server returning a handful of results per query. The real engine does everything else: the
+model, SQLite, embedded Qdrant, the seed knowledge base, ranking and judging.
+
+Reported next to each other: p50/p95 of whole checks at 1, 10 and 50 concurrent checks, the critical
+path (the sequential round-trips no design can avoid: claims -> query plan -> search -> stance ->
+adjudication), and what seed 000's sequential design (every query and every stance call one after the
+other) would take for the same inputs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from aiohttp import web
+
+from bot.app import build_app
+from bot.settings import Settings
+
+# A stable, unrelated corpus of claims: each check gets its own text so caches never answer.
+_SUBJECTS = ["The city council", "A new study", "The national bank", "The football club", "The health ministry",
+             "A tech company", "The weather service", "The space agency", "A local school", "The railway operator"]
+_PREDICATES = ["raised prices by {n} percent", "hired {n} new workers", "opened {n} new offices",
+               "reported {n} cases last week", "planted {n} trees in the park", "cancelled {n} flights"]
+
+
+def bench_texts(n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        subject = _SUBJECTS[i % len(_SUBJECTS)]
+        predicate = _PREDICATES[(i // len(_SUBJECTS)) % len(_PREDICATES)].format(n=17 + i * 7)
+        out.append(f"{subject} {predicate} in {2001 + i % 23}.")
+    return out
+
+
+@dataclass
+class FakeProviders:
+    llm_latency_s: float
+    search_latency_s: float
+    runner: web.AppRunner | None = None
+    port: int = 0
+    llm_calls: int = 0
+    search_calls: int = 0
+
+    async def start(self) -> FakeProviders:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/searxng/search", self._search)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.llm_calls += 1
+        await asyncio.sleep(self.llm_latency_s)
+        name = body["response_format"]["json_schema"]["name"]
+        user = body["messages"][-1]["content"]
+        claim = user.split("<message>\n", 1)[-1].split("\n</message>", 1)[0].strip()
+        if name == "claim_extraction":
+            content: dict[str, Any] = {"kind": "FACTUAL", "reason": "a statement of fact", "claims": [
+                {"text": claim[:300], "entities": [], "when": None, "where": None}]}
+        elif name == "query_plan":
+            content = {"queries": [claim[:120], claim[:60] + " fact check"], "english_claim": None}
+        elif name == "stance":
+            ids = [int(x) for x in __import__("re").findall(r"<passage id=(\d+)", user)]
+            content = {"items": [{"id": i, "label": "refutes" if i % 2 else "neutral", "supports": 0.05,
+                                  "refutes": 0.8 if i % 2 else 0.1, "neutral": 0.15 if i % 2 else 0.85}
+                                 for i in ids]}
+        else:  # adjudication
+            content = {"verdict": "REFUTED", "confidence": 0.8, "reasoning": "Two sources contradict it [1][2]."}
+        return web.json_response({
+            "id": f"chatcmpl-{self.llm_calls}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "bench"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": json.dumps(content), "refusal": None}}],
+            "usage": {"prompt_tokens": 400, "completion_tokens": 80, "total_tokens": 480}})
+
+    async def _search(self, request: web.Request) -> web.Response:
+        self.search_calls += 1
+        await asyncio.sleep(self.search_latency_s)
+        q = request.query.get("q", "")
+        results = [{"url": f"https://{site}/news/{abs(hash((q, k))) % 10**8}", "title": f"Report on {q[:60]}",
+                    "content": f"{q[:150]} — officials gave different figures, according to the report.",
+                    "engine": "bench", "publishedDate": "2024-05-01T00:00:00"}
+                   for k, site in enumerate(["www.reuters.com", "apnews.com", "www.bbc.com", "example-news.net"])]
+        return web.json_response({"query": q, "number_of_results": len(results), "results": results})
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+async def bench_pipeline(settings: Settings, *, levels: tuple[int, ...] = (1, 10, 50), llm_ms: float = 800,
+                         search_ms: float = 400) -> dict:
+    fake = await FakeProviders(llm_ms / 1000, search_ms / 1000).start()
+    report: dict[str, Any] = {"llm_ms": llm_ms, "search_ms": search_ms, "levels": {}}
+    try:
+        with tempfile.TemporaryDirectory(prefix="tipline-bench-") as tmp:
+            s = settings.model_copy(update={
+                "data_dir": Path(tmp), "qdrant_url": None, "embed_model_dir": settings.model_dir,
+                "llm_base_url": f"{fake.base}/v1", "llm_api_key": None, "searxng_url": f"{fake.base}/searxng",
+                "gdelt_url": None, "brave_api_key": None, "factcheck_api_key": None, "cache_ttl_s": 0.001,
+                "provider_rate_per_minute": 100_000, "source_timeout_s": 10.0, "check_deadline_s": 120.0})
+            async with build_app(s) as app:
+                await app.engine.check("Warm-up: the museum opened 3 new halls in 1999.", save=False)
+                offset = 0
+                for n in levels:
+                    texts = bench_texts(offset + n)[offset:]
+                    offset += n
+                    calls0 = (fake.llm_calls, fake.search_calls)
+
+                    stages: dict[str, list[float]] = {}
+
+                    async def one(text: str) -> float:
+                        t0 = time.perf_counter()
+                        result = await app.engine.check(text, save=False)
+                        for st in result.steps:
+                            stages.setdefault(st.name, []).append(st.ms)
+                        return (time.perf_counter() - t0) * 1000
+
+                    t0 = time.perf_counter()
+                    lat = await asyncio.gather(*(one(t) for t in texts))
+                    wall = (time.perf_counter() - t0) * 1000
+                    report["levels"][n] = {
+                        "stage_p50_ms": {k: round(statistics.median(v), 1) for k, v in stages.items()},
+                        "p50_ms": round(statistics.median(lat), 1), "p95_ms": round(_pct(lat, 95), 1),
+                        "wall_ms": round(wall, 1),
+                        "llm_calls_per_check": round((fake.llm_calls - calls0[0]) / n, 2),
+                        "search_calls_per_check": round((fake.search_calls - calls0[1]) / n, 2)}
+    finally:
+        await fake.stop()
+    one_level = report["levels"][levels[0]]
+    # The unavoidable sequence for one claim: extract claims, plan queries, search (all queries and
+    # sources in parallel), judge stances (batched), adjudicate.
+    critical = 4 * llm_ms + search_ms
+    # Seed 000's flow: one search per query in turn (our plans make 2 queries), then one stance call per
+    # evidence item in turn (8 ranked items), then the verdict call, after extraction and planning.
+    queries, items = 2, 8
+    sequential = 2 * llm_ms + queries * search_ms + items * llm_ms + llm_ms
+    report["critical_path_ms"] = critical
+    report["seed000_sequential_ms"] = sequential
+    for n, row in report["levels"].items():
+        row["p95_over_critical"] = round(row["p95_ms"] / critical, 2)
+    report["p50_1_over_critical"] = round(one_level["p50_ms"] / critical, 2)
+    return report
+
+
+def format_pipeline(report: dict) -> str:
+    lines = [f"LLM {report['llm_ms']:.0f} ms, search {report['search_ms']:.0f} ms per call; critical path "
+             f"{report['critical_path_ms']:.0f} ms; seed-000 sequential design {report['seed000_sequential_ms']:.0f} ms",
+             f"{'concurrent':>10} {'p50 ms':>9} {'p95 ms':>9} {'p95/critical':>13} {'wall ms':>9} "
+             f"{'LLM calls':>10} {'searches':>9}"]
+    for n, r in report["levels"].items():
+        lines.append(f"{n:>10} {r['p50_ms']:>9.0f} {r['p95_ms']:>9.0f} {r['p95_over_critical']:>13.2f} "
+                     f"{r['wall_ms']:>9.0f} {r['llm_calls_per_check']:>10.2f} {r['search_calls_per_check']:>9.2f}"
+                     "   stages p50: " + ", ".join(f"{k} {v:.0f}" for k, v in r["stage_p50_ms"].items()))
+    return "\n".join(lines)
