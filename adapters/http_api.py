@@ -15,6 +15,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -37,8 +38,9 @@ def _error(status: int, message: str) -> web.Response:
 
 class HttpApi:
     def __init__(self, engine: Engine, db: Database, token: str | None, count_factchecks=None,
-                 queue: JobQueue | None = None):
+                 queue: JobQueue | None = None, on_result=None):
         self.queue = queue
+        self.on_result = on_result  # called with (Result, seconds) after each check: metrics
         if queue is not None:
             from bot.queue import SilentResponderFactory
 
@@ -90,11 +92,18 @@ class HttpApi:
         if key is not None and self.queue is not None:
             return await self._idempotent_check(key, text)
         try:
-            result = await self.engine.check(text)
+            result = await self._check(text)
         except EmptyInput as exc:
             return _error(400, str(exc))
         return web.Response(status=201, text=result.model_dump_json(), content_type="application/json",
                             headers={"Location": f"/v1/checks/{result.id}"})
+
+    async def _check(self, text: str):
+        started = time.monotonic()
+        result = await self.engine.check(text)
+        if self.on_result is not None:
+            self.on_result(result, time.monotonic() - started)
+        return result
 
     async def _idempotent_check(self, key: str, text: str) -> web.Response:
         from bot.queue import request_to_payload
@@ -120,7 +129,7 @@ class HttpApi:
                 return _error(409, "a check with this Idempotency-Key is still running; try again shortly")
             return _error(422, "the check with this Idempotency-Key could not be made; use a new key")
         try:
-            result = await self.engine.check(text)
+            result = await self._check(text)
         except EmptyInput as exc:
             await store.mark_failed(job.id, str(exc))
             return _error(400, str(exc))

@@ -68,17 +68,19 @@ def job_queue(settings: Settings, app: Any) -> Any:
                     limiter=RateLimiter(settings.user_rate_per_minute, settings.chat_rate_per_minute))
 
 
-
-
 def slack_config(settings: Settings) -> Any | None:
-    """The Slack adapter's config from settings, or None unless both the bot token and signing secret are set."""
+    """The Slack adapter's config from settings, or None unless the bot token and either the signing
+    secret (HTTP mode) or an app-level token (Socket Mode) are set."""
     token = _secret(settings.slack_bot_token)
     secret = _secret(settings.slack_signing_secret)
-    if not token or not secret:
+    app_token = _secret(settings.slack_app_token)
+    if not token or not (secret or app_token):
         if token or secret:
-            log.warning("slack: both TIPLINE_SLACK_BOT_TOKEN and TIPLINE_SLACK_SIGNING_SECRET are needed; "
-                        "Slack is not started")
+            log.warning("slack: TIPLINE_SLACK_BOT_TOKEN plus TIPLINE_SLACK_SIGNING_SECRET (HTTP) or "
+                        "TIPLINE_SLACK_APP_TOKEN (Socket Mode) are needed; Slack is not started")
         return None
+    # Socket Mode authenticates the WebSocket instead of signing requests; the secret is then unused.
+    secret = secret or "unused-in-socket-mode"
     # Imported only when configured, so a deployment without Slack doesn't load slack-bolt.
     from adapters.slack import SlackConfig
 
@@ -109,6 +111,7 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             # Callbacks run in reverse: intake stops first, then the queue drains, then adapters close.
             queue = job_queue(settings, app)
             attach_corroboration(app, queue, stop, adapters)
+            attach_background(settings, app, queue, stop, adapters)
             tg_bot = None
             if tg_config is not None:
                 from adapters.telegram import TelegramBot
@@ -122,8 +125,15 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             if tg_bot is not None:
                 await tg_bot.start()
                 adapters.push_async_callback(tg_bot.stop_intake)
-            if sl_config is not None or api_token or (tg_config is not None and tg_config.webhook_url):
-                await _start_http(settings, app, sl_config, api_token, adapters, queue=queue, telegram=tg_bot)
+            socket_mode = sl_config is not None and bool(_secret(settings.slack_app_token))
+            if socket_mode:
+                await _start_slack_socket(settings, app, sl_config, adapters, queue=queue)
+            # The HTTP server also serves /healthz and /metrics, so it always starts; it is only
+            # required when something arrives over HTTP (Slack HTTP mode, the REST API, a webhook).
+            needed = (sl_config is not None and not socket_mode) or bool(api_token) or \
+                (tg_config is not None and bool(tg_config.webhook_url))
+            await _start_http(settings, app, None if socket_mode else sl_config, api_token, adapters, queue=queue,
+                              telegram=tg_bot, required=needed)
             try:
                 await stop.wait()
             finally:
@@ -148,8 +158,53 @@ def attach_corroboration(app: Any, queue: Any, stop: asyncio.Event, stack: Async
     stack.push_async_callback(end_retention)
 
 
+def attach_background(settings: Settings, app: Any, queue: Any, stop: asyncio.Event, stack: AsyncExitStack) -> None:
+    """Metrics for every check, the queue-depth gauge, feed refresh and cache expiry, as background tasks."""
+    from bot.feeds import FeedRefresher
+    from storage.cache import TTLCache
+
+    if app.metrics is not None:
+        queue.service.on_result = lambda result, seconds: app.metrics.observe_result(result, seconds)
+    tasks: list[asyncio.Task[None]] = []
+
+    async def housekeeping() -> None:
+        cache = TTLCache(app.db)
+        while not stop.is_set():
+            try:
+                if app.metrics is not None:
+                    app.metrics.set_queue_depth(await queue.store.pending_count())
+                await cache.purge_expired()
+            except Exception:
+                log.warning("housekeeping failed", exc_info=True)
+            with suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 15)
+
+    tasks.append(asyncio.create_task(housekeeping(), name="tipline-housekeeping"))
+    if settings.feeds:
+        refresher = FeedRefresher(app.kb, settings.feeds, interval_minutes=settings.feed_refresh_minutes)
+        tasks.append(asyncio.create_task(refresher.run_forever(stop), name="tipline-feeds"))
+
+    async def end() -> None:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    stack.push_async_callback(end)
+
+
+async def _start_slack_socket(settings: Settings, app: Any, sl_config: Any, stack: AsyncExitStack, *,
+                              queue: Any = None) -> None:
+    from adapters.slack import SlackBot
+    from adapters.slack_socket import SlackSocketMode
+
+    slack = SlackBot(sl_config, app.engine, queue=queue, corroborator=app.corroborator)
+    socket = SlackSocketMode(slack, _secret(settings.slack_app_token) or "")
+    stack.push_async_callback(slack.service.aclose)
+    await socket.start()
+    stack.push_async_callback(socket.stop)
+
+
 async def _start_http(settings: Settings, app, sl_config, api_token: str | None, stack: AsyncExitStack,
-                      *, queue: Any = None, telegram: Any = None) -> None:
+                      *, queue: Any = None, telegram: Any = None, required: bool = True) -> None:
     """One aiohttp server for everything that arrives over HTTP (Slack events, REST API, health)."""
     from aiohttp import web
 
@@ -163,9 +218,15 @@ async def _start_http(settings: Settings, app, sl_config, api_token: str | None,
         web_app = slack.web_app()
     else:
         web_app = web.Application()
-    HttpApi(app.engine, app.db, api_token, count_factchecks=app.kb.count, queue=queue).add_routes(web_app)
+    HttpApi(app.engine, app.db, api_token, count_factchecks=app.kb.count, queue=queue,
+            on_result=(lambda r, sec: app.metrics.observe_result(r, sec)) if app.metrics is not None else None,
+            ).add_routes(web_app)
     if telegram is not None and telegram.config.webhook_url:
         telegram.add_webhook_route(web_app)
+    if app.metrics is not None:
+        from bot.metrics import add_metrics_routes
+
+        add_metrics_routes(web_app, app.metrics)
     runner = web.AppRunner(web_app, shutdown_timeout=5.0)
     await runner.setup()
     stack.push_async_callback(runner.cleanup)
@@ -173,6 +234,10 @@ async def _start_http(settings: Settings, app, sl_config, api_token: str | None,
     try:
         await site.start()
     except OSError as exc:
+        if not required:
+            log.warning("http: cannot listen on %s:%s (%s); /healthz and /metrics are off (set TIPLINE_HTTP_PORT)",
+                        settings.http_host, settings.http_port, exc.strerror or exc)
+            return
         raise SetupError(f"cannot listen on {settings.http_host}:{settings.http_port} ({exc.strerror or exc}); "
                          "set TIPLINE_HTTP_PORT to a free port") from exc
     log.info("http: listening on %s:%s", settings.http_host, settings.http_port)

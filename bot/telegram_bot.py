@@ -315,8 +315,11 @@ class CheckService:
         progress = ThrottledProgress(responder, min_interval=self.progress_interval)
         await progress.start()
         try:
+            started = time.monotonic()
             result = await self.engine.check(req.text, progress, scope=req.scope)
             result = await self._enrich(req, result)
+            if self.on_result is not None:
+                self.on_result(result, time.monotonic() - started)
         except EmptyInput:
             await responder.say(EMPTY_TEXT)
             return None
@@ -336,6 +339,8 @@ class CheckService:
 
     # "Also reported by" and repeat forwards (bot/chat_settings.py): set `extras` to turn them on.
     extras: CheckExtras | None = None
+    # Called with every finished check and its duration (metrics); must not raise.
+    on_result: Callable[[Result, float], None] | None = None
 
     async def _reuse(self, req: CheckRequest) -> Result | None:
         if self.extras is None:

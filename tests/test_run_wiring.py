@@ -1,0 +1,74 @@
+"""`tipline run` wiring, in process: Slack in Socket Mode through the durable queue, the REST API, and
+/healthz + /metrics on the one HTTP server, with every check counted in the metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+
+import aiohttp
+from pydantic import SecretStr
+
+from bot.run import run
+from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID
+from tests.fakes.slack_socket import FakeSlackSocket
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_run_with_slack_socket_mode_serves_checks_and_metrics(settings):
+    fake = await FakeSlackSocket().start()
+    port = free_port()
+    s = settings.model_copy(update={
+        "slack_bot_token": SecretStr(fake.token), "slack_app_token": SecretStr(fake.app_token),
+        "slack_api_url": fake.base_url, "api_token": SecretStr("rest-token"), "http_port": port})
+    stop = asyncio.Event()
+    task = asyncio.create_task(run(s, stop))
+    try:
+        await fake.wait_for(lambda: fake.connected, timeout=60)
+        ts = f"{int(time.time())}.000777"
+        env = await fake.push("events_api", {
+            "token": "legacy", "team_id": TEAM_ID, "api_app_id": "A0TIPLINE", "type": "event_callback",
+            "event_id": "EvRUN1", "event_time": int(time.time()),
+            "event": {"type": "app_mention", "user": "U0CAROL", "channel": "C0RUN", "ts": ts, "team": TEAM_ID,
+                      "text": f"<@{BOT_USER_ID}> The moon landings were faked in a studio"},
+            "authorizations": [{"team_id": TEAM_ID, "user_id": BOT_USER_ID, "is_bot": True}]})
+        await fake.wait_for(lambda: fake.ack_of(env))
+
+        def card():
+            for sent in fake.posts_in_thread("C0RUN", ts):
+                for upd in fake.updates_of("C0RUN", sent.result.get("ts", "")):
+                    if upd.params.get("blocks"):
+                        return upd
+            return None
+        upd = await fake.wait_for(card, timeout=60)
+        assert "False" in json.dumps(upd.params["blocks"], ensure_ascii=False)
+
+        base = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/healthz") as r:
+                assert r.status == 200
+            async with http.post(f"{base}/v1/checks", json={"text": "Vaccines cause autism in children"},
+                                 headers={"Authorization": "Bearer rest-token", "Idempotency-Key": "k1"}) as r:
+                assert r.status in (200, 201), await r.text()
+            for _ in range(50):
+                async with http.get(f"{base}/metrics") as r:
+                    assert r.status == 200
+                    text = await r.text()
+                counted = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                              if line.startswith("tipline_checks_total{"))
+                if counted >= 2:
+                    break
+                await asyncio.sleep(0.2)
+            assert counted >= 2, text
+            assert "tipline_stage_seconds" in text and "tipline_queue_depth" in text
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 60)
+        await fake.stop()
