@@ -7,27 +7,13 @@ import re
 import pytest
 
 from core.adjudicate import adjudicate, clean_markers, select_citations
-from core.llm import OpenAICompatibleLLM
 from core.models import Verdict
 from core.scoring import compute_features, decide
-from tests.fakes.openai_api import FakeOpenAI, user_text
+from tests.fakes.openai_api import user_text
 from tests.judging_support import judged, utc
+from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)
 
 CLAIM = "The Eiffel Tower is 330 metres tall."
-
-
-@pytest.fixture
-async def fake():
-    f = await FakeOpenAI().start()
-    yield f
-    await f.stop()
-
-
-@pytest.fixture
-async def llm(fake):
-    client = OpenAICompatibleLLM(fake.base_url, "k", "fake-model", timeout_s=1.0)
-    yield client
-    await client.aclose()
 
 
 def supported_case(extra_snippet: str = "text"):

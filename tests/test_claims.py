@@ -5,26 +5,11 @@ from __future__ import annotations
 import pytest
 
 from core.claims import MAX_CLAIMS, SYSTEM_PROMPT, extract_claims, offline_extract, split_sentences
-from core.llm import OpenAICompatibleLLM
-from tests.fakes.openai_api import FakeOpenAI
+from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)
 
 
 def claim(text, entities=(), when=None, where=None):
     return {"text": text, "entities": list(entities), "when": when, "where": where}
-
-
-@pytest.fixture
-async def fake():
-    f = await FakeOpenAI().start()
-    yield f
-    await f.stop()
-
-
-@pytest.fixture
-async def llm(fake):
-    client = OpenAICompatibleLLM(fake.base_url, "test", "fake-model", timeout_s=2)
-    yield client
-    await client.aclose()
 
 
 async def test_llm_path_splits_composite_input_and_preserves_errors(fake, llm):

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from core.llm import LLMError, OpenAICompatibleLLM, strict_schema, wrap_untrusted
-from tests.fakes.openai_api import FakeOpenAI
+from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)
 
 
 class Answer(BaseModel):
@@ -20,20 +20,6 @@ class Answer(BaseModel):
 
 
 GOOD = {"label": "ok", "score": 3, "note": None}
-
-
-@pytest.fixture
-async def fake():
-    f = await FakeOpenAI().start()
-    yield f
-    await f.stop()
-
-
-@pytest.fixture
-async def llm(fake):
-    client = OpenAICompatibleLLM(fake.base_url, "sk-secret-test-key", "fake-model", timeout_s=2)
-    yield client
-    await client.aclose()
 
 
 async def test_structured_success_sends_strict_json_schema(fake, llm):

@@ -5,23 +5,9 @@ from __future__ import annotations
 import pytest
 
 from core.evidence.base import ClaimQuery
-from core.llm import OpenAICompatibleLLM
 from core.queries import MAX_QUERIES, offline_queries, plan_queries
-from tests.fakes.openai_api import FakeOpenAI, user_text
-
-
-@pytest.fixture
-async def fake():
-    f = await FakeOpenAI().start()
-    yield f
-    await f.stop()
-
-
-@pytest.fixture
-async def llm(fake):
-    client = OpenAICompatibleLLM(fake.base_url, "k", "fake-model", timeout_s=1.0)
-    yield client
-    await client.aclose()
+from tests.fakes.openai_api import user_text
+from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)
 
 
 def test_offline_queries_are_distinct_and_framed():

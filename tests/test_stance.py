@@ -4,27 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from core.llm import OpenAICompatibleLLM
 from core.models import Verdict
 from core.stance import FACTCHECK_MATCH, MATCH_PRECISION, judge_stances, offline_stance
-from tests.fakes.openai_api import FakeOpenAI, user_text
+from tests.fakes.openai_api import user_text
 from tests.judging_support import ev, passages, stance_by_keyword
+from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)
 
 CLAIM = "5G towers spread COVID-19."
-
-
-@pytest.fixture
-async def fake():
-    f = await FakeOpenAI().start()
-    yield f
-    await f.stop()
-
-
-@pytest.fixture
-async def llm(fake):
-    client = OpenAICompatibleLLM(fake.base_url, "k", "fake-model", timeout_s=1.0)
-    yield client
-    await client.aclose()
 
 
 def fc(snippet: str, verdict: Verdict, rating: str = "False"):

@@ -9,12 +9,11 @@ import pytest
 from core.credibility import DomainRules
 from core.embeddings import Embedder
 from core.evidence.base import ClaimQuery
-from core.llm import OpenAICompatibleLLM
 from core.models import Citation, Verdict
 from core.scoring import Features
 from core.verify import ClaimVerdict, aggregate, sufficient, verify_claim
-from tests.fakes.openai_api import FakeOpenAI
 from tests.judging_support import ev, stance_by_keyword, utc
+from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)
 
 CLAIM = ClaimQuery(claim="Water boils at 50C at sea level.")
 
@@ -22,20 +21,6 @@ CLAIM = ClaimQuery(claim="Water boils at 50C at sea level.")
 @pytest.fixture(scope="module")
 def embedder(model_dir) -> Embedder:
     return Embedder(model_dir=model_dir)
-
-
-@pytest.fixture
-async def fake():
-    f = await FakeOpenAI().start()
-    yield f
-    await f.stop()
-
-
-@pytest.fixture
-async def llm(fake):
-    client = OpenAICompatibleLLM(fake.base_url, "k", "fake-model", timeout_s=1.0)
-    yield client
-    await client.aclose()
 
 
 def evidence():
