@@ -59,6 +59,16 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return prepare_default_model(tmp_path_factory.mktemp("model"))
 
 
+def isolated_settings(data_dir: Path, model_dir: Path, **kw) -> Settings:
+    """Settings for a test app: no developer's TIPLINE_* variables, no .env, no public GDELT endpoint."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key in list(__import__("os").environ):
+            if key.startswith("TIPLINE_"):
+                mp.delenv(key)
+        return Settings(data_dir=data_dir, embed_model_dir=model_dir, _env_file=None,
+                        **{"gdelt_url": None, **kw})
+
+
 @pytest.fixture
 def settings(tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     # Settings read the environment; make sure a developer's TIPLINE_* variables can't leak in.

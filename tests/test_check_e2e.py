@@ -2,17 +2,29 @@
 
 import pytest
 
+from bot.app import build_app
+
 from adapters.cli import render_card
 from bot.render import to_reply
 from core.intake import EmptyInput
 from core.models import Result, Verdict
+from tests.conftest import isolated_settings
 
 
-async def test_seed_is_loaded_once(app):
-    n = await app.kb.count()
+@pytest.fixture(scope="module")
+async def shared(tmp_path_factory, model_dir):
+    """One app for the read-only checks of this module (building one takes seconds); tests that change
+    settings use the function-scoped `app`."""
+    settings = isolated_settings(tmp_path_factory.mktemp("e2e") / "data", model_dir)
+    async with build_app(settings) as a:
+        yield a
+
+
+async def test_seed_is_loaded_once(shared):
+    n = await shared.kb.count()
     assert n >= 60
-    assert await app.kb.ensure_seed() == 0
-    assert await app.kb.count() == n
+    assert await shared.kb.ensure_seed() == 0
+    assert await shared.kb.count() == n
 
 
 @pytest.mark.parametrize("text", [
@@ -20,61 +32,61 @@ async def test_seed_is_loaded_once(app):
     "Vaccines cause autism in children",
     "The moon landings were faked in a studio",
 ])
-async def test_classic_false_claims_inherit_the_fact_check_rating(app, text):
-    result = await app.engine.check(text)
+async def test_classic_false_claims_inherit_the_fact_check_rating(shared, text):
+    result = await shared.engine.check(text)
     assert result.mode == "offline"
     assert result.verdict == Verdict.REFUTED, result.reasoning
     assert result.label == "False"
     top = result.matches[0]
-    assert top.tier == "auto" and top.similarity >= app.matcher.thresholds.auto
+    assert top.tier == "auto" and top.similarity >= shared.matcher.thresholds.auto
     assert result.citations and result.citations[0].url == top.url
     assert "[1]" in result.reasoning
     assert [s.name for s in result.steps] == ["intake", "match", "evidence", "verdict"]
 
 
-async def test_an_unrelated_message_gets_no_verdict(app):
-    result = await app.engine.check("My neighbour's cat sleeps on the warm car bonnet every afternoon.")
+async def test_an_unrelated_message_gets_no_verdict(shared):
+    result = await shared.engine.check("My neighbour's cat sleeps on the warm car bonnet every afternoon.")
     assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE
     assert result.label == "Unverified"
     assert not [m for m in result.matches if m.tier == "auto"]
     assert any("Offline mode" in n for n in result.notes)
 
 
-async def test_a_negated_claim_does_not_inherit_the_rating(app):
-    result = await app.engine.check("5G networks did not cause the coronavirus outbreak")
+async def test_a_negated_claim_does_not_inherit_the_rating(shared):
+    result = await shared.engine.check("5G networks did not cause the coronavirus outbreak")
     assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE
 
 
-async def test_exact_url_match_wins(app):
-    seed = (await app.kb.db.factchecks_by_urls(["https://www.logically.ai/factchecks/library/b1f4b613"]))
+async def test_exact_url_match_wins(shared):
+    seed = (await shared.kb.db.factchecks_by_urls(["https://www.logically.ai/factchecks/library/b1f4b613"]))
     assert seed, "seed entry missing"
-    result = await app.engine.check("look at this https://www.logically.ai/factchecks/library/b1f4b613 !!")
+    result = await shared.engine.check("look at this https://www.logically.ai/factchecks/library/b1f4b613 !!")
     assert result.matches[0].method == "url" and result.matches[0].similarity == 1.0
     assert result.verdict == seed[0].verdict
 
 
-async def test_results_are_stored_and_valid_json(app):
-    result = await app.engine.check("Drinking bleach cures COVID-19")
-    stored = await app.db.get_check(result.id)
+async def test_results_are_stored_and_valid_json(shared):
+    result = await shared.engine.check("Drinking bleach cures COVID-19")
+    stored = await shared.db.get_check(result.id)
     assert stored == result
     assert Result.model_validate_json(result.model_dump_json()) == result
     card = render_card(to_reply(result))
     assert result.id in card and result.label in card
 
 
-async def test_empty_input_is_refused(app):
+async def test_empty_input_is_refused(shared):
     with pytest.raises(EmptyInput):
-        await app.engine.check("  \x00 ")
+        await shared.engine.check("  \x00 ")
 
 
-async def test_long_input_is_truncated_with_a_note(app):
-    result = await app.engine.check("The Earth is flat. " * 400)
+async def test_long_input_is_truncated_with_a_note(shared):
+    result = await shared.engine.check("The Earth is flat. " * 400)
     assert len(result.text) <= 4096
     assert any("longer than 4096" in n for n in result.notes)
 
 
-async def test_non_english_matches_never_decide_with_the_english_model(app):
-    result = await app.engine.check("Вышки 5G распространяют коронавирус")
+async def test_non_english_matches_never_decide_with_the_english_model(shared):
+    result = await shared.engine.check("Вышки 5G распространяют коронавирус")
     assert result.language == "ru"
     assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE
     assert all(m.tier != "auto" for m in result.matches)
@@ -82,8 +94,8 @@ async def test_non_english_matches_never_decide_with_the_english_model(app):
 
 @pytest.mark.parametrize("text", ["Paris is the capital of France",
                                   "Bill Gates owns most of the farmland in America"])
-async def test_sharing_a_name_with_a_fact_check_is_not_a_match(app, text):
-    result = await app.engine.check(text)
+async def test_sharing_a_name_with_a_fact_check_is_not_a_match(shared, text):
+    result = await shared.engine.check(text)
     assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE, result.matches[0]
 
 

@@ -4,7 +4,6 @@ events and slash commands arriving as envelopes, acknowledged, answered in the t
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -14,9 +13,9 @@ import pytest_asyncio
 from adapters.slack import SlackBot, SlackConfig
 from adapters.slack_socket import SlackSocketMode
 from bot.app import build_app
-from bot.settings import Settings
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID
 from tests.fakes.slack_socket import FakeSlackSocket
+from tests.conftest import isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -26,12 +25,7 @@ USER = "U0BOB"
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def socket_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith("TIPLINE_"):
-                mp.delenv(key)
-        settings = Settings(data_dir=tmp_path_factory.mktemp("socket") / "data", embed_model_dir=model_dir,
-                            _env_file=None, gdelt_url=None)
+    settings = isolated_settings(tmp_path_factory.mktemp("socket") / "data", model_dir)
     async with build_app(settings) as a:
         yield a
 

@@ -7,7 +7,6 @@ each other's messages (lookups exclude nothing else).
 from __future__ import annotations
 
 import itertools
-import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from core.models import Result, Verdict
 from core.tracking import Corroborator, TrackedMessage
 from storage.message_vectors import MessageVectors
 from storage.messages import MessageStore, resolve_story
+from tests.conftest import isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -45,12 +45,7 @@ OTHER = "Recipe of the day: how to bake sourdough bread at home with only flour 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith("TIPLINE_"):
-                mp.delenv(key)
-        settings = Settings(data_dir=tmp_path_factory.mktemp("track") / "data", embed_model_dir=model_dir,
-                            _env_file=None, gdelt_url=None)
+    settings = isolated_settings(tmp_path_factory.mktemp("track") / "data", model_dir)
     async with build_app(settings, seed=False) as a:
         yield a
 

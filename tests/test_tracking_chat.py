@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -21,12 +20,12 @@ from adapters.slack import SlackBot, SlackConfig, also_reported_mrkdwn
 from adapters.telegram import TelegramBot, TelegramConfig, also_reported_html
 from bot.app import build_app
 from bot.render import AlsoReportedLine, Reporter
-from bot.settings import Settings
 from bot.telegram_bot import CHECKING
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_slack import SECRET, event_body, post
 from tests.test_telegram import assert_valid_telegram_html
+from tests.conftest import isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -39,12 +38,7 @@ _ts = itertools.count(1)
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith("TIPLINE_"):
-                mp.delenv(key)
-        settings = Settings(data_dir=tmp_path_factory.mktemp("trackchat") / "data", embed_model_dir=model_dir,
-                            _env_file=None, gdelt_url=None)
+    settings = isolated_settings(tmp_path_factory.mktemp("trackchat") / "data", model_dir)
     async with build_app(settings) as a:
         yield a
 
