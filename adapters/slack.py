@@ -23,12 +23,16 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from core.i18n import t
 from bot.chat_settings import CHAT_COMMANDS, ChatCommands, ChatSettingsRequest, CheckExtras, tracked_message
 from bot.domains import GLOBAL, DomainCommands, DomainsRequest, command_args
+from bot.notify import Asker, ReviewNotice, notice_text
+from bot.review import ReviewCommands, ReviewRequest
 from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, evidence_arg, evidence_lines, give_feedback, load_check
 from bot.render import AlsoReportedLine, Reply, Reporter
 from core.tracking import Corroborator
@@ -61,6 +65,10 @@ SLACK_HELP = (
     "step behind a verdict; the Sources button under a card does the same, 👍 / 👎 tell us if it helped.\n"
     "• Admins: `/domains list`, `/domains allow add <domain>`, `/domains deny add <domain>` "
     "(also as a direct message) manage the trusted and blocked source domains.\n"
+    "• The message shortcut *Check this message* (the ⋮ menu of any message) checks that message "
+    "and answers in its thread.\n"
+    "• Admins: `/review` lists the checks waiting for a person; `/review <check id> <rating> <url>` records "
+    "a verdict and tells everyone who asked about that claim.\n"
     "• Admins, in a channel: `/track on|off` stores its messages for a limited time so cards can say which "
     "other channels reported the same story (`/forget` deletes them), `/auto on|off` lets me answer messages "
     "that match a known fact-check, `/stats` shows usage.\n"
@@ -68,6 +76,8 @@ SLACK_HELP = (
     "verdict are stored with a check id so the result can be reviewed. Verdicts are automatic and can "
     "be wrong: always read the sources."
 )
+SHORTCUT_CHECK = "tipline_check_message"  # the message shortcut's callback id (README: Slack setup)
+NOTHING_TO_CHECK = "There's no text in that message I can check."
 SLACK_INFO = {"start": SLACK_HELP, "help": SLACK_HELP, "usage": SLACK_USAGE}
 
 
@@ -137,6 +147,15 @@ def to_incoming(event: dict[str, Any], bot_user_id: str | None = None) -> Incomi
         message_id=event.get("ts", ""), text=slack_to_plain(event.get("text", ""), bot_user_id),
         thread_id=event.get("thread_ts"), sender_id=event.get("user"), raw=event,
     )
+
+
+def review_text(text: str) -> str:
+    """Slack markup -> `/review` arguments: an auto-linked `<https://x/y|x/y>` becomes the URL itself."""
+    def token(m: re.Match[str]) -> str:
+        target, _, label = m[1].partition("|")
+        return target if target.lower().startswith(("http://", "https://")) else (label or target)
+    plain = _SLACK_TOKEN.sub(token, text or "")
+    return plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 _HANDLED_SUBTYPES = {None, "file_share", "thread_broadcast"}
@@ -329,22 +348,37 @@ class SlackResponder:
     """
 
     def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str | None = None, *,
-                 show_progress: bool = True, requester: str | None = None):
+                 show_progress: bool = True, requester: str | None = None, response_url: str | None = None):
         self.client = client
         self.channel = channel
         self.thread_ts = thread_ts
         self.show_progress = show_progress
         self.requester = requester
+        # A slash command's or shortcut's response_url: where to answer the user privately when the
+        # bot cannot post in the channel (it is not a member), instead of failing silently.
+        self.response_url = response_url
+        self.ephemeral = False  # set once a post was refused: every later answer goes to response_url
         self.ts: str | None = None
 
     async def _put(self, text: str, blocks: list[dict[str, Any]] | None = None) -> None:
+        if self.ephemeral:
+            await respond_ephemeral(self.response_url or "", text, blocks)
+            return
         if self.ts is None:
             kw: dict[str, Any] = dict(channel=self.channel, text=text, unfurl_links=False, unfurl_media=False)
             if self.thread_ts:
                 kw["thread_ts"] = self.thread_ts
             if blocks is not None:
                 kw["blocks"] = blocks
-            resp = await self.client.chat_postMessage(**kw)
+            try:
+                resp = await self.client.chat_postMessage(**kw)
+            except SlackApiError as exc:
+                if not self.response_url or exc.response.get("error") not in NOT_A_MEMBER:
+                    raise
+                log.info("slack: not a member of %s; answering the user ephemerally", self.channel)
+                self.ephemeral = True
+                await respond_ephemeral(self.response_url, text, blocks)
+                return
             self.ts = resp["ts"]
             self.channel = resp.get("channel") or self.channel
         else:
@@ -354,7 +388,9 @@ class SlackResponder:
             await self.client.chat_update(**kw)
 
     async def progress(self, text: str) -> None:
-        if self.show_progress:
+        # Answering ephemerally, progress is not shown again: every response_url use is a new message
+        # (and Slack allows five), so the user sees "Checking…" once and then the verdict.
+        if self.show_progress and not self.ephemeral:
             await self._put(esc(text))
 
     async def say(self, text: str) -> None:
@@ -373,6 +409,40 @@ class SlackResponder:
         await self._put(text, blocks)
 
 
+NOT_A_MEMBER = {"not_in_channel", "channel_not_found"}  # chat.postMessage where the bot is not a member
+
+
+async def respond_ephemeral(response_url: str, text: str, blocks: list[dict[str, Any]] | None = None) -> None:
+    """Answer only the user who invoked a slash command or shortcut, through its response_url
+    (valid 30 minutes, up to 5 uses); raises if Slack refuses it."""
+    resp = await AsyncWebhookClient(response_url).send(text=text, blocks=blocks, response_type="ephemeral",
+                                                      unfurl_links=False, unfurl_media=False)
+    if resp.status_code != 200:
+        raise RuntimeError(f"response_url answered {resp.status_code}: {resp.body[:200]!r}")
+
+
+class SlackNotifier:
+    """Sends a review notice (bot/notify.py) to an asker in the thread of the checked message (or of
+    the card, for a /check answered outside a thread), mentioning them so Slack tells them."""
+
+    def __init__(self, client: AsyncWebClient):
+        self.client = client
+
+    async def notify(self, asker: Asker, notice: ReviewNotice) -> None:
+        where = asker.where
+        text = notice_text(notice, esc=esc, link=lambda u, t: link(u, t, 300), bold=lambda t: f"*{t}*",
+                           code=lambda t: f"`{t}`")
+        requester = str(where.get("requester") or asker.requested_by or "")
+        if re.fullmatch(r"[UW][A-Z0-9]{2,20}", requester):
+            text = f"<@{requester}> {text}"
+        kw: dict[str, Any] = dict(channel=where["channel"], text=_clip(text, FALLBACK_LIMIT), blocks=[_section(text)],
+                                  unfurl_links=False, unfurl_media=False)
+        thread = where.get("thread_ts") or asker.reply_ref
+        if thread:
+            kw["thread_ts"] = thread
+        await self.client.chat_postMessage(**kw)
+
+
 class SlackResponderFactory:
     """Rebuilds a `SlackResponder` from a job's `where` (bot/queue.py); the reply ref is the message ts."""
 
@@ -382,11 +452,13 @@ class SlackResponderFactory:
     @staticmethod
     def where(responder: SlackResponder) -> dict[str, Any]:
         return {"channel": responder.channel, "thread_ts": responder.thread_ts,
-                "show_progress": responder.show_progress, "requester": responder.requester}
+                "show_progress": responder.show_progress, "requester": responder.requester,
+                "response_url": responder.response_url}
 
     def build(self, where: Any, reply_ref: str | None) -> SlackResponder:
         responder = SlackResponder(self.client, where["channel"], where.get("thread_ts"),
-                                   show_progress=where.get("show_progress", True), requester=where.get("requester"))
+                                   show_progress=where.get("show_progress", True), requester=where.get("requester"),
+                                   response_url=where.get("response_url"))
         responder.ts = reply_ref  # edit the reply already posted, if any
         return responder
 
@@ -425,11 +497,18 @@ class SlackBot:
                             process_before_response=queue is not None)
         if queue is not None:
             queue.register("slack", SlackResponderFactory(self.client))
+        # /review tells the askers through the notifiers of every adapter sharing the queue (or only ours).
+        notifiers: dict[str, Any] = queue.notifiers if queue is not None else {}
+        notifiers["slack"] = SlackNotifier(self.client)
+        kb = getattr(getattr(engine, "matcher", None), "kb", None)
+        self.review = ReviewCommands(self.db, kb.add if kb is not None else None, config.admins, notifiers)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.app.command("/check")(self._on_check_command)
         self.app.command("/domains")(self._on_domains_command)
         self.app.command("/evidence")(self._on_evidence_command)
+        self.app.command("/review")(self._on_review_command)
+        self.app.shortcut(SHORTCUT_CHECK)(self._on_check_shortcut)
         for name in CHAT_COMMANDS:
             self.app.command(f"/{name}")(self._on_chat_command)
         self.app.action(ACTION_SOURCES)(self._on_sources)
@@ -566,9 +645,74 @@ class SlackBot:
         await ack(text="🔎 Checking…", response_type="ephemeral")
         channel = command.get("channel_id", "")
         user = command.get("user_id")
-        responder = SlackResponder(client, channel, None, show_progress=False, requester=user)
+        responder = SlackResponder(client, channel, None, show_progress=False, requester=user,
+                                   response_url=command.get("response_url") or None)
         req = CheckRequest(text=text, chat_id=channel, target_id=command.get("trigger_id", ""), requested_by=user)
         await self._dispatch_check({"event_id": f"cmd:{command.get('trigger_id', '')}"}, req, responder)
+
+    async def _on_check_shortcut(self, ack: Any, body: dict[str, Any], context: Any, client: Any) -> None:
+        """The message shortcut "Check this message": check that message, answer in its thread.
+        Acked at once (Slack allows 3 s); in durable mode bolt acks after the job is persisted."""
+        await ack()
+        if body.get("type") != "message_action":
+            return  # a global shortcut with our callback id has no message to check
+        message = body.get("message") or {}
+        channel = (body.get("channel") or {}).get("id", "")
+        user = (body.get("user") or {}).get("id")
+        ts = str(message.get("ts") or body.get("message_ts") or "")
+        thread_ts = message.get("thread_ts") or ts
+        responder = SlackResponder(client, channel, thread_ts, requester=user,
+                                   response_url=body.get("response_url") or None)
+        text = slack_to_plain(message.get("text", ""), context.bot_user_id).strip()
+        if not text:
+            async def usage() -> None:
+                try:
+                    await self._tell(client, channel, user, body.get("response_url"), NOTHING_TO_CHECK)
+                except Exception:
+                    log.exception("slack: could not answer the shortcut in %s", channel)
+            self.service.spawn(usage(), name="tipline-slack-shortcut-usage")
+            return
+        req = CheckRequest(text=text, chat_id=channel, target_id=ts, thread_id=thread_ts, requested_by=user)
+        await self._dispatch_check({"event_id": f"shortcut:{body.get('trigger_id') or channel + ':' + ts}"},
+                                   req, responder)
+
+    @staticmethod
+    async def _tell(client: Any, channel: str, user: str | None, response_url: str | None, text: str) -> None:
+        """A private answer to `user`: through the response_url when there is one (works in channels the
+        bot is not in), else chat.postEphemeral."""
+        if response_url:
+            await respond_ephemeral(response_url, text)
+        else:
+            await client.chat_postEphemeral(channel=channel, user=user or "", text=text)
+
+    async def _on_review_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
+        """`/review` (configured admins): the queue, or `/review <id> <rating> <url>` to record a verdict,
+        answered ephemerally. Recording (embedding, notifying the askers) can outlast Slack's 3 s, so a
+        verdict is acked at once and the outcome follows through the response_url."""
+        req = ReviewRequest(platform="slack", chat_id=command.get("channel_id", ""),
+                            target_id=command.get("trigger_id", ""), user_id=command.get("user_id"),
+                            args=review_text(command.get("text", "")).strip())
+        if not req.args or not self.review.is_admin("slack", req.user_id):
+            try:
+                answer = await self.review.handle(req)
+            except Exception:
+                log.exception("slack: /review failed")
+                answer = ERROR_TEXT
+            await ack(text=esc(answer), response_type="ephemeral")
+            return
+        await ack(text="⏳ Recording the verdict…", response_type="ephemeral")
+
+        async def record() -> None:
+            try:
+                answer = await self.review.handle(req)
+            except Exception:
+                log.exception("slack: /review failed")
+                answer = ERROR_TEXT
+            try:
+                await self._tell(client, req.chat_id, req.user_id, command.get("response_url"), esc(answer))  # type: ignore[arg-type]
+            except Exception:
+                log.exception("slack: could not answer /review in %s", req.chat_id)
+        self.service.spawn(record(), name="tipline-slack-review")
 
     async def _dispatch_check(self, body: dict[str, Any], req: CheckRequest, responder: SlackResponder) -> None:
         """Run the check in the background, or (durable mode) persist it before bolt acks the request.
@@ -709,5 +853,5 @@ class SlackBot:
         log.error("slack: error while handling a request", exc_info=error)
 
 
-__all__ = ["SlackBot", "SlackConfig", "SlackResponder", "render_blocks", "render_evidence", "actions_block", "slack_to_plain", "to_incoming",
+__all__ = ["SlackBot", "SlackConfig", "SlackResponder", "SlackNotifier", "respond_ephemeral", "SHORTCUT_CHECK", "render_blocks", "render_evidence", "actions_block", "slack_to_plain", "to_incoming",
            "is_ignored", "esc", "link", "safe_url"]

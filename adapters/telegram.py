@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 from bot.chat_settings import ChatCommands, ChatSettingsRequest, CheckExtras, tracked_message
 from bot.domains import DomainCommands, DomainsRequest
+from bot.notify import Asker, ReviewNotice, notice_text
 from bot.review import ReviewCommands, ReviewRequest
 from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, callback_data, evidence_lines,
                           give_feedback, load_check, parse_callback)
@@ -426,6 +427,19 @@ class TelegramResponderFactory:
         return None if mid is None else str(mid)
 
 
+class TelegramNotifier:
+    """Sends a review notice (bot/notify.py) to an asker: a reply to the checked message, same topic."""
+
+    def __init__(self, bot: Any):
+        self.bot = bot
+
+    async def notify(self, asker: Asker, notice: ReviewNotice) -> None:
+        where = asker.where
+        responder = TelegramResponder(self.bot, where["chat_id"], where["reply_to"], where.get("thread_id"))
+        await responder.send_html(split_html(notice_text(
+            notice, esc=esc, link=_link, bold=lambda t: f"<b>{t}</b>", code=lambda t: f"<code>{t}</code>")))
+
+
 def idempotency_key(update: Update, message: Message) -> str:
     return f"tg:{update.update_id}:{message.chat_id}:{message.message_id}"
 
@@ -568,8 +582,6 @@ class TelegramBot(_DurableIntake):
                                     progress_interval=config.progress_interval)
         self.db = db if db is not None else engine.db
         self.domains = DomainCommands(self.db, config.admins)
-        kb = getattr(getattr(engine, "matcher", None), "kb", None)
-        self.review = ReviewCommands(self.db, kb.add if kb is not None else None, config.admins)
         # Tracking, /auto, /forget, /stats; with a corroborator also "also reported by" + repeat reuse.
         self.corroborator = corroborator
         self.chat_commands = ChatCommands(self.db, config.admins, corroborator)
@@ -589,6 +601,11 @@ class TelegramBot(_DurableIntake):
         self._poller: asyncio.Task[None] | None = None
         if queue is not None:
             queue.register("telegram", TelegramResponderFactory(self.application.bot))
+        # /review tells the askers through the notifiers of every adapter sharing the queue (or only ours).
+        notifiers: dict[str, Any] = queue.notifiers if queue is not None else {}
+        notifiers["telegram"] = TelegramNotifier(self.application.bot)
+        kb = getattr(getattr(engine, "matcher", None), "kb", None)
+        self.review = ReviewCommands(self.db, kb.add if kb is not None else None, config.admins, notifiers)
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.callback_query is not None:
@@ -766,6 +783,6 @@ class TelegramBot(_DurableIntake):
             await self.stop()
 
 
-__all__ = ["TelegramBot", "TelegramResponderFactory", "TelegramConfig", "TelegramResponder", "render_html", "split_html", "to_incoming",
+__all__ = ["TelegramBot", "TelegramResponderFactory", "TelegramNotifier", "TelegramConfig", "TelegramResponder", "render_html", "split_html", "to_incoming",
            "render_evidence_html", "feedback_keyboard",
            "forward_origin", "CheckRequest", "Info"]

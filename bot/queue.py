@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 
 from bot.limits import RateLimiter
 from bot.logs import job_context, set_check_id
+from bot.notify import Notifier
 from bot.render import Reply
 from bot.telegram_bot import CheckRequest, CheckService, Responder
 from storage.jobs import Job, JobStore
@@ -115,6 +116,9 @@ class JobQueue:
         self.shutdown_timeout = shutdown_timeout
         self.retry_delay = retry_delay
         self._factories: dict[str, ResponderFactory] = {}
+        # Per platform: how to tell an asker that their claim was reviewed (bot/notify.py). Shared by
+        # every adapter's /review, so a verdict recorded on one platform reaches askers on the others.
+        self.notifiers: dict[str, Notifier] = {}
         self._wake = asyncio.Event()
         self._stopping = False
         self._stopped = asyncio.Event()

@@ -6,16 +6,19 @@ forwards the same claim gets an answer at once).
     /review <check id> <rating> <url>        record a verdict, e.g. /review 3f9a1c2b7d False https://…
 
 Only configured admins (TIPLINE_ADMINS); every use and refusal is written to the audit table.
+A recorded verdict is also sent to everyone who asked about the claim (bot/notify.py), through the
+per-platform notifiers this object is given.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from bot.notify import Notifier, ReviewNotice, ReviewNotices
 from core.models import FactCheck, Verdict
 from core.ratings import match_rating
 from storage.domains import DomainStore
@@ -45,8 +48,10 @@ AddFactChecks = Callable[[Sequence[FactCheck]], Awaitable[int]]
 
 
 class ReviewCommands:
-    def __init__(self, db: Database, add_factchecks: AddFactChecks | None, admins: Iterable[str] = ()):
+    def __init__(self, db: Database, add_factchecks: AddFactChecks | None, admins: Iterable[str] = (),
+                 notifiers: Mapping[str, Notifier] | None = None):
         self.db = db
+        self.notices = ReviewNotices(db, notifiers if notifiers is not None else {})
         self.feedback = FeedbackStore(db)
         self.audit = DomainStore(db)
         self.add_factchecks = add_factchecks
@@ -81,8 +86,20 @@ class ReviewCommands:
         resolved = await self.feedback.resolve(check_id)
         await self._audit(req, "review.verdict", f"check={check_id} rating={rating} url={url}")
         label = verdict.label if verdict != Verdict.NOT_CHECKABLE else "Not checkable"
+        try:
+            told = await self.notices.send(ReviewNotice(check_id=check_id, claim=result.text, verdict=verdict,
+                                                        rating=rating, url=url))
+        except Exception:  # the verdict is recorded either way; the admin must hear that
+            log.exception("could not notify the askers of check %s", check_id)
+            told = None
+        if told is None:
+            notified = " (Telling the askers failed; see the log.)"
+        elif told:
+            notified = f" Told {told} asker{'s' if told != 1 else ''} in the chats where they asked."
+        else:
+            notified = ""
         return (f"Recorded “{label}” for check {check_id}; the next check of this claim will match it."
-                + ("" if resolved else " (It was not on the open review list.)"))
+                + ("" if resolved else " (It was not on the open review list.)") + notified)
 
     async def listing(self, limit: int = 10) -> str:
         items = await self.feedback.open_reviews()

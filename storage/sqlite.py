@@ -211,6 +211,19 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX llm_usage_at ON llm_usage(at);
     CREATE INDEX llm_usage_check ON llm_usage(check_id);
     """,
+    # 7: who was told that a claim they asked about has been reviewed (bot/notify.py): one row per
+    # asker (platform, chat, checked message), so each asker is notified once.
+    """
+    CREATE TABLE review_notices (
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        target TEXT NOT NULL,
+        check_id TEXT NOT NULL,  -- the check the admin reviewed
+        job_id INTEGER,
+        sent_at TEXT NOT NULL,
+        PRIMARY KEY (platform, chat_id, target)
+    );
+    """,
 )
 
 

@@ -4,6 +4,10 @@ Point slack_sdk at it with `AsyncWebClient(base_url=fake.base_url, token=...)` (
 matters). It serves `auth.test`, `chat.postMessage`, `chat.update` and `chat.postEphemeral`, accepts form or JSON bodies as
 slack_sdk sends them, records every call with its decoded parameters and the bearer token, and
 answers `{"ok": true, ...}` with realistic `channel`/`ts` values so messages can be edited.
+
+Channels in `not_in_channel` answer chat.postMessage with Slack's `not_in_channel` error (the bot is
+not a member). `response_url(name)` is a slash command's / shortcut's response URL served here:
+what is POSTed to it is recorded in `responses[name]`.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ class FakeSlack(LoopbackFake):
     token: str = "xoxb-test-token"
     calls: list[Call] = field(default_factory=list)
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    not_in_channel: set[str] = field(default_factory=set)
+    responses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._seq = itertools.count(100)
@@ -46,10 +52,14 @@ class FakeSlack(LoopbackFake):
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/api/{method}", self._handle)
+        app.router.add_post("/response/{name}", self._response)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/api/"
+
+    def response_url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/response/{name}"
 
     # --- what tests inspect ----------------------------------------------------------------
 
@@ -116,6 +126,19 @@ class FakeSlack(LoopbackFake):
             self._changed.notify_all()
         return web.json_response(result)
 
+    async def _response(self, request: web.Request) -> web.Response:
+        # Slack's response_url takes JSON and answers a plain "ok" (errors as text, e.g. "no_text").
+        try:
+            body = await request.json()
+        except ValueError:
+            return web.Response(status=400, text="invalid_payload")
+        if not body.get("text") and not body.get("blocks"):
+            return web.Response(status=400, text="no_text")
+        self.responses.setdefault(request.match_info["name"], []).append(body)
+        async with self._changed:
+            self._changed.notify_all()
+        return web.Response(text="ok")
+
     def _message(self, params: dict[str, Any], ts: str) -> dict[str, Any]:
         msg = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "app_id": "A0TIPLINE", "ts": ts,
                "team": TEAM_ID, "text": params.get("text", "")}
@@ -129,6 +152,8 @@ class FakeSlack(LoopbackFake):
         channel = params.get("channel")
         if not channel:
             return {"ok": False, "error": "channel_not_found"}
+        if channel in self.not_in_channel:
+            return {"ok": False, "error": "not_in_channel"}
         if not params.get("text") and not params.get("blocks"):
             return {"ok": False, "error": "no_text"}
         ts = self._ts()

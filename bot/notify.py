@@ -1,0 +1,175 @@
+"""Telling the askers when an admin reviews a claim (the platform-neutral half).
+
+When an admin records a verdict with `/review <id> <rating> <url>`, everyone who asked about that
+claim is told, in the chat where they asked and as a reply to the message that was checked.
+"Everyone who asked" = the jobs (storage/jobs.py) that finished with the reviewed check, or with
+another stored check of the same claim (same `bot.repeats.fingerprint` of the text). A job's
+payload says where to answer (`where`, as the platform's responder factory wrote it), so nothing
+in memory is needed. Jobs are pruned after a week (bot/queue.py), which bounds the scan below.
+
+Each asker (platform, chat, checked message) is notified once: a row in `review_notices`
+(migration 7) is claimed *before* sending, so two admins reviewing at once cannot both send; if
+the platform refuses the message the row is removed again, so a later review can still reach them.
+
+The sending is per platform (`Notifier`, in each adapter); so is the escaping (`notice_text`
+takes the platform's escape and link functions).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from bot.render import VERDICT_EMOJI
+from bot.repeats import fingerprint
+from core.models import Verdict
+from storage.sqlite import Database
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Asker:
+    """One place to answer: a finished check job's platform, chat and `where` (from its payload)."""
+
+    job_id: int
+    platform: str
+    chat_id: str
+    target: str  # the checked message (Telegram message id, Slack ts, or the slash command's trigger)
+    where: dict[str, Any]
+    reply_ref: str | None  # the verdict card the bot sent back then, if any
+    check_id: str  # the check this asker got (the reviewed one or another check of the same claim)
+    requested_by: str | None = None  # the platform user id of who asked, when known
+
+
+@dataclass(frozen=True)
+class ReviewNotice:
+    """What the askers are told: the claim has been reviewed, the new rating, the link, the check id."""
+
+    check_id: str
+    claim: str
+    verdict: Verdict
+    rating: str  # as the admin typed it, e.g. "Pants on Fire"
+    url: str
+
+
+class Notifier(Protocol):
+    """Per platform: send `notice` to `asker` (a reply to the checked message). Raises if it cannot."""
+
+    async def notify(self, asker: Asker, notice: ReviewNotice) -> None: ...
+
+
+CLAIM_CHARS = 160
+
+
+def notice_text(notice: ReviewNotice, *, esc: Callable[[str], str], link: Callable[[str, str], str],
+                bold: Callable[[str], str], code: Callable[[str], str]) -> str:
+    """The notice in a platform's markup; every admin- or user-supplied string goes through `esc`/`link`."""
+    claim = " ".join(notice.claim.split())
+    if len(claim) > CLAIM_CHARS:
+        claim = claim[:CLAIM_CHARS - 1].rstrip() + "…"
+    label = notice.verdict.label if notice.verdict != Verdict.NOT_CHECKABLE else "Not checkable"
+    rating = f" (rated “{esc(notice.rating)}”)" if notice.rating.strip().lower() != label.lower() else ""
+    return "\n".join([
+        f"🔔 {bold(esc('This claim has now been reviewed by a person.'))}",
+        f"“{esc(claim)}”",
+        f"New rating: {esc(VERDICT_EMOJI.get(notice.verdict, ''))} {bold(esc(label))}{rating}",
+        f"Review: {link(notice.url, notice.url)}",
+        f"Check id: {code(esc(notice.check_id))}",
+    ])
+
+
+def _target(platform: str, payload: Mapping[str, Any]) -> str:
+    request = payload.get("request") or {}
+    where = payload.get("where") or {}
+    # Telegram answers `reply_to`; Slack's request target is the checked message's ts.
+    return str(where.get("reply_to") or request.get("target_id") or "")
+
+
+async def find_askers(db: Database, check_id: str) -> list[Asker]:
+    """Every finished job whose check is `check_id` or a check of the same claim text."""
+    result = await db.get_check(check_id)
+    if result is None:
+        return []
+    claim = fingerprint(result.text)
+    cur = await db._conn.execute(
+        "SELECT j.id, j.platform, j.chat_id, j.user_id, j.payload, j.reply_ref, j.check_id, c.text AS check_text "
+        "FROM jobs j LEFT JOIN checks c ON c.id = j.check_id "
+        "WHERE j.status = 'done' AND j.check_id IS NOT NULL ORDER BY j.id")
+    askers: list[Asker] = []
+    seen: set[tuple[str, str, str]] = set()
+    for row in await cur.fetchall():
+        try:
+            payload = json.loads(row["payload"])
+        except ValueError:
+            continue
+        asked = str((payload.get("request") or {}).get("text") or "")
+        same = row["check_id"] == check_id or any(
+            t and fingerprint(t) == claim for t in (row["check_text"], asked))
+        if not same or not isinstance(payload.get("where"), dict):
+            continue
+        target = _target(row["platform"], payload)
+        key = (row["platform"], row["chat_id"], target)
+        if not target or key in seen:  # the same message asked twice (/check, then a mention) is one asker
+            continue
+        seen.add(key)
+        askers.append(Asker(job_id=row["id"], platform=row["platform"], chat_id=row["chat_id"], target=target,
+                            where=payload["where"], reply_ref=row["reply_ref"], check_id=row["check_id"],
+                            requested_by=None if row["user_id"] is None else str(row["user_id"])))
+    return askers
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+class ReviewNotices:
+    """Finds the askers of a reviewed claim and sends each one notice, once, through its platform."""
+
+    def __init__(self, db: Database, notifiers: Mapping[str, Notifier]):
+        self.db = db
+        # Shared with the job queue when there is one (every adapter of the process registers its
+        # notifier there), so a review made on Telegram also reaches the Slack askers.
+        self.notifiers = notifiers
+
+    async def _claim(self, asker: Asker, reviewed: str) -> bool:
+        async with self.db.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT OR IGNORE INTO review_notices (platform, chat_id, target, check_id, job_id, sent_at) "
+                "VALUES (?,?,?,?,?,?)", (asker.platform, asker.chat_id, asker.target, reviewed, asker.job_id, _now()))
+            return cur.rowcount == 1
+
+    async def _unclaim(self, asker: Asker) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute("DELETE FROM review_notices WHERE platform = ? AND chat_id = ? AND target = ?",
+                               (asker.platform, asker.chat_id, asker.target))
+
+    async def send(self, notice: ReviewNotice) -> int:
+        """Notify every asker not yet notified; returns how many were told now."""
+        told = 0
+        for asker in await find_askers(self.db, notice.check_id):
+            notifier = self.notifiers.get(asker.platform)
+            if notifier is None:  # that platform is not running in this process: leave them for later
+                log.info("no %s notifier here; asker of job %s not notified", asker.platform, asker.job_id)
+                continue
+            if not await self._claim(asker, notice.check_id):
+                continue  # told already (an earlier review of this claim, or a concurrent one)
+            try:
+                await notifier.notify(asker, notice)
+            except Exception:
+                log.warning("could not notify the asker of job %s (%s chat %s)", asker.job_id, asker.platform,
+                            asker.chat_id, exc_info=True)
+                await self._unclaim(asker)
+                continue
+            told += 1
+        return told
+
+    async def notified(self) -> list[tuple[str, str, str, str]]:
+        """(platform, chat id, target, reviewed check id) of every notice sent (tests, audits)."""
+        cur = await self.db._conn.execute(
+            "SELECT platform, chat_id, target, check_id FROM review_notices ORDER BY sent_at, platform, chat_id")
+        return [tuple(r) for r in await cur.fetchall()]  # type: ignore[misc]
