@@ -38,8 +38,8 @@ from core.matching import ClaimMatcher
 from core.models import (ClaimOutcome, EvidenceItem, LLMUsage, Match, Result, SourceTrace, Step, Verdict,
                          new_check_id)
 from core.offline_verdict import decide
-from core.queries import offline_queries, plan_queries
-from core.verify import ClaimVerdict, aggregate, verify_claim
+from core.queries import key_phrases, offline_queries, plan_queries
+from core.verify import ClaimVerdict, aggregate, sufficient, verify_claim
 from storage.sqlite import Database
 
 log = logging.getLogger(__name__)
@@ -266,6 +266,12 @@ class Engine:
         # The knowledge base was already searched with the whole message; search it again only for a
         # sub-claim worded differently.
         sources = [s for s in self.sources if s.name != "knowledge" or claim.text != msg.text]
+        # The sufficiency loop (seed 000): judge once there are >= MIN_EVIDENCE pieces; stop when the
+        # verdict is settled (`sufficient`: enough relevant evidence, not NOT_ENOUGH_EVIDENCE or
+        # conflicting); otherwise widen the search and judge again, at most MAX_ROUNDS searches.
+        verdict: ClaimVerdict | None = None
+        judged_on = 0
+        used = set(query.search_queries)
         for round_no in range(1, MAX_ROUNDS + 1):
             found, reports = await gather_all(sources, query, limit=self.evidence_limit,
                                               timeout=self.source_timeout_s)
@@ -273,26 +279,33 @@ class Engine:
             for e in found:
                 if e.url and not denied(e.url):
                     evidence.setdefault(e.url, e)
-            if len(evidence) >= MIN_EVIDENCE or round_no == MAX_ROUNDS or llm is None:
+            if llm is None:
                 break  # offline, web evidence is only listed, never judged: one round is enough
-            searched = [r for r in reports if r.source not in _LOCAL_SOURCES]
-            if not any(r.ok for r in searched):
-                break  # no search provider answered: asking again only burns the deadline
-            # Short of evidence: widen. Broader queries (key phrases, entities) without site filters,
-            # and only the sources that can find new things (search, not the knowledge base again).
+            if len(evidence) >= MIN_EVIDENCE:
+                verdict = await verify_claim(query.model_copy(update={"queries": plan.queries}),
+                                             list(evidence.values()), embedder=self.embedder, llm=llm,
+                                             rules=rules, english=plan.english)
+                judged_on = len(evidence)
+                if sufficient(verdict):
+                    break
+            if round_no == MAX_ROUNDS or not any(r.ok for r in reports if r.source not in _LOCAL_SOURCES):
+                break  # out of rounds, or no search provider answered: asking again only burns the deadline
+            # Widen: broader queries (the translation, key phrases, entities) without site filters, and
+            # only the sources that can find new things (search, not the knowledge base again).
             wider = offline_queries(claim.text, lang, entities=claim.entities, when=claim.when, where=claim.where)
-            if plan.english:
-                wider = [plan.english] + wider
-            new_queries = [q for q in wider if q not in query.queries]
+            wider = ([plan.english] if plan.english else []) + wider + [key_phrases(claim.text, limit=4)]
+            new_queries = [q for q in dict.fromkeys(wider) if q and q not in used][:4]
             sources = [s for s in self.sources if s.name not in _LOCAL_SOURCES]
             if not new_queries or not sources:
                 break
-            query = ClaimQuery(claim=claim.text, queries=new_queries[:4], language=lang, urls=[], allow_domains=[])
+            used.update(new_queries)
+            query = ClaimQuery(claim=claim.text, queries=new_queries, language=lang, urls=[], allow_domains=[])
         items = list(evidence.values())
         if llm is None:
             return None, items, traces
-        verdict = await verify_claim(query.model_copy(update={"queries": plan.queries}), items,
-                                     embedder=self.embedder, llm=llm, rules=rules, english=plan.english)
+        if verdict is None or judged_on != len(items):
+            verdict = await verify_claim(query.model_copy(update={"queries": plan.queries}), items,
+                                         embedder=self.embedder, llm=llm, rules=rules, english=plan.english)
         return verdict, items, traces
 
     def _not_checkable(self, check_id: str, msg: Intake, extraction: ClaimExtraction, notes: list[str],

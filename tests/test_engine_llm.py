@@ -205,3 +205,27 @@ async def test_an_llm_that_times_out_degrades_to_the_offline_rules(settings, llm
     assert result.verdict == Verdict.REFUTED  # the knowledge base's fact-check still decides
     assert result.mode == "offline"
     assert any("language model could not be reached" in n for n in result.notes)
+
+
+# Staged search for one claim with two planned queries: fact-checker sites, then each query broadly.
+ROUND_ONE_SEARCHES = 3
+
+
+async def test_an_unsettled_claim_widens_the_search_and_is_judged_again(settings, llm_fake, search_fake):
+    # The planned queries find one off-topic page; only the wider search (key phrases) finds the
+    # sources that settle it.
+    first = json.dumps({"query": "x", "number_of_results": 1, "results": [
+        searx_result("https://www.example-blog.net/water", "My kettle diary", "Water boils at 50C at sea level.")]})
+    search_fake.fail("searxng", status=200, body=first, times=ROUND_ONE_SEARCHES)
+    search_fake.searx_results.extend(WATER)
+    llm_fake.named("claim_extraction").reply_json(claims_answer("Water boils at 50C at sea level"))
+    llm_fake.respond("query_plan", queries_answer)
+    llm_fake.respond("stance", stance_by_keyword({"100": "refutes"}))
+    llm_fake.respond("adjudication", lambda body: {"verdict": "REFUTED", "confidence": 0.9,
+                                                   "reasoning": "It boils at 100 °C [1][2]."})
+    async with build_app(llm_settings(settings, llm_fake, search_fake)) as app:
+        result = await app.engine.check("Water boils at 50C at sea level")
+    queries = [h.get("q", "") for h in search_fake.hits("searxng")]
+    assert len(queries) > ROUND_ONE_SEARCHES and len(set(queries)) > 1
+    assert result.verdict == Verdict.REFUTED
+    assert any("nist.gov" in c.url or "bbc.com" in c.url for c in result.citations)
