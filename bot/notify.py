@@ -83,7 +83,7 @@ def notice_text(notice: ReviewNotice, *, esc: Callable[[str], str], link: Callab
     ])
 
 
-def _target(platform: str, payload: Mapping[str, Any]) -> str:
+def _target(payload: Mapping[str, Any]) -> str:
     request = payload.get("request") or {}
     where = payload.get("where") or {}
     # Telegram answers `reply_to`; Slack's request target is the checked message's ts.
@@ -112,7 +112,7 @@ async def find_askers(db: Database, check_id: str) -> list[Asker]:
             t and fingerprint(t) == claim for t in (row["check_text"], asked))
         if not same or not isinstance(payload.get("where"), dict):
             continue
-        target = _target(row["platform"], payload)
+        target = _target(payload)
         key = (row["platform"], row["chat_id"], target)
         if not target or key in seen:  # the same message asked twice (/check, then a mention) is one asker
             continue
