@@ -107,7 +107,7 @@ class HttpApi:
 
     async def _idempotent_check(self, key: str, text: str) -> web.Response:
         from bot.queue import request_to_payload
-        from bot.telegram_bot import CheckRequest
+        from bot.chat import CheckRequest
 
         assert self.queue is not None
         if not key or len(key) > 200:

@@ -3,7 +3,7 @@
 The only module that imports `slack_bolt`/`slack_sdk`. It runs slack-bolt's `AsyncApp` in HTTP mode
 behind an aiohttp server (`POST /slack/events`); bolt verifies the request signature (signing
 secret, 5-minute timestamp window) and answers 401 otherwise. Handlers only translate and hand the
-work to `bot.telegram_bot.CheckService` as a background task, so Slack gets its 200 at once.
+work to `bot.chat.CheckService` as a background task, so Slack gets its 200 at once.
 
 Replies go in the thread of the checked message: a "🔎 Checking…" message is posted there, edited
 with `chat.update` as stages finish (throttled), then turned into the verdict card.
@@ -36,7 +36,7 @@ from bot.review import ReviewCommands, ReviewRequest
 from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, evidence_arg, evidence_lines, give_feedback, load_check
 from bot.render import AlsoReportedLine, Reply, Reporter
 from core.tracking import Corroborator
-from bot.telegram_bot import ERROR_TEXT, CheckRequest, CheckService, Info, IncomingMessage, route
+from bot.chat import ERROR_TEXT, CheckRequest, CheckService, Info, IncomingMessage, route
 from core.engine import Engine
 from core.models import Result
 from storage.sqlite import Database

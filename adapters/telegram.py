@@ -1,7 +1,7 @@
 """Telegram adapter: updates -> `IncomingMessage`, `Reply` -> Telegram HTML, sending and editing.
 
 The only module that imports `telegram` (python-telegram-bot v22). It runs long polling through
-PTB's `Application`; each message becomes a background task in `bot.telegram_bot.CheckService`, so
+PTB's `Application`; each message becomes a background task in `bot.chat.CheckService`, so
 the polling loop never waits for the engine.
 """
 
@@ -48,7 +48,7 @@ from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, callba
 from bot.render import AlsoReportedLine, Reply
 from core.tracking import Corroborator
 from core.models import Result
-from bot.telegram_bot import ERROR_TEXT, CheckRequest, CheckService, COMMANDS, Info, IncomingMessage, route
+from bot.chat import ERROR_TEXT, CheckRequest, CheckService, COMMANDS, Info, IncomingMessage, route
 from core.engine import Engine
 from storage.sqlite import Database
 

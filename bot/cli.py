@@ -5,6 +5,7 @@
     tipline check [--json] TEXT          one check; '-' reads the text from standard input
     tipline ingest PATH_OR_URL...        load previously fact-checked claims
     tipline eval claim-matching ...      CLEF-2020 Task 2 run file + MAP@5
+    tipline eval evidence --data PATH    CLIMATE-FEVER: evidence retrieval and the verdict policy
     tipline bench ingest|match|corroborate|pipeline ...   speed figures for docs/benchmarks.md
     tipline schema [PATH]                write the Result JSON schema
 """
@@ -146,6 +147,8 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
 async def cmd_eval(args: argparse.Namespace) -> int:
     if args.task == "corroboration":
         return await cmd_eval_corroboration(args)
+    if args.task == "evidence":
+        return await cmd_eval_evidence(args)
     from bot.claim_eval import run_claim_matching
 
     bar = ProgressBar("index claims")
@@ -177,6 +180,24 @@ async def cmd_eval_corroboration(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: {result['messages']} messages in {result['clusters']} stories")
     if args.qrels:
         print(f"pairwise P={result['precision']:.4f} R={result['recall']:.4f} F1={result['f1']:.4f}")
+    return 0
+
+
+async def cmd_eval_evidence(args: argparse.Namespace) -> int:
+    from bot.app import check_data_dir, load_embedder
+    from bot.evidence_eval import format_report, read_climate_fever, run_evidence_eval
+
+    settings = _settings(args)
+    read_climate_fever(args.data)  # a bad file fails in one sentence before the model loads
+    check_data_dir(settings.data_dir)
+    embedder = await asyncio.to_thread(load_embedder, settings)
+    bar = ProgressBar("embed claims and sentences")
+    report = await asyncio.to_thread(run_evidence_eval, args.data, embedder, split=args.split,
+                                     cache_dir=args.cache_dir, progress=lambda _s, d, t: bar(d, t))
+    print(format_report(report))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
     return 0
 
 
@@ -248,6 +269,14 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--messages", type=Path, required=True, help="tweets.queries.tsv")
     co.add_argument("--out", type=Path, required=True, help="message_id<TAB>cluster_id file to write")
     co.add_argument("--qrels", type=Path, help="tweet-vclaim-pairs.qrels: print pairwise precision, recall, F1")
+
+    ev = esub.add_parser("evidence", help="CLIMATE-FEVER: evidence retrieval (dense, BM25, hybrid) and the "
+                         "verdict policy with oracle stances")
+    ev.add_argument("--data", type=Path, required=True, help="climate-fever.jsonl")
+    ev.add_argument("--split", choices=["dev", "train", "all"], default="dev",
+                    help="claims to report (hash of claim_id: 70%% train, 30%% dev); train is always shown too")
+    ev.add_argument("--out", type=Path, help="write the full report as JSON")
+    ev.add_argument("--cache-dir", type=Path, help="keep the sentence vectors here as .npy for reruns")
 
     b = sub.add_parser("bench", help="speed benchmarks")
     b.add_argument("what", choices=["ingest", "match", "corroborate", "pipeline"])

@@ -27,7 +27,7 @@ from bot.limits import RateLimiter
 from bot.logs import job_context, set_check_id
 from bot.notify import Notifier
 from bot.render import Reply
-from bot.telegram_bot import CheckRequest, CheckService, Responder
+from bot.chat import CheckRequest, CheckService, Responder
 from storage.jobs import Job, JobStore
 
 log = logging.getLogger(__name__)

@@ -60,7 +60,7 @@ def job_queue(settings: Settings, app: Any) -> Any:
     """The one durable job queue every adapter submits checks to."""
     from bot.limits import RateLimiter
     from bot.queue import JobQueue
-    from bot.telegram_bot import CheckService
+    from bot.chat import CheckService
     from storage.jobs import JobStore
 
     return JobQueue(JobStore(app.db), CheckService(app.engine), workers=settings.workers,

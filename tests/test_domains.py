@@ -18,7 +18,7 @@ from adapters.slack import SlackBot, SlackConfig
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.domains import (REFUSED, USAGE, DomainCommands, DomainsRequest, InvalidDomain, command_args,
                          domain_matches, effective_rules, normalize_domain)
-from bot.telegram_bot import route
+from bot.chat import route
 from storage.domains import GLOBAL, DomainStore
 from storage.sqlite import MIGRATIONS, Database
 from tests.fakes.slack_api import TEAM_ID, FakeSlack
@@ -164,7 +164,7 @@ async def test_non_admin_is_refused_and_audited(db):
 
 
 def test_route_gives_global_scope_in_private_and_chat_scope_in_groups():
-    from bot.telegram_bot import IncomingMessage
+    from bot.chat import IncomingMessage
     private = IncomingMessage(platform="telegram", chat_id=5, chat_kind="private", message_id=1,
                               text="/domains list", sender_id=5)
     group = IncomingMessage(platform="telegram", chat_id=-9, chat_kind="group", message_id=2,
@@ -275,7 +275,7 @@ async def test_slack_dm_domains_list(slack, db):
 
 
 def test_checks_carry_the_scope_whose_rules_apply():
-    from bot.telegram_bot import CheckRequest, IncomingMessage, route
+    from bot.chat import CheckRequest, IncomingMessage, route
 
     group = route(IncomingMessage("telegram", -100123, "supergroup", 5, "/check The moon is made of cheese"),
                   "tiplinebot")

@@ -30,7 +30,7 @@ from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
 from bot.limits import RateLimiter, TokenBuckets
 from bot.queue import BUSY_TEXT, FULL_TEXT, JobQueue, request_from_payload, request_to_payload
-from bot.telegram_bot import CHECKING, CheckRequest, CheckService
+from bot.chat import CHECKING, CheckRequest, CheckService
 from bot.settings import Settings
 from storage.jobs import JobStore
 from storage.sqlite import Database

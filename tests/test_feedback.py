@@ -17,7 +17,7 @@ import pytest_asyncio
 from adapters.slack import SECTION_LIMIT, SlackBot, SlackConfig, render_evidence
 from adapters.telegram import TelegramBot, TelegramConfig, render_evidence_html, tg_len
 from bot.evidence import FEEDBACK_THANKS, UNKNOWN_CHECK, parse_callback
-from bot.telegram_bot import CHECKING
+from bot.chat import CHECKING
 from core.models import Citation, Match, Result, Step, Verdict, new_check_id
 from storage.feedback import UNMATCHED_REASON, FeedbackStore
 from storage.sqlite import Database

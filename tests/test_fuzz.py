@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from adapters.slack import SECTION_LIMIT, render_blocks
 from adapters.telegram import MAX_TEXT, render_html, split_html, tg_len
 from bot.render import RelatedItem, Reply
-from bot.telegram_bot import CheckRequest
+from bot.chat import CheckRequest
 from core.intake import EmptyInput, intake
 from core.models import Citation
 from core.textclean import clean_query

@@ -24,7 +24,7 @@ from bot.app import build_app
 from bot.notify import ReviewNotices
 from bot.queue import JobQueue
 from bot.settings import Settings
-from bot.telegram_bot import CHECKING, CheckService
+from bot.chat import CHECKING, CheckService
 from storage.jobs import JobStore
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram

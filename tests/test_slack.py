@@ -26,7 +26,7 @@ from adapters.slack import SlackBot, SlackConfig, link, render_blocks, slack_to_
 from bot.app import build_app
 from bot.render import Reply
 from bot.settings import Settings
-from bot.telegram_bot import CHECKING, CheckRequest
+from bot.chat import CHECKING, CheckRequest
 from core.models import Citation, Verdict
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, TEAM_ID, Call, FakeSlack
 

@@ -22,7 +22,7 @@ from adapters.slack import SHORTCUT_CHECK, SlackBot, SlackConfig
 from bot.app import build_app
 from bot.queue import JobQueue
 from bot.settings import Settings
-from bot.telegram_bot import CHECKING, CheckService
+from bot.chat import CHECKING, CheckService
 from core.models import Verdict
 from storage.jobs import JobStore
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack

@@ -22,7 +22,7 @@ from adapters.telegram import TelegramBot, TelegramConfig, TelegramResponder, re
 from bot.app import build_app
 from bot.render import Reply
 from bot.settings import Settings
-from bot.telegram_bot import CHECKING, CheckRequest, ThrottledProgress
+from bot.chat import CHECKING, CheckRequest, ThrottledProgress
 from core.models import Citation, Verdict
 from tests.fakes.telegram_api import BOT_USER, FakeTelegram
 

@@ -20,7 +20,7 @@ from adapters.slack import SlackBot, SlackConfig, also_reported_mrkdwn
 from adapters.telegram import TelegramBot, TelegramConfig, also_reported_html
 from bot.app import build_app
 from bot.render import AlsoReportedLine, Reporter
-from bot.telegram_bot import CHECKING
+from bot.chat import CHECKING
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_slack import SECRET, event_body, post

@@ -1,9 +1,10 @@
 """Chat glue shared by the chat adapters: message -> what to do -> engine -> neutral reply.
 
-Nothing here knows Telegram (tests/test_architecture.py forbids `bot/` importing a chat SDK). The
-Telegram adapter (`adapters/telegram.py`) translates an update into an `IncomingMessage`, asks
-`route()` what to do, and hands the work to `CheckService`, giving it a `Responder` that knows how
-to send and edit messages on its platform. The same pieces will serve the Slack adapter.
+Nothing here knows a chat platform (tests/test_architecture.py forbids `bot/` importing a chat SDK).
+Each adapter (`adapters/telegram.py`, `adapters/slack.py`) translates a platform event into an
+`IncomingMessage`, asks `route()` what to do, and hands a check to the durable queue (bot/queue.py),
+whose workers call `CheckService.run_check` with a `Responder` that knows how to send and edit
+messages on that platform.
 """
 
 from __future__ import annotations
