@@ -153,8 +153,12 @@ class Engine:
             async with step("claims") as d:
                 extraction = await extract_claims(msg.text, lang, llm)
                 d.append(f"{extraction.kind}, {len(extraction.claims)} claim(s), {extraction.mode}")
-            if extraction.kind in ("OPINION", "AMBIGUOUS", "NONE") and not msg.urls:
+            # Only the LLM's judgement stops a check here: the offline heuristic it falls back to when the
+            # LLM fails drops plain statements ("The sky is blue") and must not turn them away.
+            if extraction.mode == "llm" and extraction.kind in ("OPINION", "AMBIGUOUS", "NONE") and not msg.urls:
                 return self._not_checkable(check_id, msg, extraction, notes, steps)
+            if extraction.mode != "llm":
+                extraction = None  # the whole message is the claim, as offline
 
         async with step("match") as d:
             matches = await self.matcher.match(msg.text, msg.urls, language=lang)
@@ -310,14 +314,7 @@ class Engine:
 
     def _not_checkable(self, check_id: str, msg: Intake, extraction: ClaimExtraction, notes: list[str],
                        steps: list[Step]) -> Result:
-        why = {
-            "OPINION": "This reads as an opinion or a value judgement, not a statement of fact, so there is "
-                       "nothing to fact-check.",
-            "AMBIGUOUS": "This is too vague to check. Please rephrase it as a specific claim: who did what, "
-                         "when and where.",
-            "NONE": "I couldn't find a claim to check in this message. Send a statement of fact, e.g. "
-                    "\"The Eiffel Tower was built in 1889\".",
-        }[extraction.kind]
+        why = t(f"notcheckable.{extraction.kind}", msg.language)
         reasoning = why + (f" ({extraction.reason})" if extraction.reason else "")
         return Result(id=check_id, text=msg.text, language=msg.language, verdict=Verdict.NOT_CHECKABLE,
                       label=t("label.NOT_CHECKABLE", msg.language), confidence=0.9 if extraction.mode == "llm" else 0.5,

@@ -69,6 +69,19 @@ _STRINGS: dict[str, dict[str, str]] = {
               "applied to your message.",
         "ru": "Ваше сообщение, похоже, утверждает противоположное проверенному утверждению, поэтому его оценка "
               "показана, но не применена к вашему сообщению."},
+    "notcheckable.OPINION": {
+        "en": "This reads as an opinion or a value judgement, not a statement of fact, so there is nothing to "
+              "fact-check.",
+        "ru": "Это мнение или оценка, а не утверждение о фактах, поэтому проверять здесь нечего."},
+    "notcheckable.AMBIGUOUS": {
+        "en": "This is too vague to check. Please rephrase it as a specific claim: who did what, when and where.",
+        "ru": "Это слишком расплывчато для проверки. Сформулируйте конкретное утверждение: кто, что сделал, "
+              "когда и где."},
+    "notcheckable.NONE": {
+        "en": "I couldn't find a claim to check in this message. Send a statement of fact, e.g. \"The Eiffel "
+              "Tower was built in 1889\".",
+        "ru": "Я не нашёл в сообщении утверждения для проверки. Пришлите утверждение о фактах, например "
+              "«Эйфелеву башню построили в 1889 году»."},
     "note.disagree": {"en": "Matching fact-checks disagree.", "ru": "Подходящие проверки расходятся в оценках."},
 }
 

@@ -229,3 +229,22 @@ async def test_an_unsettled_claim_widens_the_search_and_is_judged_again(settings
     assert len(queries) > ROUND_ONE_SEARCHES and len(set(queries)) > 1
     assert result.verdict == Verdict.REFUTED
     assert any("nist.gov" in c.url or "bbc.com" in c.url for c in result.citations)
+
+
+async def test_when_the_llm_fails_a_plain_statement_is_still_checked(settings, llm_fake, search_fake):
+    # The offline claim heuristic would drop "The sky is green" (no names, no numbers); only the LLM's
+    # own judgement may turn a message away as not checkable.
+    for name in ("claim_extraction", "query_plan", "stance", "adjudication"):
+        llm_fake.respond(name, lambda body: Scripted(status=503))
+    async with build_app(llm_settings(settings, llm_fake, search_fake)) as app:
+        result = await app.engine.check("The sky is green")
+    assert result.verdict != Verdict.NOT_CHECKABLE
+    assert "match" in [s.name for s in result.steps]
+
+
+async def test_not_checkable_is_explained_in_the_users_language(settings, llm_fake, search_fake):
+    llm_fake.named("claim_extraction").reply_json(claims_answer(kind="OPINION"))
+    async with build_app(llm_settings(settings, llm_fake, search_fake)) as app:
+        result = await app.engine.check("Пицца вкуснее бургеров")
+    assert result.verdict == Verdict.NOT_CHECKABLE
+    assert result.label == "Не проверяется" and "мнение" in result.reasoning
