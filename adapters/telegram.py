@@ -12,7 +12,7 @@ import hmac
 import html
 import logging
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -556,6 +556,20 @@ class _DurableIntake:
 # Application wiring
 
 
+def _chat_admin_check(bot: Any, message: Message, user_id: object) -> Callable[[], Awaitable[bool]]:
+    """Whether the sender administers the chat the command came from (asked only when needed)."""
+    async def is_chat_admin() -> bool:
+        if message.chat.type == "channel":
+            return True  # only a channel's admins can post in it
+        if message.sender_chat is not None and message.sender_chat.id == message.chat_id:
+            return True  # an anonymous group admin, posting as the group
+        if user_id is None:
+            return False
+        member = await bot.get_chat_member(chat_id=message.chat_id, user_id=int(user_id))
+        return member.status in ("creator", "administrator")
+    return is_chat_admin
+
+
 async def _answer_command(responder: TelegramResponder, name: str, chat_id: object,
                           produce: Awaitable[str]) -> None:
     """Answer an admin command with the sentence it produced, or an apology if it failed; never raise."""
@@ -683,13 +697,7 @@ class TelegramBot(_DurableIntake):
 
     async def _domains(self, bot: Any, req: DomainsRequest, message: Message, responder: TelegramResponder) -> None:
         """A /domains command; in groups the chat's administrators may change the chat's rules."""
-        async def is_chat_admin() -> bool:
-            if message.sender_chat is not None and message.sender_chat.id == message.chat_id:
-                return True  # an anonymous group admin, posting as the group
-            if req.user_id is None:
-                return False
-            member = await bot.get_chat_member(chat_id=req.chat_id, user_id=int(req.user_id))
-            return member.status in ("creator", "administrator")
+        is_chat_admin = _chat_admin_check(bot, message, req.user_id)
 
         await _answer_command(responder, "domains", req.chat_id, self.domains.handle(
             req, is_chat_admin=None if message.chat.type == "private" else is_chat_admin))
@@ -724,15 +732,7 @@ class TelegramBot(_DurableIntake):
         chat = message.chat
         req = replace(req, title=chat.title or "", handle=f"@{chat.username}" if chat.username else "")
 
-        async def is_chat_admin() -> bool:
-            if req.chat_kind == "channel":
-                return True  # only a channel's admins can post in it
-            if message.sender_chat is not None and message.sender_chat.id == message.chat_id:
-                return True  # an anonymous group admin, posting as the group
-            if req.user_id is None:
-                return False
-            member = await bot.get_chat_member(chat_id=req.chat_id, user_id=int(req.user_id))
-            return member.status in ("creator", "administrator")
+        is_chat_admin = _chat_admin_check(bot, message, req.user_id)
 
         produce = self.chat_commands.handle(req, is_chat_admin=None if req.chat_kind == "private" else is_chat_admin)
         if req.chat_kind == "channel":

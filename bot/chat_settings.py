@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
+from bot.admins import Admins
 from bot.repeats import RepeatTracker
 from core.models import Repetition, Result
 from core.tracking import Corroborator, TrackedMessage
@@ -67,16 +68,12 @@ class ChatCommands:
     def __init__(self, db: Database, admins: Iterable[str] = (), corroborator: Corroborator | None = None,
                  store: MessageStore | None = None):
         self.db = db
-        self.admins = {a.strip() for a in admins if a and a.strip()}
+        self.admins = Admins(admins)
+        self.is_admin = self.admins.is_admin
         self.corroborator = corroborator
         self.store = store or (corroborator.store if corroborator else MessageStore(db))
         self.audit_log = DomainStore(db)
 
-    def is_admin(self, platform: str, user_id: object) -> bool:
-        if user_id is None:
-            return False
-        uid = str(user_id)
-        return uid in self.admins or f"{platform}:{uid}" in self.admins
 
     async def _allowed(self, req: ChatSettingsRequest, is_chat_admin: ChatAdminCheck | None) -> bool:
         if self.is_admin(req.platform, req.user_id):

@@ -26,6 +26,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from bot.admins import Admins
 from core.credibility import DomainRules
 from storage.domains import GLOBAL, DomainStore, Rule
 from storage.sqlite import Database
@@ -243,14 +244,8 @@ class DomainCommands:
 
     def __init__(self, db: Database, admins: Iterable[str] = ()):
         self.store = DomainStore(db)
-        self.admins = {a.strip() for a in admins if a and a.strip()}
-
-    def is_admin(self, platform: str, user_id: object) -> bool:
-        """A configured admin: TIPLINE_ADMINS lists user ids, optionally prefixed `telegram:` / `slack:`."""
-        if user_id is None:
-            return False
-        uid = str(user_id)
-        return uid in self.admins or f"{platform}:{uid}" in self.admins
+        self.admins = Admins(admins)
+        self.is_admin = self.admins.is_admin
 
     async def _may_change(self, req: DomainsRequest, is_chat_admin: ChatAdminCheck | None) -> bool:
         if self.is_admin(req.platform, req.user_id):

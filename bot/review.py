@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from bot.admins import Admins
 from bot.notify import Notifier, ReviewNotice, ReviewNotices
 from core.models import FactCheck, Verdict
 from core.ratings import match_rating
@@ -55,11 +56,8 @@ class ReviewCommands:
         self.feedback = FeedbackStore(db)
         self.audit = DomainStore(db)
         self.add_factchecks = add_factchecks
-        self.admins = {a.strip() for a in admins if a and a.strip()}
-
-    def is_admin(self, platform: str, user_id: object) -> bool:
-        uid = str(user_id)
-        return user_id is not None and (uid in self.admins or f"{platform}:{uid}" in self.admins)
+        self.admins = Admins(admins)
+        self.is_admin = self.admins.is_admin
 
     async def handle(self, req: ReviewRequest) -> str:
         if not self.is_admin(req.platform, req.user_id):
