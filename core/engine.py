@@ -49,10 +49,6 @@ MIN_EVIDENCE = 2
 MAX_ROUNDS = 3
 
 
-# Sources that don't search the web: widening the queries can't make them find more.
-_LOCAL_SOURCES = frozenset({"knowledge", "evidence", "links"})
-
-
 class ProgressSink(Protocol):
     async def stage(self, name: str, detail: str = "") -> None: ...
 
@@ -201,7 +197,7 @@ class Engine:
             if llm is not None:
                 # Offline, web/news evidence is listed but never judged, so a provider being down does
                 # not change the answer; it stays in the trace (/evidence) instead of on the card.
-                notes += _source_notes(traces)
+                notes += _source_notes(traces, {src.name: getattr(src, 'label', src.name) for src in self.sources})
 
         async with step("verdict") as d:
             if judged:
@@ -292,14 +288,15 @@ class Engine:
                 judged_on = len(evidence)
                 if sufficient(verdict):
                     break
-            if round_no == MAX_ROUNDS or not any(r.ok for r in reports if r.source not in _LOCAL_SOURCES):
+            web = {src.name for src in sources if getattr(src, "searches_web", False)}
+            if round_no == MAX_ROUNDS or not any(r.ok for r in reports if r.source in web):
                 break  # out of rounds, or no search provider answered: asking again only burns the deadline
             # Widen: broader queries (the translation, key phrases, entities) without site filters, and
             # only the sources that can find new things (search, not the knowledge base again).
             wider = offline_queries(claim.text, lang, entities=claim.entities, when=claim.when, where=claim.where)
             wider = ([plan.english] if plan.english else []) + wider + [key_phrases(claim.text, limit=4)]
             new_queries = [q for q in dict.fromkeys(wider) if q and q not in used][:4]
-            sources = [s for s in self.sources if s.name not in _LOCAL_SOURCES]
+            sources = [s for s in self.sources if getattr(s, "searches_web", False)]
             if not new_queries or not sources:
                 break
             used.update(new_queries)
@@ -352,20 +349,12 @@ def _trace(r: SourceReport, claim: str) -> SourceTrace:
     return SourceTrace(source=r.source, ok=r.ok, ms=r.ms, found=r.found, error=r.error, claim=claim)
 
 
-_SOURCE_WORDS = {"gdelt": "news search (GDELT)", "searxng": "web search (SearxNG)", "brave": "web search (Brave)",
-                 "factcheck_api": "the fact-check API", "links": "the linked page(s)", "evidence": "stored evidence",
-                 "knowledge": "the fact-check knowledge base"}
-
-
-def _source_notes(traces: list[SourceTrace]) -> list[str]:
+def _source_notes(traces: list[SourceTrace], labels: dict[str, str]) -> list[str]:
     """One line for the user naming sources that failed on every claim (details stay in the trace)."""
-    by_source: dict[str, list[SourceTrace]] = {}
-    for tr in traces:
-        by_source.setdefault(tr.source, []).append(tr)
-    failed = [name for name, trs in by_source.items() if trs and not any(tr.ok for tr in trs)]
+    failed = {tr.source for tr in traces} - {tr.source for tr in traces if tr.ok}
     if not failed:
         return []
-    words = ", ".join(_SOURCE_WORDS.get(n, n) for n in failed)
+    words = ", ".join(dict.fromkeys(labels.get(name, name) for name in sorted(failed)))
     return [f"Could not use {words} this time; the answer is based on the other sources."]
 
 

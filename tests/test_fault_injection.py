@@ -33,10 +33,13 @@ class HTTPSearchSource:
     """A minimal EvidenceSource over the fake provider, written the way real sources are: non-2xx becomes
     ProviderHTTPError (with Retry-After), the body must parse, and it knows nothing about retries."""
 
-    def __init__(self, session: aiohttp.ClientSession, url: str, name: str = "flaky"):
+    def __init__(self, session: aiohttp.ClientSession, url: str, name: str = "flaky", *,
+                 label: str = "flaky search", searches_web: bool = True):
         self.session = session
         self.url = url
         self.name = name
+        self.label = label
+        self.searches_web = searches_web
 
     async def gather(self, query: ClaimQuery, *, limit: int) -> list[Evidence]:
         async with self.session.get(self.url, params={"q": query.search_queries[0]}) as resp:
@@ -251,8 +254,8 @@ async def test_fallback_to_the_next_provider(api, session):
 async def test_protect_sources_wraps_only_the_providers(api, session, db):
     settings = Settings(_env_file=None, provider_retries=1, breaker_failures=2, breaker_cooldown_s=60,
                         cache_ttl_s=600, source_timeout_s=10)
-    gdelt = HTTPSearchSource(session, api.url, name="gdelt")
-    links = HTTPSearchSource(session, api.url, name="links")
+    gdelt = HTTPSearchSource(session, api.url, name="gdelt", label="news search")
+    links = HTTPSearchSource(session, api.url, name="links", label="the linked pages", searches_web=False)
     wrapped = protect_sources([gdelt, links], settings, cache=TTLCache(db))
     assert wrapped[1] is links
     news = wrapped[0]

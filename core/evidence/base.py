@@ -64,6 +64,10 @@ class SourceReport(BaseModel):
 
 class EvidenceSource(Protocol):
     name: str
+    label: str  # what users read when it fails: "news search", "the linked pages"
+    # True for providers that search the web: rate-limited and circuit-broken (core/evidence/resilient.py),
+    # and the ones a wider query can make find more (the engine's widening).
+    searches_web: bool
 
     async def gather(self, query: ClaimQuery, *, limit: int) -> list[Evidence]:
         """Raise on failure; the caller times each source out, records the error and carries on."""

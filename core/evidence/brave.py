@@ -36,6 +36,8 @@ def _age(value: object) -> datetime | None:
 
 class BraveSource:
     name = "brave"
+    label = "web search"
+    searches_web = True
 
     def __init__(self, session: aiohttp.ClientSession, url: str, api_key: str, *, timeout_s: float = 8.0,
                  enough: int = 3):

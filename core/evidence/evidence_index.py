@@ -53,6 +53,8 @@ class EvidenceIndex:
 
 class EvidenceIndexSource:
     name = "evidence_index"
+    label = "stored evidence"
+    searches_web = False
 
     def __init__(self, index: EvidenceIndex, *, min_similarity: float = 0.5):
         self.index = index

@@ -23,6 +23,8 @@ from core.ingest.factcheck_api import parse_document
 
 class FactCheckAPISource:
     name = "factcheck_api"
+    label = "fact-check search"
+    searches_web = True
 
     def __init__(self, session: aiohttp.ClientSession, url: str, api_key: str, *, timeout_s: float = 8.0,
                  max_queries: int = 2):

@@ -36,6 +36,8 @@ def gdelt_terms(text: str, max_terms: int = 8) -> str:
 
 class GdeltSource:
     name = "gdelt"
+    label = "news search"
+    searches_web = True
 
     def __init__(self, session: aiohttp.ClientSession, url: str, *, timeout_s: float = 8.0, enough: int = 3):
         self.session = session

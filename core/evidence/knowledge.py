@@ -29,6 +29,8 @@ def match_evidence(m: Match, *, source: str = "knowledge") -> Evidence:
 
 class KnowledgeSource:
     name = "knowledge"
+    label = "the fact-check knowledge base"
+    searches_web = False
 
     def __init__(self, matcher: ClaimMatcher):
         self.matcher = matcher

@@ -38,6 +38,8 @@ def _page_info(page: FetchedPage) -> PageInfo:
 
 class LinkSource:
     name = "links"
+    label = "the linked pages"
+    searches_web = False
 
     def __init__(self, fetcher: PageFetcher, *, max_links: int = 3, total_timeout_s: float = 10.0):
         self.fetcher = fetcher

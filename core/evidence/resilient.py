@@ -77,7 +77,8 @@ class ResilientSource:
                  sleep: Sleep = asyncio.sleep):
         self.source = source
         self.name = source.name
-        self.label = label or f"{source.name} search"
+        self.label = label or getattr(source, "label", f"{source.name} search")
+        self.searches_web = getattr(source, "searches_web", True)
         self.bucket = bucket
         self.breaker = breaker
         self.retries = retries
@@ -179,6 +180,7 @@ class FallbackSource:
             raise ValueError("FallbackSource needs at least one source")
         self.name = name
         self.label = label or f"{name} search"
+        self.searches_web = any(getattr(src, "searches_web", True) for src in sources)
         self.sources = sources
         self.used: str | None = None  # which source answered the last call
 
@@ -202,14 +204,6 @@ class FallbackSource:
 # Providers worth protecting, and how to name them to a user. The knowledge base is local, and link
 # expansion fetches arbitrary sites: one breaker for all of them would let a single dead site block every
 # link, so both are left unwrapped.
-PROTECTED: dict[str, str] = {
-    "factcheck_api": "fact-check search",
-    "searxng": "web search",
-    "brave": "web search",
-    "gdelt": "news search",
-}
-
-
 class ProtectionSettings(Protocol):
     """The fields of bot.settings.Settings `protect_sources` reads (core/ does not import bot/)."""
 
@@ -222,10 +216,11 @@ class ProtectionSettings(Protocol):
 
 
 def protect_sources(sources: Sequence[EvidenceSource], settings: ProtectionSettings, *, cache: TTLCache | None,
-                    observer: SourceObserver | None = None, labels: Mapping[str, str] = PROTECTED,
+                    observer: SourceObserver | None = None,
                     rates: Mapping[str, float] | None = None) -> list[EvidenceSource]:
-    """Wrap each source named in `labels` in its own ResilientSource (own bucket and breaker); pass the
-    rest through unchanged, keeping the order.
+    """Wrap each source that searches the web (`searches_web`) in its own ResilientSource (own bucket and
+    breaker); pass the local ones (knowledge base, evidence index, linked pages: one breaker for every
+    site would let one dead site block all links) through unchanged, keeping the order.
 
     `rates` overrides `provider_rate_per_minute` per provider name (a token is taken per gather attempt).
     The deadline is 90% of `source_timeout_s`, so a failure ends in our typed error before the caller's
@@ -233,7 +228,7 @@ def protect_sources(sources: Sequence[EvidenceSource], settings: ProtectionSetti
     """
     out: list[EvidenceSource] = []
     for source in sources:
-        if source.name not in labels:
+        if not getattr(source, "searches_web", False):
             out.append(source)
             continue
         rate = (rates or {}).get(source.name, settings.provider_rate_per_minute)
@@ -241,5 +236,5 @@ def protect_sources(sources: Sequence[EvidenceSource], settings: ProtectionSetti
             source, bucket=TokenBucket(rate), breaker=CircuitBreaker(settings.breaker_failures,
                                                                      settings.breaker_cooldown_s),
             retries=RetryPolicy(retries=settings.provider_retries), cache=cache, ttl=settings.cache_ttl_s,
-            deadline_s=settings.source_timeout_s * 0.9, label=labels[source.name], observer=observer))
+            deadline_s=settings.source_timeout_s * 0.9, observer=observer))
     return out

@@ -23,6 +23,8 @@ def site_filter(domains: list[str]) -> str:
 
 class SearxNGSource:
     name = "searxng"
+    label = "web search"
+    searches_web = True
 
     def __init__(self, session: aiohttp.ClientSession, base_url: str, *, timeout_s: float = 8.0, enough: int = 3):
         self.session = session
