@@ -346,7 +346,7 @@ class Engine:
 
 
 def _trace(r: SourceReport, claim: str) -> SourceTrace:
-    return SourceTrace(source=r.source, ok=r.ok, ms=r.ms, found=r.found, error=r.error, claim=claim)
+    return r.model_copy(update={"claim": claim})
 
 
 def _source_notes(traces: list[SourceTrace], labels: dict[str, str]) -> list[str]:

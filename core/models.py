@@ -162,14 +162,17 @@ class EvidenceItem(BaseModel):
 
 
 class SourceTrace(BaseModel):
-    """What one evidence source did for one claim."""
+    """What one evidence source did for one claim: `gather_all` reports it, the Result keeps it."""
 
     source: str
     ok: bool
     ms: float
     found: int = 0
     error: str = ""
-    claim: str = ""
+    notes: list[str] = Field(default_factory=list,
+                             description="Problems with single items that did not fail the source, e.g. one "
+                                         "link of three that could not be opened.")
+    claim: str = Field(default="", description="The claim it searched for (set by the engine).")
 
 
 class LLMUsage(BaseModel):

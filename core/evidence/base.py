@@ -11,7 +11,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from core.models import Verdict
+from core.models import SourceTrace, Verdict
 
 SourceType = Literal["factcheck", "news", "web", "page", "knowledge"]
 
@@ -49,17 +49,8 @@ class Evidence(BaseModel):
         default=None, description="Knowledge-base items: calibrated probability that it is the same claim.")
 
 
-class SourceReport(BaseModel):
-    """One line of the trace: what a source did for one claim."""
-
-    source: str
-    ok: bool
-    ms: float
-    found: int = 0
-    error: str = ""
-    notes: list[str] = Field(default_factory=list,
-                             description="Problems with single items that did not fail the source, e.g. one "
-                                         "link of three that could not be opened.")
+# One line of the trace: what a source did for one claim (the model the Result keeps, too).
+SourceReport = SourceTrace
 
 
 class EvidenceSource(Protocol):
