@@ -98,6 +98,11 @@ class Spend:
     calls: int = 0
 
 
+def _month_of(at: datetime) -> str:
+    at = at.astimezone(timezone.utc)
+    return f"{at.year}-{at.month:02d}"
+
+
 def _stamp(at: datetime) -> str:
     # Fixed-width UTC text so day and month ranges are plain string comparisons on the index.
     return at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -113,6 +118,8 @@ class BudgetedLLM:
         self._now = now
         self._seen = self._counters()
         self._warned_day: str | None = None
+        self._month_key: str | None = None  # the month `_month_usd_total` is for
+        self._month_usd_total = 0.0
 
     def __repr__(self) -> str:
         return f"BudgetedLLM({self.llm!r})"
@@ -133,7 +140,17 @@ class BudgetedLLM:
     async def over_cap(self) -> bool:
         """True when this month's spending reached the cap: the engine then answers offline and says so."""
         cap = self.settings.llm_monthly_cap_usd
-        return cap is not None and (await self.spent_this_month()).usd >= cap
+        return cap is not None and await self._month_usd() >= cap
+
+    async def _month_usd(self) -> float:
+        """This month's spend, summed from `llm_usage` once per month and kept up to date by `_record`:
+        the cap is checked before every call, and a SUM over the month's rows each time would grow with
+        use. (One process writes a data dir's database, so the running total stays exact.)"""
+        key = _month_of(self._now())
+        if self._month_key != key:
+            self._month_usd_total = (await self.spent_this_month()).usd
+            self._month_key = key
+        return self._month_usd_total
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.settings.llm_input_usd_per_mtok
@@ -143,7 +160,7 @@ class BudgetedLLM:
         cap = self.settings.llm_monthly_cap_usd
         if cap is not None:
             try:
-                spent = (await self.spent_this_month()).usd
+                spent = await self._month_usd()
             except sqlite3.Error as exc:
                 # Without the books we cannot honour the cap: degrade like any LLM failure.
                 raise LLMError("LLM budget could not be read") from exc
@@ -178,6 +195,8 @@ class BudgetedLLM:
                 "INSERT INTO llm_usage (at, check_id, name, model, prompt_tokens, completion_tokens, usd, ok) "
                 "VALUES (?,?,?,?,?,?,?,?)",
                 (_stamp(now), current_check_id.get(), name, self.model, prompt, completion, usd, int(ok)))
+        if self._month_key == _month_of(now):
+            self._month_usd_total += usd
         if self.observer is not None:
             self.observer.llm_cost(name, prompt, completion, usd)
         await self._maybe_warn(now)
