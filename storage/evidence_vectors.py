@@ -58,19 +58,9 @@ class EvidenceVectors:
         return self.store._client
 
     async def ensure(self) -> None:
-        def ensure() -> None:
-            c = self._client
-            if not c.collection_exists(self.name):
-                c.create_collection(self.name, vectors_config={
-                    VECTOR: models.VectorParams(size=self.store.dim, distance=models.Distance.COSINE)})
-                if not self.store.local:
-                    for field, schema in (("domain", models.PayloadSchemaType.KEYWORD),
-                                          ("source_type", models.PayloadSchemaType.KEYWORD),
-                                          ("language", models.PayloadSchemaType.KEYWORD)):
-                        c.create_payload_index(self.name, field_name=field, field_schema=schema)
-            if self.store.local:
-                self.store._tune_local_storage(self.name)
-        await self._run(ensure)
+        await self.store.ensure_dense_collection(self.name, VECTOR, {
+            "domain": models.PayloadSchemaType.KEYWORD, "source_type": models.PayloadSchemaType.KEYWORD,
+            "language": models.PayloadSchemaType.KEYWORD})
 
     async def add_new(self, points: Sequence[EvidencePoint]) -> int:
         """Store the points whose URL is not stored yet; returns how many were new."""

@@ -59,18 +59,8 @@ class MessageVectors:
         return self.store._client
 
     async def ensure(self) -> None:
-        def ensure() -> None:
-            c = self._client
-            if not c.collection_exists(self.name):
-                c.create_collection(self.name, vectors_config={
-                    VECTOR: models.VectorParams(size=self.store.dim, distance=models.Distance.COSINE)})
-                if not self.store.local:
-                    for field, schema in (("ts", models.PayloadSchemaType.FLOAT),
-                                          ("chat", models.PayloadSchemaType.KEYWORD)):
-                        c.create_payload_index(self.name, field_name=field, field_schema=schema)
-            if self.store.local:
-                self.store._tune_local_storage(self.name)  # one fsync per point otherwise
-        await self._run(ensure)
+        await self.store.ensure_dense_collection(self.name, VECTOR, {
+            "ts": models.PayloadSchemaType.FLOAT, "chat": models.PayloadSchemaType.KEYWORD})
 
     async def upsert(self, points: Sequence[MessagePoint]) -> None:
         if not points:

@@ -175,6 +175,23 @@ class VectorStore:
                     index.upsert(p.id, {"claim": p.claim_vector, "title": p.title_vector}, p.terms, p.payload)
         await self._run(upsert)
 
+    # --- single-vector collections (evidence, tracked messages) ---------------------------------
+
+    async def ensure_dense_collection(self, name: str, vector: str,
+                                      indexes: dict[str, models.PayloadSchemaType]) -> None:
+        """Create `name` with one cosine vector `vector` unless it exists, with payload `indexes` on a
+        server (local mode ignores them), and cheap per-point commits in local mode."""
+        def ensure() -> None:
+            if not self._client.collection_exists(name):
+                self._client.create_collection(name, vectors_config={
+                    vector: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)})
+                if not self.local:
+                    for field, schema in indexes.items():
+                        self._client.create_payload_index(name, field_name=field, field_schema=schema)
+            if self.local:
+                self._tune_local_storage(name)
+        await self._run(ensure)
+
     # --- atomic rebuilds: a fresh physical collection behind an alias ---------------------------
 
     def _aliases_sync(self) -> dict[str, str]:
