@@ -17,6 +17,7 @@ from core.budget import OFFLINE_SENTENCE, BudgetedLLM, BudgetExceeded, llm_check
 from core.llm import LLMError, OpenAICompatibleLLM
 from storage.sqlite import Database
 from tests.fakes.openai_api import FakeOpenAI
+from tests.llm_fixtures import fake  # noqa: F401  (fixture)
 
 
 class Answer(BaseModel):
@@ -31,13 +32,6 @@ class Now:
 
     def __call__(self) -> datetime:
         return self.at
-
-
-@pytest.fixture
-async def fake():
-    f = await FakeOpenAI().start()
-    yield f
-    await f.stop()
 
 
 @pytest.fixture

@@ -31,12 +31,12 @@ from bot.app import build_app
 from bot.limits import RateLimiter, TokenBuckets
 from bot.queue import BUSY_TEXT, FULL_TEXT, JobQueue, request_from_payload, request_to_payload
 from bot.chat import CHECKING, CheckRequest, CheckService
-from bot.settings import Settings
 from storage.jobs import JobStore
 from storage.sqlite import Database
 from tests.fakes.loopback import serve_on_loopback
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
+from tests.conftest import isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -365,12 +365,7 @@ async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, mode
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def q_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith("TIPLINE_"):
-                mp.delenv(key)
-        settings = Settings(data_dir=tmp_path_factory.mktemp("queue") / "data", embed_model_dir=model_dir,
-                            _env_file=None)
+    settings = isolated_settings(tmp_path_factory.mktemp("queue") / "data", model_dir)
     async with build_app(settings) as a:
         yield a
 

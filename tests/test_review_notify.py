@@ -9,7 +9,6 @@ seed knowledge base has no fact-check for, so the engine leaves it unsettled unt
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -23,12 +22,12 @@ from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
 from bot.notify import ReviewNotices
 from bot.queue import JobQueue
-from bot.settings import Settings
 from bot.chat import CHECKING, CheckService
 from storage.jobs import JobStore
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_slack import SECRET, event_body, mention, new_ts, post
+from tests.conftest import isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -41,12 +40,7 @@ SLACK_CHECK_ID = re.compile(r"Check id: `([0-9a-f]+)`")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def n_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith("TIPLINE_"):
-                mp.delenv(key)
-        settings = Settings(data_dir=tmp_path_factory.mktemp("notify") / "data", embed_model_dir=model_dir,
-                            _env_file=None, gdelt_url=None)
+    settings = isolated_settings(tmp_path_factory.mktemp("notify") / "data", model_dir)
     async with build_app(settings) as a:
         yield a
 

@@ -11,7 +11,6 @@ import hashlib
 import hmac
 import itertools
 import json
-import os
 import re
 import time
 from datetime import date
@@ -25,10 +24,10 @@ import pytest_asyncio
 from adapters.slack import SlackBot, SlackConfig, link, render_blocks, slack_to_plain
 from bot.app import build_app
 from bot.render import Reply
-from bot.settings import Settings
 from bot.chat import CHECKING, CheckRequest
 from core.models import Citation, Verdict
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, TEAM_ID, Call, FakeSlack
+from tests.conftest import isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -46,12 +45,7 @@ def new_ts() -> str:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def slack_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith("TIPLINE_"):
-                mp.delenv(key)
-        settings = Settings(data_dir=tmp_path_factory.mktemp("slack") / "data", embed_model_dir=model_dir,
-                            _env_file=None, gdelt_url=None)
+    settings = isolated_settings(tmp_path_factory.mktemp("slack") / "data", model_dir)
     async with build_app(settings) as a:
         yield a
 
@@ -289,7 +283,7 @@ async def test_run_starts_slack_http_server_from_settings(fake, settings):
     with socket.socket() as s:  # a free port for the server run() starts
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    # Settings gains the slack_* / http_* fields in the lead's commit; until then set them on a copy.
+    # The test settings plus Slack credentials and a free port for the HTTP server.
     configured = settings.model_copy(update={
         "slack_bot_token": SecretStr(fake.token), "slack_signing_secret": SecretStr(SECRET),
         "slack_api_url": fake.base_url, "http_host": "127.0.0.1", "http_port": port})

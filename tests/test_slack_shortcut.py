@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,12 @@ import pytest_asyncio
 from adapters.slack import SHORTCUT_CHECK, SlackBot, SlackConfig
 from bot.app import build_app
 from bot.queue import JobQueue
-from bot.settings import Settings
 from bot.chat import CHECKING, CheckService
 from core.models import Verdict
 from storage.jobs import JobStore
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.test_slack import SECRET, new_ts, post
+from tests.conftest import isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -38,12 +37,7 @@ FORM = "application/x-www-form-urlencoded"
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def s_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith("TIPLINE_"):
-                mp.delenv(key)
-        settings = Settings(data_dir=tmp_path_factory.mktemp("shortcut") / "data", embed_model_dir=model_dir,
-                            _env_file=None, gdelt_url=None)
+    settings = isolated_settings(tmp_path_factory.mktemp("shortcut") / "data", model_dir)
     async with build_app(settings) as a:
         yield a
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import logging
-import os
 import re
 import time
 from html.parser import HTMLParser
@@ -21,10 +20,10 @@ from telegram import Bot
 from adapters.telegram import TelegramBot, TelegramConfig, TelegramResponder, render_html, split_html, tg_len
 from bot.app import build_app
 from bot.render import Reply
-from bot.settings import Settings
 from bot.chat import CHECKING, CheckRequest, ThrottledProgress
 from core.models import Citation, Verdict
 from tests.fakes.telegram_api import BOT_USER, FakeTelegram
+from tests.conftest import isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -34,12 +33,7 @@ CHECK_ID = re.compile(r"Check id: <code>([0-9a-f]+)</code>")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def tg_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith("TIPLINE_"):
-                mp.delenv(key)
-        settings = Settings(data_dir=tmp_path_factory.mktemp("tg") / "data", embed_model_dir=model_dir,
-                            _env_file=None, gdelt_url=None)
+    settings = isolated_settings(tmp_path_factory.mktemp("tg") / "data", model_dir)
     async with build_app(settings) as a:
         yield a
 
@@ -328,7 +322,7 @@ async def test_run_starts_telegram_polling_from_settings(fake, settings):
 
     from bot.run import run
 
-    # Settings gains telegram_token / telegram_api_url in the lead's commit; until then set them on a copy.
+    # The test settings plus the bot token and the fake Bot API.
     configured = settings.model_copy(update={"telegram_token": SecretStr(fake.token),
                                              "telegram_api_url": fake.base_url})
     stop = asyncio.Event()
