@@ -67,10 +67,6 @@ class EvidenceStore(Protocol):
     async def add(self, evidence: list[Evidence]) -> int: ...
 
 
-class UsageBook(Protocol):
-    async def spent_for_check(self, check_id: str): ...
-
-
 class NullProgress:
     async def stage(self, name: str, detail: str = "") -> None:
         return None
@@ -271,6 +267,12 @@ class Engine:
         # conflicting); otherwise widen the search and judge again, at most MAX_ROUNDS searches.
         verdict: ClaimVerdict | None = None
         judged_on = 0
+
+        async def judge() -> ClaimVerdict:
+            # Ranking and stance read the claim and its planned queries, whatever the last search asked.
+            return await verify_claim(query.model_copy(update={"queries": plan.queries}), list(evidence.values()),
+                                      embedder=self.embedder, llm=llm, rules=rules, english=plan.english)
+
         used = set(query.search_queries)
         for round_no in range(1, MAX_ROUNDS + 1):
             found, reports = await gather_all(sources, query, limit=self.evidence_limit,
@@ -282,9 +284,7 @@ class Engine:
             if llm is None:
                 break  # offline, web evidence is only listed, never judged: one round is enough
             if len(evidence) >= MIN_EVIDENCE:
-                verdict = await verify_claim(query.model_copy(update={"queries": plan.queries}),
-                                             list(evidence.values()), embedder=self.embedder, llm=llm,
-                                             rules=rules, english=plan.english)
+                verdict = await judge()
                 judged_on = len(evidence)
                 if sufficient(verdict):
                     break
@@ -305,17 +305,17 @@ class Engine:
         if llm is None:
             return None, items, traces
         if verdict is None or judged_on != len(items):
-            verdict = await verify_claim(query.model_copy(update={"queries": plan.queries}), items,
-                                         embedder=self.embedder, llm=llm, rules=rules, english=plan.english)
+            verdict = await judge()
         return verdict, items, traces
 
     def _not_checkable(self, check_id: str, msg: Intake, extraction: ClaimExtraction, notes: list[str],
                        steps: list[Step]) -> Result:
+        """The LLM classified the message as opinion, too vague, or without a claim: say why, search nothing."""
         why = t(f"notcheckable.{extraction.kind}", msg.language)
         reasoning = why + (f" ({extraction.reason})" if extraction.reason else "")
         return Result(id=check_id, text=msg.text, language=msg.language, verdict=Verdict.NOT_CHECKABLE,
-                      label=t("label.NOT_CHECKABLE", msg.language), confidence=0.9 if extraction.mode == "llm" else 0.5,
-                      reasoning=reasoning, mode=extraction.mode, notes=notes, steps=steps)
+                      label=t("label.NOT_CHECKABLE", msg.language), confidence=0.9, reasoning=reasoning,
+                      mode="llm", notes=notes, steps=steps)
 
     async def _over_budget(self) -> bool:
         check = getattr(self.llm, "over_cap", None)
