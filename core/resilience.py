@@ -144,7 +144,12 @@ def is_retryable(exc: BaseException) -> bool:
     status = _status(exc)
     if status is not None:
         return status in (408, 425, 429) or status >= 500
-    return any(isinstance(e, _TRANSIENT) for e in _chain(exc))
+    chain = list(_chain(exc))
+    # A name that does not resolve (no network, a typo in the URL) will not resolve a second later; a
+    # retry would only wait for the rate limiter (GDELT: 5 s) and hold the check.
+    if any(isinstance(e, aiohttp.ClientConnectorDNSError) for e in chain):
+        return False
+    return any(isinstance(e, _TRANSIENT) for e in chain)
 
 
 def describe(exc: BaseException) -> str:

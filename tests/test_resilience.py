@@ -206,3 +206,30 @@ async def test_open_breaker_fails_fast_without_calling():
     assert await call_with_retries(fn, provider="brave", policy=RetryPolicy(), breaker=breaker, clock=clock,
                                    sleep=clock.sleep) == "ok"
     assert breaker.state == "closed"
+
+
+
+async def test_a_name_that_does_not_resolve_is_not_retried():
+    # Offline, the default news provider fails DNS: one attempt, no wait for the rate limiter.
+    import socket
+
+    import aiohttp
+    from aiohttp.abc import AbstractResolver
+
+    from core.resilience import is_retryable
+
+    class NoDNS(AbstractResolver):  # what an offline machine's resolver answers, without asking one
+        async def resolve(self, host, port=0, family=socket.AF_INET):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+        async def close(self):
+            return None
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=NoDNS())) as session:
+        try:
+            await session.get("http://news.example/")
+        except aiohttp.ClientError as exc:
+            dns_error = exc
+    assert isinstance(dns_error, aiohttp.ClientConnectorDNSError)
+    assert not is_retryable(dns_error)
+    assert is_retryable(aiohttp.ServerDisconnectedError())
