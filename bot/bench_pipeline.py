@@ -103,11 +103,29 @@ class FakeProviders:
         self.search_calls += 1
         await asyncio.sleep(self.search_latency_s)
         q = request.query.get("q", "")
-        results = [{"url": f"https://{site}/news/{abs(hash((q, k))) % 10**8}", "title": f"Report on {q[:60]}",
-                    "content": f"{q[:150]} — officials gave different figures, according to the report.",
-                    "engine": "bench", "publishedDate": "2024-05-01T00:00:00"}
-                   for k, site in enumerate(["www.reuters.com", "apnews.com", "www.bbc.com", "example-news.net"])]
+        topic = q.removesuffix(" fact check")[:150]
+        # Each outlet reports in its own words, as real results do: identical snippets on four sites would
+        # be one syndicated source to ranking, and the check would widen its search for want of evidence.
+        results = [{"url": f"https://{site}/news/{abs(hash((q, k))) % 10**8}", "title": title.format(t=topic[:70]),
+                    "content": content.format(t=topic), "engine": "bench", "publishedDate": "2024-05-01T00:00:00"}
+                   for k, (site, title, content) in enumerate(_OUTLETS)]
         return web.json_response({"query": q, "number_of_results": len(results), "results": results})
+
+
+_OUTLETS = [
+    ("www.reuters.com", "Fact check: posts misstate the record on {t}",
+     "Posts shared thousands of times claim that {t}. Budget papers and minutes of the meeting, reviewed by "
+     "Reuters, give a different figure; a spokesperson called the posts misleading."),
+    ("apnews.com", "Officials dispute viral report",
+     "Officials said on Monday that a widely shared report ({t}) was wrong. They released last year's annual "
+     "statement, which shows a smaller change, and said they would publish the full data next month."),
+    ("www.bbc.com", "What we know so far",
+     "Social media users say {t}. We asked the people involved and checked the archives: the numbers in the "
+     "viral screenshot do not match any published document, and the date appears to be wrong as well."),
+    ("example-news.net", "Readers ask: is it true?",
+     "A reader sent us a message saying {t}. Our newsroom is still looking into it and will update this "
+     "article when the organisation answers our questions about the figures."),
+]
 
 
 def _pct(values: list[float], q: float) -> float:
