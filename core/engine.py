@@ -140,20 +140,29 @@ class Engine:
             llm = None
             notes.append(BudgetExceeded.user_message)
 
+        # The knowledge-base match needs only the message: it runs while the LLM extracts the claims,
+        # so its embedding and search are off the critical path.
+        matching = asyncio.create_task(self.matcher.match(msg.text, msg.urls, language=lang))
         extraction: ClaimExtraction | None = None
         if llm is not None:
             async with step("claims") as d:
-                extraction = await extract_claims(msg.text, lang, llm)
+                try:
+                    extraction = await extract_claims(msg.text, lang, llm)
+                except BaseException:
+                    matching.cancel()
+                    raise
                 d.append(f"{extraction.kind}, {len(extraction.claims)} claim(s), {extraction.mode}")
             # Only the LLM's judgement stops a check here: the offline heuristic it falls back to when the
             # LLM fails drops plain statements ("The sky is blue") and must not turn them away.
             if extraction.mode == "llm" and extraction.kind in ("OPINION", "AMBIGUOUS", "NONE") and not msg.urls:
+                matching.cancel()
+                await asyncio.gather(matching, return_exceptions=True)
                 return self._not_checkable(check_id, msg, extraction, notes, steps)
             if extraction.mode != "llm":
                 extraction = None  # the whole message is the claim, as offline
 
         async with step("match") as d:
-            matches = await self.matcher.match(msg.text, msg.urls, language=lang)
+            matches = await matching
             d.append(", ".join(f"{m.similarity:.2f}/{m.tier}" for m in matches) or "no candidates")
             denied = (await self.source_policy.denied_filter(scope)) if self.source_policy else (lambda u: False)
             kept = [m for m in matches if not (m.url and denied(m.url))]
