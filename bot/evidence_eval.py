@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from core.evidence.base import Evidence
 from core.models import Verdict
 from core.numeric import NumericCheck
 from core.ranking import CREDIBILITY_BOOST, MIN_RELEVANCE, RECENCY_WEIGHT, UNKNOWN_RECENCY, Ranked
-from core.sparse import BM25_B, BM25_K1, terms
+from core.sparse import bm25_scores
 from core.stance import Stance
 
 EVIDENCE_LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO")
@@ -132,32 +131,6 @@ def pool_of(claims: Sequence[ClimateClaim]) -> tuple[list[str], list[str]]:
         for e in c.evidences:
             seen.setdefault(e.evidence_id, e.text)
     return list(seen), list(seen.values())
-
-
-def bm25_scores(queries: Sequence[str], docs: Sequence[str], k1: float = BM25_K1, b: float = BM25_B) -> np.ndarray:
-    """Okapi BM25 of every query against every document (queries × docs), IDF log(1 + (N − df + .5)/(df + .5))."""
-    doc_terms = [Counter(terms(d)) for d in docs]
-    lengths = np.array([sum(t.values()) for t in doc_terms], dtype=np.float64)
-    avgdl = float(lengths.mean()) if len(docs) and lengths.mean() > 0 else 1.0
-    postings: dict[str, list[tuple[int, int]]] = {}
-    for j, tf in enumerate(doc_terms):
-        for t, n in tf.items():
-            postings.setdefault(t, []).append((j, n))
-    n_docs = len(docs)
-    norm = k1 * (1 - b + b * lengths / avgdl)
-    weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for t, plist in postings.items():
-        idx = np.array([j for j, _ in plist])
-        tf = np.array([n for _, n in plist], dtype=np.float64)
-        idf = math.log(1 + (n_docs - len(plist) + 0.5) / (len(plist) + 0.5))
-        weights[t] = (idx, idf * tf * (k1 + 1) / (tf + norm[idx]))
-    out = np.zeros((len(queries), n_docs), dtype=np.float64)
-    for i, q in enumerate(queries):
-        for t in set(terms(q)):
-            if t in weights:
-                idx, w = weights[t]
-                out[i, idx] += w
-    return out
 
 
 def order(scores: np.ndarray) -> np.ndarray:

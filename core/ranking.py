@@ -7,6 +7,9 @@ Steps, in order (each drop is recorded with its reason, for the trace):
 4. near-duplicate text — syndicated wire copy on many sites is one source, not many independent ones:
    word 3-shingle Jaccard ≥ 0.5 (Broder's resemblance; a reprint with a new headline stays well above it)
    or embedding cosine ≥ 0.95 between the evidence texts;
+   — `shortlist` does 1–4 without the model, and when more than `limit` items are left keeps the top
+   `limit` by BM25 over the candidates, credibility and recency (≤ 2 per site): only those are embedded,
+   which is what lets `verify` judge stances while the embeddings run (`rank_shortlist` does the rest);
 5. relevance: cosine of the claim's and the evidence's (title + snippet) embeddings (the real ONNX
    model, off the event loop). Below `MIN_RELEVANCE` an item is dropped as off-topic;
 6. score = relevance + 0.3·(credibility − 0.5) + 0.1·(recency − 0.5). The credibility term is seed 000's
@@ -31,6 +34,7 @@ import numpy as np
 from core.credibility import DomainRules, credibility, domain_of, site_of
 from core.embeddings import Embedder
 from core.evidence.base import Evidence
+from core.sparse import bm25_scores
 
 PER_DOMAIN = 2
 LIMIT = 8
@@ -137,12 +141,21 @@ def _preference(ev: Evidence, cred: float) -> tuple:
     return (ev.source_type == "factcheck" and ev.verdict is not None, cred, published, len(ev.snippet))
 
 
-async def rank(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, embedder: Embedder,
-               rules: DomainRules | None = None, now: datetime | None = None, per_domain: int = PER_DOMAIN,
-               limit: int = LIMIT, min_relevance: float = MIN_RELEVANCE) -> Ranking:
-    """Rank `evidence` for a claim. `claim_texts`: the claim, optionally its English translation too
-    (relevance is the best cosine over them: the English model ranks English evidence for a Russian
-    claim through the translation)."""
+@dataclass
+class Shortlist:
+    """What `shortlist` keeps for the embedding step: (evidence, domain, credibility), best first."""
+
+    items: list[tuple[Evidence, str, float]]
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # (url, reason)
+
+
+def shortlist(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, rules: DomainRules | None = None,
+              now: datetime | None = None, per_domain: int = PER_DOMAIN, limit: int = LIMIT) -> Shortlist:
+    """Steps 1–4 without the model (denied, listing pages, same URL, shingle near-duplicates), then at most
+    `limit` items by lexical relevance (BM25 of the claim texts over the candidates, scaled to the best),
+    credibility and recency, ≤ `per_domain` per site. Only these are embedded: a search can return dozens
+    of items and the judge sees `limit`, and the model (~10–25 ms of CPU a snippet) is a check's largest
+    CPU cost. With `limit` or fewer candidates nothing is cut here."""
     now = now or datetime.now(timezone.utc)
     dropped: list[tuple[str, str]] = []
     kept: list[tuple[Evidence, str, float]] = []
@@ -172,6 +185,56 @@ async def rank(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, embe
             by_url[key] = better
             dropped.append((worse[0].url, "same URL"))
     unique = [by_url[k] for k in order]
+
+    # Near-duplicates by shingles (reprints); visit the most useful first so the kept copy is the best one.
+    shingles = {id(item[0]): _shingles(evidence_text(item[0])) for item in unique}
+    survivors: list[tuple[Evidence, str, float]] = []
+    for item in sorted(unique, key=lambda it: _preference(it[0], it[2]), reverse=True):
+        dup = next((s for s in survivors if jaccard(shingles[id(item[0])], shingles[id(s[0])]) >= SHINGLE_DUP), None)
+        if dup is None:
+            survivors.append(item)
+        else:
+            dropped.append((item[0].url, f"near-duplicate of {dup[0].url}"))
+    if len(survivors) <= limit:
+        return Shortlist(survivors, dropped)
+
+    lexical = bm25_scores([c for c in claim_texts if c.strip()] or [""], [evidence_text(ev) for ev, _, _ in survivors])
+    best = lexical.max(axis=1, keepdims=True)
+    lexical = (lexical / np.where(best > 0, best, 1.0)).max(axis=0)
+    pre = [float(lexical[i]) + CREDIBILITY_BOOST * (cred - 0.5)
+           + RECENCY_WEIGHT * (recency_weight(ev.published_at, now) - 0.5)
+           for i, (ev, _, cred) in enumerate(survivors)]
+    per: Counter[str] = Counter()
+    out: list[tuple[Evidence, str, float]] = []
+    for i in sorted(range(len(survivors)), key=lambda i: pre[i], reverse=True):
+        ev, domain, _ = survivors[i]
+        site = site_of(domain)
+        if per[site] >= per_domain or len(out) >= limit:
+            dropped.append((ev.url, "below the top before embedding"))
+            continue
+        per[site] += 1
+        out.append(survivors[i])
+    return Shortlist(out, dropped)
+
+
+async def rank(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, embedder: Embedder,
+               rules: DomainRules | None = None, now: datetime | None = None, per_domain: int = PER_DOMAIN,
+               limit: int = LIMIT, min_relevance: float = MIN_RELEVANCE) -> Ranking:
+    """Rank `evidence` for a claim. `claim_texts`: the claim, optionally its English translation too
+    (relevance is the best cosine over them: the English model ranks English evidence for a Russian
+    claim through the translation)."""
+    short = shortlist(claim_texts, evidence, rules=rules, now=now, per_domain=per_domain, limit=limit)
+    return await rank_shortlist(claim_texts, short, embedder=embedder, now=now, per_domain=per_domain,
+                                limit=limit, min_relevance=min_relevance)
+
+
+async def rank_shortlist(claim_texts: Sequence[str], short: Shortlist, *, embedder: Embedder,
+                         now: datetime | None = None, per_domain: int = PER_DOMAIN, limit: int = LIMIT,
+                         min_relevance: float = MIN_RELEVANCE) -> Ranking:
+    """Steps 4–7 on a shortlist: embedding near-duplicates, relevance and its floor, score, cap, top."""
+    now = now or datetime.now(timezone.utc)
+    dropped = list(short.dropped)
+    unique = short.items
     if not unique:
         return Ranking([], dropped)
 
@@ -181,13 +244,11 @@ async def rank(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, embe
     claim_vecs, ev_vecs = vecs[:len(claims)], vecs[len(claims):]
     relevance = (ev_vecs @ claim_vecs.T).max(axis=1)
 
-    # Near-duplicates: visit the most useful first so the kept copy is the best one.
-    shingles = [_shingles(t) for t in texts]
+    # Near-duplicates by meaning (the same story rewritten); the most useful copy is kept.
     visit = sorted(range(len(unique)), key=lambda i: _preference(unique[i][0], unique[i][2]), reverse=True)
     survivors: list[int] = []
     for i in visit:
-        dup = next((j for j in survivors if jaccard(shingles[i], shingles[j]) >= SHINGLE_DUP
-                    or float(ev_vecs[i] @ ev_vecs[j]) >= COSINE_DUP), None)
+        dup = next((j for j in survivors if float(ev_vecs[i] @ ev_vecs[j]) >= COSINE_DUP), None)
         if dup is None:
             survivors.append(i)
         else:

@@ -7,12 +7,16 @@ Term ids are a stable hash of the term so any process (and any Qdrant server) ag
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 import zlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
+import numpy as np
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
@@ -100,3 +104,29 @@ def document_vector(text: str) -> SparseVector:
 
 def query_vector(text: str) -> SparseVector:
     return _merge({term_id(t): 1.0 for t in set(terms(text))})
+
+
+def bm25_scores(queries: Sequence[str], docs: Sequence[str], k1: float = BM25_K1, b: float = BM25_B) -> np.ndarray:
+    """Okapi BM25 of every query against every document (queries × docs), IDF log(1 + (N − df + .5)/(df + .5))."""
+    doc_terms = [Counter(terms(d)) for d in docs]
+    lengths = np.array([sum(t.values()) for t in doc_terms], dtype=np.float64)
+    avgdl = float(lengths.mean()) if len(docs) and lengths.mean() > 0 else 1.0
+    postings: dict[str, list[tuple[int, int]]] = {}
+    for j, tf in enumerate(doc_terms):
+        for t, n in tf.items():
+            postings.setdefault(t, []).append((j, n))
+    n_docs = len(docs)
+    norm = k1 * (1 - b + b * lengths / avgdl)
+    weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for t, plist in postings.items():
+        idx = np.array([j for j, _ in plist])
+        tf = np.array([n for _, n in plist], dtype=np.float64)
+        idf = math.log(1 + (n_docs - len(plist) + 0.5) / (len(plist) + 0.5))
+        weights[t] = (idx, idf * tf * (k1 + 1) / (tf + norm[idx]))
+    out = np.zeros((len(queries), n_docs), dtype=np.float64)
+    for i, q in enumerate(queries):
+        for t in set(terms(q)):
+            if t in weights:
+                idx, w = weights[t]
+                out[i, idx] += w
+    return out

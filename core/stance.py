@@ -167,26 +167,41 @@ def _batch_prompt(claim: str, items: Sequence[Evidence]) -> str:
     return "\n".join(lines)
 
 
-async def _judge_batch(claim: str, items: Sequence[Evidence], relevances: Sequence[float], llm: LLM) -> list[Stance]:
+async def _judge_batch(claim: str, items: Sequence[Evidence], llm: LLM) -> list[Stance | str]:
     try:
         answer = await llm.structured(SYSTEM_PROMPT, _batch_prompt(claim, items), _Batch, name="stance")
     except LLMError as e:
         log.warning("stance batch fell back to offline: %s", e)
-        return [offline_stance(claim, ev, rel).model_copy(update={"note": f"LLM unavailable ({e})"})
-                for ev, rel in zip(items, relevances)]
+        return [f"LLM unavailable ({e})"] * len(items)
     by_id = {}
     for it in answer.items:
         if 1 <= it.id <= len(items) and it.id not in by_id:
             by_id[it.id] = _normalise(it)
-    out = []
-    for i, (ev, rel) in enumerate(zip(items, relevances), start=1):
+    out: list[Stance | str] = []
+    for i, ev in enumerate(items, start=1):
         st = by_id.get(i)
         if st is None:
-            st = offline_stance(claim, ev, rel).model_copy(update={"note": "the LLM skipped this passage"})
-        elif ev.source_type == "factcheck" and ev.verdict is not None:
+            out.append("the LLM skipped this passage")
+            continue
+        if ev.source_type == "factcheck" and ev.verdict is not None:
             st.factcheck_verdict = ev.verdict
         out.append(st)
     return out
+
+
+async def llm_stances(claim: str, evidence: Sequence[Evidence], llm: LLM, *, batch: int = BATCH) -> list[Stance | str]:
+    """The LLM's stance per item, in order; where it gave none, the reason instead (see `with_fallbacks`).
+    Needs no relevance, so `core.verify` starts it while the evidence is still being embedded."""
+    chunks = [evidence[i:i + batch] for i in range(0, len(evidence), batch)]
+    results = await asyncio.gather(*(_judge_batch(claim, chunk, llm) for chunk in chunks))
+    return [s for chunk in results for s in chunk]
+
+
+def with_fallbacks(claim: str, evidence: Sequence[Evidence], relevances: Sequence[float],
+                   stances: Sequence[Stance | str]) -> list[Stance]:
+    """The offline stance, noted with the reason, wherever the LLM gave none."""
+    return [s if isinstance(s, Stance) else offline_stance(claim, ev, rel).model_copy(update={"note": s})
+            for ev, rel, s in zip(evidence, relevances, stances)]
 
 
 async def judge_stances(claim: str, evidence: Sequence[Evidence], relevances: Sequence[float], *,
@@ -196,6 +211,4 @@ async def judge_stances(claim: str, evidence: Sequence[Evidence], relevances: Se
         raise ValueError("one relevance per evidence item")
     if llm is None or not evidence:
         return [offline_stance(claim, ev, rel) for ev, rel in zip(evidence, relevances)]
-    chunks = [(evidence[i:i + batch], relevances[i:i + batch]) for i in range(0, len(evidence), batch)]
-    results = await asyncio.gather(*(_judge_batch(claim, ev, rel, llm) for ev, rel in chunks))
-    return [s for chunk in results for s in chunk]
+    return with_fallbacks(claim, evidence, relevances, await llm_stances(claim, evidence, llm, batch=batch))

@@ -12,7 +12,8 @@ adjudicate is theirs to use too, but these two are the contract):
     def sufficient(verdict: ClaimVerdict) -> bool    # for the engine's search-more loop (issue stage 7)
 
 `verify_claim`: rank (dedupe, listing-page filter, relevance with the real embedder, credibility with the
-admins' rules, ≤ 2 per domain, recency) → stance per item (LLM batched, or offline) → numeric/date check →
+admins' rules, ≤ 2 per domain, recency) → stance per item (LLM batched, or offline; the LLM's call starts on
+the model-free shortlist and runs while the evidence is embedded) → numeric/date check →
 seed-004 features, score and policy verdict → adjudication (LLM with validation, or offline template).
 Never raises for LLM trouble (each stage degrades and says so in `notes`). No usable evidence →
 NOT_ENOUGH_EVIDENCE without any LLM call. `english` is the claim's English translation from query planning
@@ -29,6 +30,7 @@ numbers and kept in the per-claim breakdown.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -43,9 +45,9 @@ from core.evidence.base import ClaimQuery, Evidence
 from core.llm import LLM
 from core.models import Citation, Verdict
 from core.numeric import NumericCheck, compare
-from core.ranking import rank
+from core.ranking import rank_shortlist, shortlist
 from core.scoring import Features, Judged, compute_features, decide
-from core.stance import judge_stances
+from core.stance import judge_stances, llm_stances, with_fallbacks
 
 
 class EvidenceJudgement(BaseModel):
@@ -97,14 +99,33 @@ async def verify_claim(claim: ClaimQuery, evidence: list[Evidence], *, embedder:
                        now: datetime | None = None) -> ClaimVerdict:
     notes: list[str] = []
     texts = [claim.claim] + ([english] if english and english.strip() != claim.claim.strip() else [])
-    ranking = await rank(texts, evidence, embedder=embedder, rules=rules, now=now)
+    short = shortlist(texts, evidence, rules=rules, now=now)
+    # Stance is judged against the claim as the user wrote it (its errors are the point); the LLM reads
+    # any language, and the offline fact-check match uses the best relevance over claim and translation.
+    # The LLM's stance call needs no relevance: it starts on the shortlist now and the embedding step
+    # runs during it, instead of before it. Items the embedding step then drops (off-topic, a rewrite
+    # of another) were judged for nothing and are not used.
+    shortlisted = [ev for ev, _, _ in short.items]
+    early = asyncio.create_task(llm_stances(claim.claim, shortlisted, llm)) if llm is not None and shortlisted else None
+    try:
+        ranking = await rank_shortlist(texts, short, embedder=embedder, now=now)
+    except BaseException:
+        if early is not None:
+            early.cancel()
+        raise
     for url, reason in ranking.dropped:
         notes.append(f"dropped {url}: {reason}")
     items = ranking.items
-    # Stance is judged against the claim as the user wrote it (its errors are the point); the LLM reads
-    # any language, and the offline fact-check match uses the best relevance over claim and translation.
-    stances = await judge_stances(claim.claim, [r.evidence for r in items], [r.relevance for r in items],
-                                  llm=llm if items else None)
+    if early is not None and not items:
+        early.cancel()  # nothing usable: no verdict needs the LLM
+        await asyncio.gather(early, return_exceptions=True)
+        early = None
+    if early is not None:
+        by_item = dict(zip(map(id, shortlisted), await early))
+        stances = with_fallbacks(claim.claim, [r.evidence for r in items], [r.relevance for r in items],
+                                 [by_item[id(r.evidence)] for r in items])
+    else:
+        stances = await judge_stances(claim.claim, [r.evidence for r in items], [r.relevance for r in items])
     judged = [Judged(r, s, _numeric(claim.claim, r.evidence)) for r, s in zip(items, stances)]
     features = compute_features(judged)
     policy = decide(features)

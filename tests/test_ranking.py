@@ -7,7 +7,7 @@ import pytest
 from core.credibility import TOP, UNKNOWN, DomainRules, credibility, default_credibility, domain_of, site_of
 from core.embeddings import Embedder
 from core.models import Verdict
-from core.ranking import MIN_RELEVANCE, is_listing_page, normalize_url, rank, recency_weight
+from core.ranking import MIN_RELEVANCE, is_listing_page, normalize_url, rank, recency_weight, shortlist
 from tests.judging_support import ev, utc
 
 CLAIM = "Water boils at 50 degrees Celsius at sea level."
@@ -166,3 +166,35 @@ async def test_a_translation_lets_english_evidence_rank_for_a_russian_claim(embe
 async def test_nothing_usable(embedder):
     r = await rank([CLAIM], [ev("https://x.example/", "Home", "")], embedder=embedder)
     assert r.items == [] and r.dropped
+
+
+def test_shortlist_keeps_the_lexically_best_before_anything_is_embedded():
+    on_topic = [ev(f"https://site{i}.example/water-{i}", title, text) for i, (title, text) in enumerate([
+        ("Boiling point of water", "Pure water boils at 100 degrees Celsius at sea level."),
+        ("Why water boils at 100C", "At sea level the boiling point of water is 100 °C, not 50."),
+        ("Does water boil at 50 degrees?", "No: water at sea level boils at 100 degrees Celsius."),
+    ])]
+    off_topic = [ev(f"https://other{i}.example/story-{i}", title, text) for i, (title, text) in enumerate([
+        ("Markets today", "The stock market rose on Tuesday as traders bought banks."),
+        ("Football", "The home side won the derby after a late penalty."),
+        ("Elections", "Turnout in the regional vote was the highest in a decade."),
+        ("Weather", "Heavy snow closed mountain passes overnight."),
+        ("Cinema", "The festival opened with a three-hour historical drama."),
+        ("Transport", "The new tram line carries its first passengers next month."),
+    ])]
+    short = shortlist([CLAIM], off_topic[:3] + on_topic + off_topic[3:], limit=3)
+    assert sorted(e.url for e, _, _ in short.items) == sorted(e.url for e in on_topic)
+    assert [reason for _, reason in short.dropped] == ["below the top before embedding"] * 6
+    # with no more candidates than the judge takes, nothing is cut before the model sees them
+    few = shortlist([CLAIM], off_topic[:2] + on_topic[:1], limit=3)
+    assert len(few.items) == 3 and few.dropped == []
+
+
+async def test_rank_embeds_only_the_shortlist(embedder):
+    words = ["pressure", "altitude", "salt", "kettle", "steam", "bubbles", "thermometer", "mountain", "ocean",
+             "laboratory", "kitchen", "physics"]
+    items = [ev(f"https://site{i}.example/water-{i}", f"Boiling water and {w}",
+                f"Notes on {w}: pure water boils at 100 degrees Celsius at sea level.") for i, w in enumerate(words)]
+    r = await rank([CLAIM], items, embedder=embedder, limit=4)
+    assert len(r.items) == 4
+    assert sum(reason == "below the top before embedding" for _, reason in r.dropped) == 8

@@ -84,6 +84,29 @@ async def test_llm_pipeline(embedder, fake, llm):
     assert all("blocked.example" not in str(r) for r in fake.requests)  # denied sources never reach the LLM
 
 
+async def test_stance_starts_before_ranking_and_off_topic_answers_are_not_used(embedder, fake, llm):
+    # The stance call is made on the model-free shortlist while the evidence is embedded; an item the
+    # embedding step then finds off-topic was asked about, but never counts or gets cited.
+    markets = ev("https://markets.example/2024/rally", "Markets", "The stock market rose sharply on Tuesday.")
+    fake.respond("stance", stance_by_keyword({"100": "refutes", "50C": "refutes", "market": "supports"}))
+    fake.named("adjudication").reply_json({"verdict": "REFUTED", "confidence": 0.9,
+                                            "reasoning": "Water boils at 100 °C at sea level [1][2]."})
+    cv = await verify_claim(CLAIM, evidence() + [markets], embedder=embedder, llm=llm, rules=RULES, now=utc(2025))
+    assert "markets.example" in str(fake.requests_named("stance"))
+    assert all("markets.example" not in s.url for s in cv.stances)
+    assert all("markets.example" not in c.url for c in cv.citations)
+    assert cv.features.agree_dom == 0 and cv.verdict == Verdict.REFUTED
+    assert any("markets.example" in n and "off-topic" in n for n in cv.notes)
+
+
+async def test_all_off_topic_asks_for_no_verdict(embedder, fake, llm):
+    off = [ev(f"https://markets{i}.example/2024/rally", "Markets", f"The stock market rose {i} percent on Tuesday.")
+           for i in range(2)]
+    cv = await verify_claim(CLAIM, off, embedder=embedder, llm=llm, now=utc(2025))
+    assert cv.verdict == Verdict.NOT_ENOUGH_EVIDENCE and cv.stances == []
+    assert fake.requests_named("adjudication") == []
+
+
 async def test_llm_down_still_gives_a_labelled_verdict(embedder, fake, llm):
     for _ in range(2):
         fake.named("stance").reply_status(500)
