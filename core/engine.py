@@ -234,6 +234,12 @@ class Engine:
                 d.append(f"{decided.verdict.value} ({decided.confidence:.2f}), offline")
         result.steps = steps
         result.sources = traces
+        if judged:
+            # On the LLM path only what was ranked is embedded (core/ranking.py: the shortlist); of that,
+            # what was judged relevant is worth keeping. Indexing everything found would embed the
+            # rest in the background, the largest CPU cost of a check, for items nobody found relevant.
+            relevant = {j.url for cv in judged for j in cv.stances}
+            gathered = [(claim, [e for e in evs if e.url in relevant]) for claim, evs in gathered]
         self._remember(gathered)
         return result
 

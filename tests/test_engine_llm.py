@@ -76,6 +76,26 @@ async def test_a_false_claim_is_refuted_with_cited_web_evidence(settings, llm_fa
     assert Result.model_validate_json(result.model_dump_json()) == result
 
 
+async def test_the_knowledge_base_keeps_what_was_judged_relevant(settings, llm_fake, search_fake):
+    from storage.evidence_vectors import EvidenceVectors
+
+    rally = searx_result("https://markets.example/2024/rally", "Markets", "The stock market rose sharply on Tuesday.")
+    search_fake.searx_results.extend([*WATER, rally])
+    llm_fake.named("claim_extraction").reply_json(claims_answer("Water boils at 50C at sea level"))
+    llm_fake.respond("query_plan", queries_answer)
+    llm_fake.respond("stance", stance_by_keyword({"100": "refutes"}))
+    llm_fake.respond("adjudication", lambda body: {"verdict": "REFUTED", "confidence": 0.9,
+                                                   "reasoning": "Water boils at 100 °C [1][2]."})
+    async with build_app(llm_settings(settings, llm_fake, search_fake)) as app:
+        await app.engine.check("Water boils at 50C at sea level")
+        await app.engine.aclose()  # indexing runs in the background
+        stored = EvidenceVectors(app.vectors, app.settings.evidence_collection)
+        hits = await stored.search((await app.embedder.embed(["stock market boiling water"]))[0], limit=20)
+    urls = {h.url for h in hits}
+    assert "https://www.bbc.com/science/water-boiling" in urls  # judged and relevant: kept for next time
+    assert "https://markets.example/2024/rally" not in urls  # found, off-topic: not worth embedding and keeping
+
+
 async def test_opinions_are_not_checked_and_nothing_is_searched(settings, llm_fake, search_fake):
     llm_fake.named("claim_extraction").reply_json(claims_answer(kind="OPINION"))
     async with build_app(llm_settings(settings, llm_fake, search_fake)) as app:
