@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import statistics
 import tempfile
 import time
@@ -106,26 +107,35 @@ class FakeProviders:
         topic = q.removesuffix(" fact check")[:150]
         # Each outlet reports in its own words, as real results do: identical snippets on four sites would
         # be one syndicated source to ranking, and the check would widen its search for want of evidence.
-        results = [{"url": f"https://{site}/news/{abs(hash((q, k))) % 10**8}", "title": title.format(t=topic[:70]),
-                    "content": content.format(t=topic), "engine": "bench", "publishedDate": "2024-05-01T00:00:00"}
-                   for k, (site, title, content) in enumerate(_OUTLETS)]
+        # Every report also has details of its own story (words drawn by the query), so reports about
+        # different claims are not reprints of each other either: the evidence index, which keeps what
+        # earlier checks found, must not make later checks cheaper by collapsing them as duplicates.
+        results = []
+        for k, (site, title, content) in enumerate(_OUTLETS):
+            rng = random.Random(f"{q}|{k}")
+            details = " ".join(rng.sample(_DETAILS, 12))
+            results.append({"url": f"https://{site}/news/{rng.randrange(10**8)}", "title": title.format(t=topic[:70]),
+                            "content": content.format(t=topic) + f" Also in the report: {details}.",
+                            "engine": "bench", "publishedDate": "2024-05-01T00:00:00"})
         return web.json_response({"query": q, "number_of_results": len(results), "results": results})
 
 
 _OUTLETS = [
     ("www.reuters.com", "Fact check: posts misstate the record on {t}",
-     "Posts shared thousands of times claim that {t}. Budget papers and minutes of the meeting, reviewed by "
-     "Reuters, give a different figure; a spokesperson called the posts misleading."),
+     "Posts claim that {t}. Budget papers reviewed by Reuters give a different figure."),
     ("apnews.com", "Officials dispute viral report",
-     "Officials said on Monday that a widely shared report ({t}) was wrong. They released last year's annual "
-     "statement, which shows a smaller change, and said they would publish the full data next month."),
+     "Officials said a widely shared report ({t}) was wrong and released last year's statement."),
     ("www.bbc.com", "What we know so far",
-     "Social media users say {t}. We asked the people involved and checked the archives: the numbers in the "
-     "viral screenshot do not match any published document, and the date appears to be wrong as well."),
+     "Social media users say {t}. The numbers in the screenshot match no published document."),
     ("example-news.net", "Readers ask: is it true?",
-     "A reader sent us a message saying {t}. Our newsroom is still looking into it and will update this "
-     "article when the organisation answers our questions about the figures."),
+     "A reader asked us whether {t}; we are still looking into it."),
 ]
+_DETAILS = ("audit committee mayor treasury spokesperson minutes archive invoice contract tender deputy "
+            "governor survey census ledger inspector pension tariff subsidy grant district province "
+            "parliament hearing lawsuit court appeal regulator auditor memo email spreadsheet chart "
+            "interview witness resident union strike shipment warehouse harbour airport bridge tunnel "
+            "hospital clinic vaccine school teacher student library museum stadium festival harvest "
+            "drought flood storm wildfire earthquake satellite rocket laboratory engineer pilot").split()
 
 
 def _pct(values: list[float], q: float) -> float:
