@@ -302,9 +302,10 @@ def peak_rss_mb(pid: int) -> float:
 
 
 async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, model_dir: Path):
-    """2,000 messages at once against default rate limits and a small queue: the first 60 are checked,
-    the next 240 are told their place in line (and checked later), a flooding user is told to slow
-    down, everyone past the hard cap (5 x queue_max) is told to come back: one reply each."""
+    """2,000 messages at once against default rate limits and a small queue: the first 20 are checked,
+    the next 80 are told their place in line (and checked later), a flooding user is told to slow
+    down, everyone past the hard cap (queue_max + 100) is told to come back: one reply each. (The queue
+    is small so that it fills however fast checks drain: with 60 and a cap of 300 it no longer did.)"""
     fake = await FakeTelegram().start()
     log = tmp_path / "tipline.log"
     try:
@@ -314,7 +315,7 @@ async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, mode
             msg = user_message(fake, f"{CLAIMS[n % len(CLAIMS)]} [{n}]", user)
             await fake.queue_message(msg)
             sent.append((user, msg["message_id"]))
-        env = tipline_env(fake, tmp_path / "data", model_dir, TIPLINE_QUEUE_MAX="60")
+        env = tipline_env(fake, tmp_path / "data", model_dir, TIPLINE_QUEUE_MAX="20")
         del env["TIPLINE_USER_RATE_PER_MINUTE"], env["TIPLINE_CHAT_RATE_PER_MINUTE"]  # the defaults
         t0 = time.monotonic()
         proc = start_tipline(env, log)
@@ -350,7 +351,7 @@ async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, mode
         # Workers drain while the burst is taken in, so how many get in depends on speed; what does
         # not: every kind of answer happened, places are within the hard cap, nobody was left out.
         assert kinds["checked"] + kinds["waited, then checked"] >= 300
-        assert kinds["waited, then checked"] >= 1 and all(1 <= p <= 300 for p in places)  # workers drain meanwhile
+        assert kinds["waited, then checked"] >= 1 and all(1 <= p <= 120 for p in places)  # workers drain meanwhile
         assert kinds["refused: rate limit"] >= 1 and kinds["refused: full"] >= 1
         assert peak < 3000, peak  # MB: the backlog lives in SQLite, not in memory
         print(f"\nburst figures: {kinds}; all 2000 answered in {elapsed:.1f} s (incl. start-up); "

@@ -1,6 +1,6 @@
 """Is a static (model2vec-style) embedding distilled from MiniLM good enough to replace MiniLM?
 
-Prints a markdown report comparing `core.static_embeddings.StaticEmbedder` with `core.embeddings.Embedder`
+Prints a markdown report comparing `tools.static_embeddings.StaticEmbedder` with `core.embeddings.Embedder`
 (the int8 MiniLM ONNX model), in one run:
 
 1. Speed on the CLEF-2020 Task 2 train tweets: texts/s and CPU ms/text, one batch call and one call per text.
@@ -53,7 +53,7 @@ from core.corroboration import COS_FLOOR, StoryModel, pairwise_scores  # noqa: E
 from core.evaluation import read_qrels, read_queries, read_verified_claims  # noqa: E402
 from core.model_files import prepare_default_model  # noqa: E402
 from core.ranking import MIN_RELEVANCE  # noqa: E402
-from core.static_embeddings import (  # noqa: E402
+from tools.static_embeddings import (  # noqa: E402
     DEFAULT_PCA_DIMS,
     DEFAULT_SIF_COEFFICIENT,
     DEFAULT_WEIGHTING,

@@ -23,7 +23,8 @@ Text with no known token (empty, only emoji, only [UNK]) gets the zero vector: c
 rather than a made-up direction that would make two emoji-only messages "the same story".
 
 The public surface matches `core.embeddings.Embedder` (`embed_sync`, `embed`, `dim`, `model_name`).
-Measured against MiniLM in tools/measure_static_embeddings.py.
+Measured against MiniLM in tools/measure_static_embeddings.py, and not used by the product: it was clearly worse
+at both jobs it was meant for (docs/benchmarks.md, "A cheaper embedding, measured").
 """
 
 from __future__ import annotations
