@@ -16,7 +16,8 @@ admins' rules, ≤ 2 per domain, recency) → stance per item (LLM batched, or o
 the model-free shortlist and runs while the evidence is embedded) → numeric/date check →
 seed-004 features, score and policy verdict → adjudication (LLM with validation, or offline template).
 Never raises for LLM trouble (each stage degrades and says so in `notes`). No usable evidence →
-NOT_ENOUGH_EVIDENCE without any LLM call. `english` is the claim's English translation from query planning
+NOT_ENOUGH_EVIDENCE without asking the LLM for a verdict (a stance call already out for a shortlist that
+the embedding step then found off-topic is cancelled). `english` is the claim's English translation from query planning
 (core/queries.py), used for relevance so English evidence ranks for a non-English claim.
 
 `aggregate` combines sub-claims of one message (the issue's rule, stage 8):
