@@ -143,7 +143,7 @@ def _preference(ev: Evidence, cred: float) -> tuple:
 
 @dataclass
 class Shortlist:
-    """What `shortlist` keeps for the embedding step: (evidence, domain, credibility), best first."""
+    """What `shortlist` keeps for the embedding step: (evidence, domain, credibility) triples."""
 
     items: list[tuple[Evidence, str, float]]
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (url, reason)
