@@ -45,7 +45,7 @@ from core.evaluation import EvalDataError, score_run
 from core.evidence.base import Evidence
 from core.models import Verdict
 from core.numeric import NumericCheck
-from core.ranking import CREDIBILITY_BOOST, MIN_RELEVANCE, RECENCY_WEIGHT, UNKNOWN_RECENCY, Ranked
+from core.ranking import MIN_RELEVANCE, UNKNOWN_RECENCY, Ranked, rank_score
 from core.sparse import bm25_scores
 from core.stance import Stance
 
@@ -186,8 +186,8 @@ def oracle_judged(claim: ClimateClaim, relevances: Sequence[float], *,
             continue
         ev = Evidence(url=f"https://{WIKIPEDIA}/wiki/{e.article.replace(' ', '_')}", title=e.article,
                       snippet=e.text, domain=WIKIPEDIA, source="climate-fever")
-        score = rel + CREDIBILITY_BOOST * (cred - 0.5) + RECENCY_WEIGHT * (UNKNOWN_RECENCY - 0.5)
-        ranked = Ranked(ev, e.article or e.evidence_id, float(rel), cred, UNKNOWN_RECENCY, score)
+        ranked = Ranked(ev, e.article or e.evidence_id, float(rel), cred, UNKNOWN_RECENCY,
+                        rank_score(rel, cred, UNKNOWN_RECENCY))
         out.append(scoring.Judged(ranked, oracle_stance(e.label), NumericCheck(result="n/a")))
     out.sort(key=lambda j: j.ranked.score, reverse=True)
     return out

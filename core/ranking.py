@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import numpy as np
@@ -35,6 +36,8 @@ from core.credibility import DomainRules, credibility, domain_of, site_of
 from core.embeddings import Embedder
 from core.evidence.base import Evidence
 from core.sparse import bm25_scores
+
+T = TypeVar("T")
 
 PER_DOMAIN = 2
 LIMIT = 8
@@ -201,19 +204,11 @@ def shortlist(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, rules
     lexical = bm25_scores([c for c in claim_texts if c.strip()] or [""], [evidence_text(ev) for ev, _, _ in survivors])
     best = lexical.max(axis=1, keepdims=True)
     lexical = (lexical / np.where(best > 0, best, 1.0)).max(axis=0)
-    pre = [float(lexical[i]) + CREDIBILITY_BOOST * (cred - 0.5)
-           + RECENCY_WEIGHT * (recency_weight(ev.published_at, now) - 0.5)
-           for i, (ev, _, cred) in enumerate(survivors)]
-    per: Counter[str] = Counter()
-    out: list[tuple[Evidence, str, float]] = []
-    for i in sorted(range(len(survivors)), key=lambda i: pre[i], reverse=True):
-        ev, domain, _ = survivors[i]
-        site = site_of(domain)
-        if per[site] >= per_domain or len(out) >= limit:
-            dropped.append((ev.url, "below the top before embedding"))
-            continue
-        per[site] += 1
-        out.append(survivors[i])
+    pre = {id(ev): rank_score(float(lexical[i]), cred, recency_weight(ev.published_at, now))
+           for i, (ev, _, cred) in enumerate(survivors)}
+    best_first = sorted(survivors, key=lambda it: pre[id(it[0])], reverse=True)
+    out = _top(best_first, lambda it: site_of(it[1]), lambda it: it[0].url, per_domain, limit, dropped,
+               "below the top before embedding")
     return Shortlist(out, dropped)
 
 
@@ -262,20 +257,29 @@ async def rank_shortlist(claim_texts: Sequence[str], short: Shortlist, *, embedd
             dropped.append((ev.url, f"off-topic (relevance {rel:.2f})"))
             continue
         rec = recency_weight(ev.published_at, now)
-        score = rel + CREDIBILITY_BOOST * (cred - 0.5) + RECENCY_WEIGHT * (rec - 0.5)
-        ranked.append(Ranked(ev, site_of(domain), rel, cred, rec, score))
+        ranked.append(Ranked(ev, site_of(domain), rel, cred, rec, rank_score(rel, cred, rec)))
     ranked.sort(key=lambda r: r.score, reverse=True)
+    return Ranking(_top(ranked, lambda r: r.domain, lambda r: r.evidence.url, per_domain, limit, dropped,
+                        "below the top"), dropped)
 
+
+def rank_score(relevance: float, credibility: float, recency: float) -> float:
+    """Step 6: relevance plus the credibility boost (seed 000) and a milder recency term."""
+    return relevance + CREDIBILITY_BOOST * (credibility - 0.5) + RECENCY_WEIGHT * (recency - 0.5)
+
+
+def _top(items: Sequence[T], site: Callable[[T], str], url: Callable[[T], str], per_domain: int, limit: int,
+         dropped: list[tuple[str, str]], below: str) -> list[T]:
+    """Step 7 on best-first `items`: at most `per_domain` per site, then the first `limit`; the rest dropped."""
     per: Counter[str] = Counter()
-    out: list[Ranked] = []
-    for r in ranked:
-        if per[r.domain] >= per_domain:
-            dropped.append((r.evidence.url, f"more than {per_domain} from {r.domain}"))
-            continue
-        if len(out) >= limit:
-            dropped.append((r.evidence.url, "below the top"))
-            continue
-        per[r.domain] += 1
-        out.append(r)
-    return Ranking(out, dropped)
+    out: list[T] = []
+    for it in items:
+        if per[site(it)] >= per_domain:
+            dropped.append((url(it), f"more than {per_domain} from {site(it)}"))
+        elif len(out) >= limit:
+            dropped.append((url(it), below))
+        else:
+            per[site(it)] += 1
+            out.append(it)
+    return out
 
