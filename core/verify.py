@@ -117,16 +117,15 @@ async def verify_claim(claim: ClaimQuery, evidence: list[Evidence], *, embedder:
     for url, reason in ranking.dropped:
         notes.append(f"dropped {url}: {reason}")
     items = ranking.items
-    if early is not None and not items:
-        early.cancel()  # nothing usable: no verdict needs the LLM
-        await asyncio.gather(early, return_exceptions=True)
-        early = None
-    if early is not None:
+    evs, rels = [r.evidence for r in items], [r.relevance for r in items]
+    if early is not None and items:
         by_item = dict(zip(map(id, shortlisted), await early))
-        stances = with_fallbacks(claim.claim, [r.evidence for r in items], [r.relevance for r in items],
-                                 [by_item[id(r.evidence)] for r in items])
+        stances = with_fallbacks(claim.claim, evs, rels, [by_item[id(ev)] for ev in evs])
     else:
-        stances = await judge_stances(claim.claim, [r.evidence for r in items], [r.relevance for r in items])
+        if early is not None:  # nothing usable: no verdict needs the LLM
+            early.cancel()
+            await asyncio.gather(early, return_exceptions=True)
+        stances = await judge_stances(claim.claim, evs, rels)  # offline stances (none when nothing is usable)
     judged = [Judged(r, s, _numeric(claim.claim, r.evidence)) for r, s in zip(items, stances)]
     features = compute_features(judged)
     policy = decide(features)

@@ -319,6 +319,12 @@ def main() -> None:
       "chosen on train.\n")
     p("| embedder | system | train P / R / F1 | dev P / R / F1 | notes |")
     p("|---|---|---|---|---|")
+
+    def baseline_rows(name: str, cleaned: dict[str, np.ndarray], raw: dict[str, np.ndarray]) -> None:
+        for label, msgs, v in (("cleaned text", data.msgs, cleaned), ("raw text", data.msgs_raw, raw)):
+            b = baseline(msgs, v, data.gold)
+            p(f"| {name} | cosine baseline, {label} | {fmt_p(b['train'])} | {fmt_p(b['dev'])} | t={b['threshold']} |")
+
     sh = shipped(data, mini_vecs)
     p(f"| MiniLM | shipped constants (core/corroboration.py) | {fmt_p(sh['train'])} | {fmt_p(sh['dev'])} | |")
     mini_fit = corroboration(data, mini_vecs, COS_FLOOR)
@@ -326,10 +332,7 @@ def main() -> None:
     p(f"| MiniLM | refit on train (floor {COS_FLOOR}) | {fmt_p(mini_fit['train'])} | {fmt_p(mini_fit['dev'])} | "
       f"w={tuple(round(x, 2) for x in m.weights)} b={m.bias:.2f} t={m.threshold:.3f}; "
       f"{mini_fit['candidates']} cand., {mini_fit['positives']} pos. |")
-    for label, v in (("cleaned text", mini_vecs), ("raw text", mini_vecs_raw)):
-        msgs = data.msgs if v is mini_vecs else data.msgs_raw
-        b = baseline(msgs, v, data.gold)
-        p(f"| MiniLM | cosine baseline, {label} | {fmt_p(b['train'])} | {fmt_p(b['dev'])} | t={b['threshold']} |")
+    baseline_rows("MiniLM", mini_vecs, mini_vecs_raw)
     floors = [COS_FLOOR] + [f for f in FLOOR_GRID if f != COS_FLOOR]
     st_fits = {f: corroboration(data, st_vecs, f) for f in floors}
     chosen_floor = max(floors, key=lambda f: (st_fits[f]["train"]["f1"], f))
@@ -340,10 +343,7 @@ def main() -> None:
         p(f"| static | refit on train (floor {f}) | {fmt_p(r['train'])} | {fmt_p(r['dev'])} | {note}; "
           f"w={tuple(round(x, 2) for x in m.weights)} b={m.bias:.2f} t={m.threshold:.3f}; "
           f"{r['candidates']} cand., {r['positives']} pos. |")
-    for label, v in (("cleaned text", st_vecs), ("raw text", st_vecs_raw)):
-        msgs = data.msgs if v is st_vecs else data.msgs_raw
-        b = baseline(msgs, v, data.gold)
-        p(f"| static | cosine baseline, {label} | {fmt_p(b['train'])} | {fmt_p(b['dev'])} | t={b['threshold']} |")
+    baseline_rows("static", st_vecs, st_vecs_raw)
     p("\nTrain F1 of the static refit by candidate floor: "
       + ", ".join(f"{f}: {st_fits[f]['train']['f1']:.3f}" for f in sorted(floors)) + "\n")
 
