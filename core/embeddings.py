@@ -87,6 +87,11 @@ class Embedder:
                     self._cache.popitem(last=False)
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
 
+    def clear_cache(self) -> None:
+        """Forget every remembered vector, so a timed path measures a message never seen before."""
+        with self._cache_lock:
+            self._cache.clear()
+
     def _embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         ordered = [texts[i] or " " for i in order]
