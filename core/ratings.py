@@ -65,6 +65,7 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         # Russian / Ukrainian
         "ложь", "неправда", "не правда", "фейк", "в основном ложь", "скорее ложь", "в основном неправда",
         "не соответствует действительности", "это неправда", "это фейк", "брехня", "переважно неправда",
+        "видеофейк", "фотофейк", "безосновательно",  # "baseless", as in English above
         # Spanish / Portuguese / Italian
         "falso", "mayormente falso", "bulo", "no es cierto", "no es verdad", "insostenible", "fake",
         "nao e verdade", "boato", "insustentavel", "non e vero", "notizia falsa", "bufala",
@@ -112,7 +113,7 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         "insufficient evidence", "unclear", "undetermined", "inconclusive", "too early to tell",
         "not proven", "no proof",
         # Russian / Ukrainian
-        "не доказано", "недостаточно данных", "недостаточно доказательств", "не подтверждено",
+        "не доказано", "бездоказательно", "недостаточно данных", "недостаточно доказательств", "не подтверждено",
         "неподтверждено", "нет доказательств", "недостатньо даних", "не доведено", "не підтверджено",
         # Spanish / Portuguese / Italian
         "sin evidencia", "sin evidencias", "sin pruebas", "inchequeable", "no verificable",
