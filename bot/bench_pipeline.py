@@ -6,10 +6,11 @@ output the engine asks for (claims, query plan, stance, adjudication) with valid
 JSON server returning a handful of results per query. The real engine does everything else: the
 model, SQLite, embedded Qdrant, the seed knowledge base, ranking and judging.
 
-Reported next to each other: p50/p95 of whole checks at 1, 10 and 50 concurrent checks, the critical
-path (the sequential round-trips no design can avoid: claims -> query plan -> search -> stance ->
-adjudication), and what seed 000's sequential design (every query and every stance call one after the
-other) would take for the same inputs.
+Reported next to each other: p50/p95 of whole checks at 1, 10 and 50 concurrent checks (median and range
+over repeats), the critical path (the sequential round-trips no design can avoid: claims -> query plan ->
+search -> stance -> adjudication), and what seed 000's sequential design (every query and every stance call
+one after the other) would take for the same inputs. Then time and peak RSS of `tipline ingest`, `tipline
+check` and `tipline run` as processes (bench_processes.py).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import random
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from aiohttp import web
 
 from bot.app import build_app
+from bot.bench import Spread, pct
 from bot.settings import Settings
 
 # A stable, unrelated corpus of claims: each check gets its own text so caches never answer.
@@ -138,72 +139,102 @@ _DETAILS = ("audit committee mayor treasury spokesperson minutes archive invoice
             "drought flood storm wildfire earthquake satellite rocket laboratory engineer pilot").split()
 
 
-def _pct(values: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values), q))
+def _provider_settings(fake: FakeProviders) -> dict[str, Any]:
+    """Settings that point the engine at the fakes, with nothing cached or rate-limited between checks."""
+    return {"llm_base_url": f"{fake.base}/v1", "llm_api_key": None, "searxng_url": f"{fake.base}/searxng",
+            "gdelt_url": None, "brave_api_key": None, "factcheck_api_key": None, "cache_ttl_s": 0.001,
+            "provider_rate_per_minute": 100_000, "source_timeout_s": 10.0, "check_deadline_s": 120.0}
+
+
+async def _one_level(app, fake: FakeProviders, texts: list[str]) -> dict:
+    calls0 = (fake.llm_calls, fake.search_calls)
+    stages: dict[str, list[float]] = {}
+    app.embedder.clear_cache()  # cold: nothing a previous level embedded can answer for these checks
+
+    async def one(text: str) -> float:
+        t0 = time.perf_counter()
+        result = await app.engine.check(text, save=False)
+        for st in result.steps:
+            stages.setdefault(st.name, []).append(st.ms)
+        return (time.perf_counter() - t0) * 1000
+
+    t0 = time.perf_counter()
+    lat = await asyncio.gather(*(one(t) for t in texts))
+    n = len(texts)
+    return {"p50_ms": statistics.median(lat), "p95_ms": pct(lat, 95), "wall_ms": (time.perf_counter() - t0) * 1000,
+            "llm_calls_per_check": (fake.llm_calls - calls0[0]) / n,
+            "search_calls_per_check": (fake.search_calls - calls0[1]) / n, "stages": stages}
 
 
 async def bench_pipeline(settings: Settings, *, levels: tuple[int, ...] = (1, 10, 50), llm_ms: float = 800,
-                         search_ms: float = 400) -> dict:
+                         search_ms: float = 400, repeats: int = 1, processes: bool = True,
+                         ingest_rows: int = 500, api_checks: int = 10) -> dict:
+    """Whole checks at each concurrency level, `repeats` times, each repeat in a fresh data dir (seed
+    knowledge base, empty evidence index) with texts no earlier check used; then, in the last repeat's data
+    dir, `tipline ingest`, `tipline check` and `tipline run` as child processes (time and peak RSS)."""
     fake = await FakeProviders(llm_ms / 1000, search_ms / 1000).start()
-    report: dict[str, Any] = {"llm_ms": llm_ms, "search_ms": search_ms, "levels": {}}
+    runs: dict[int, list[dict]] = {n: [] for n in levels}
+    report: dict[str, Any] = {"llm_ms": llm_ms, "search_ms": search_ms, "repeats": repeats, "levels": {}}
+    offset = 0
+
+    def fresh(n: int) -> list[str]:
+        nonlocal offset
+        texts = bench_texts(offset + n)[offset:]
+        offset += n
+        return texts
+
     try:
-        with tempfile.TemporaryDirectory(prefix="tipline-bench-") as tmp:
-            s = settings.model_copy(update={
-                "data_dir": Path(tmp), "qdrant_url": None, "embed_model_dir": settings.model_dir,
-                "llm_base_url": f"{fake.base}/v1", "llm_api_key": None, "searxng_url": f"{fake.base}/searxng",
-                "gdelt_url": None, "brave_api_key": None, "factcheck_api_key": None, "cache_ttl_s": 0.001,
-                "provider_rate_per_minute": 100_000, "source_timeout_s": 10.0, "check_deadline_s": 120.0})
-            async with build_app(s) as app:
-                await app.engine.check("Warm-up: the museum opened 3 new halls in 1999.", save=False)
-                offset = 0
-                for n in levels:
-                    texts = bench_texts(offset + n)[offset:]
-                    offset += n
-                    calls0 = (fake.llm_calls, fake.search_calls)
+        for r in range(repeats):
+            with tempfile.TemporaryDirectory(prefix="tipline-bench-") as tmp:
+                s = settings.model_copy(update={"data_dir": Path(tmp) / "data", "qdrant_url": None,
+                                                "embed_model_dir": settings.model_dir, **_provider_settings(fake)})
+                async with build_app(s) as app:
+                    await app.engine.check("Warm-up: the museum opened 3 new halls in 1999.", save=False)
+                    for n in levels:
+                        runs[n].append(await _one_level(app, fake, fresh(n)))
+                if processes and r == repeats - 1:
+                    from bot.bench_processes import measure_processes
 
-                    stages: dict[str, list[float]] = {}
-
-                    async def one(text: str) -> float:
-                        t0 = time.perf_counter()
-                        result = await app.engine.check(text, save=False)
-                        for st in result.steps:
-                            stages.setdefault(st.name, []).append(st.ms)
-                        return (time.perf_counter() - t0) * 1000
-
-                    t0 = time.perf_counter()
-                    lat = await asyncio.gather(*(one(t) for t in texts))
-                    wall = (time.perf_counter() - t0) * 1000
-                    report["levels"][n] = {
-                        "stage_p50_ms": {k: round(statistics.median(v), 1) for k, v in stages.items()},
-                        "p50_ms": round(statistics.median(lat), 1), "p95_ms": round(_pct(lat, 95), 1),
-                        "wall_ms": round(wall, 1),
-                        "llm_calls_per_check": round((fake.llm_calls - calls0[0]) / n, 2),
-                        "search_calls_per_check": round((fake.search_calls - calls0[1]) / n, 2)}
+                    env = {k: v for k, v in _provider_settings(fake).items() if v is not None}
+                    figures = await measure_processes(s, env, check_text=fresh(1)[0], api_texts=fresh(api_checks),
+                                                      ingest_rows=ingest_rows, scratch=Path(tmp))
+                    report["processes"] = [asdict(f) for f in figures]
     finally:
         await fake.stop()
-    one_level = report["levels"][levels[0]]
     # The unavoidable sequence for one claim: extract claims, plan queries, search (all queries and
     # sources in parallel), judge stances (batched), adjudicate.
     critical = 4 * llm_ms + search_ms
     # Seed 000's flow: one search per query in turn (our plans make 2 queries), then one stance call per
     # evidence item in turn (8 ranked items), then the verdict call, after extraction and planning.
     queries, items = 2, 8
-    sequential = 2 * llm_ms + queries * search_ms + items * llm_ms + llm_ms
     report["critical_path_ms"] = critical
-    report["seed000_sequential_ms"] = sequential
-    for n, row in report["levels"].items():
-        row["p95_over_critical"] = round(row["p95_ms"] / critical, 2)
-    report["p50_1_over_critical"] = round(one_level["p50_ms"] / critical, 2)
+    report["seed000_sequential_ms"] = 2 * llm_ms + queries * search_ms + items * llm_ms + llm_ms
+    for n, rs in runs.items():
+        stages: dict[str, list[float]] = {}
+        for row in rs:
+            for k, v in row["stages"].items():
+                stages.setdefault(k, []).extend(v)
+        report["levels"][n] = {
+            "p50_ms": Spread.of([x["p50_ms"] for x in rs]), "p95_ms": Spread.of([x["p95_ms"] for x in rs]),
+            "p95_over_critical": Spread.of([x["p95_ms"] / critical for x in rs], 2),
+            "wall_ms": Spread.of([x["wall_ms"] for x in rs]),
+            "llm_calls_per_check": round(statistics.median(x["llm_calls_per_check"] for x in rs), 2),
+            "search_calls_per_check": round(statistics.median(x["search_calls_per_check"] for x in rs), 2),
+            "stage_p50_ms": {k: round(statistics.median(v), 1) for k, v in stages.items()}}
+    report["p50_1_over_critical"] = round(report["levels"][levels[0]]["p50_ms"].median / critical, 2)
     return report
 
 
 def format_pipeline(report: dict) -> str:
     lines = [f"LLM {report['llm_ms']:.0f} ms, search {report['search_ms']:.0f} ms per call; critical path "
-             f"{report['critical_path_ms']:.0f} ms; seed-000 sequential design {report['seed000_sequential_ms']:.0f} ms",
-             f"{'concurrent':>10} {'p50 ms':>9} {'p95 ms':>9} {'p95/critical':>13} {'wall ms':>9} "
-             f"{'LLM calls':>10} {'searches':>9}"]
+             f"{report['critical_path_ms']:.0f} ms; seed-000 sequential design {report['seed000_sequential_ms']:.0f} ms; "
+             f"{report['repeats']} repeat(s), median (min-max)",
+             f"{'concurrent':>10} {'p50 ms':>22} {'p95 ms':>22} {'p95/critical':>18} {'LLM calls':>10} {'searches':>9}"]
     for n, r in report["levels"].items():
-        lines.append(f"{n:>10} {r['p50_ms']:>9.0f} {r['p95_ms']:>9.0f} {r['p95_over_critical']:>13.2f} "
-                     f"{r['wall_ms']:>9.0f} {r['llm_calls_per_check']:>10.2f} {r['search_calls_per_check']:>9.2f}"
+        lines.append(f"{n:>10} {r['p50_ms'].text(',.0f'):>22} {r['p95_ms'].text(',.0f'):>22} "
+                     f"{r['p95_over_critical'].text('.2f'):>18} {r['llm_calls_per_check']:>10.2f} "
+                     f"{r['search_calls_per_check']:>9.2f}"
                      "   stages p50: " + ", ".join(f"{k} {v:.0f}" for k, v in r["stage_p50_ms"].items()))
+    for p in report.get("processes", []):
+        lines.append(f"{p['command']}: {p['wall_s']:.2f} s, peak RSS {p['peak_rss_mib']:.0f} MiB ({p['includes']})")
     return "\n".join(lines)

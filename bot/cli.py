@@ -5,8 +5,10 @@
     tipline check [--json] TEXT          one check; '-' reads the text from standard input
     tipline ingest PATH_OR_URL...        load previously fact-checked claims
     tipline eval claim-matching ...      CLEF-2020 Task 2 run file + MAP@5
+    tipline eval corroboration ...       same-story detection over CLEF tweets as a message stream
     tipline eval evidence --data PATH    CLIMATE-FEVER: evidence retrieval and the verdict policy
-    tipline bench ingest|match|corroborate|pipeline ...   speed figures for docs/benchmarks.md
+    tipline bench ingest|match|corroborate|pipeline ...   speed figures
+    tipline bench report [--quick]       every documented figure, written into docs/benchmarks.md
     tipline schema [PATH]                write the Result JSON schema
 """
 
@@ -202,24 +204,38 @@ async def cmd_eval_evidence(args: argparse.Namespace) -> int:
 
 
 async def cmd_bench(args: argparse.Namespace) -> int:
-    from bot import bench
+    from bot.bench import format_report, plain
 
     settings = _settings(args)
+    if args.what == "report":
+        from bot.bench_report import ReportConfig, run_report
+
+        config = ReportConfig.for_mode(quick=args.quick, clef=args.clef, climate_fever=args.climate_fever)
+        outcome = await run_report(settings, config, out=args.out, figures_json=args.figures_json,
+                                   progress=lambda m: print(f"bench report: {m}", file=sys.stderr))
+        print(f"wrote {outcome.path}: {len(outcome.blocks)} generated blocks in {outcome.seconds / 60:.1f} min")
+        return 0
     if args.what == "pipeline":
         from bot.bench_pipeline import bench_pipeline, format_pipeline
 
-        levels = tuple(int(x) for x in args.concurrency.split(",") if x.strip())
-        report = await bench_pipeline(settings, levels=levels, llm_ms=args.llm_ms, search_ms=args.search_ms)
-        print(json.dumps(report, indent=2) if args.json else format_pipeline(report))
+        report = await bench_pipeline(settings, levels=args.concurrency, llm_ms=args.llm_ms, search_ms=args.search_ms,
+                                      repeats=args.repeats, processes=not args.no_processes)
+        print(json.dumps(plain(report), indent=2) if args.json else format_pipeline(report))
         return 0
     if args.what == "ingest":
-        report = await bench.bench_ingest(settings, args.claims, limit=args.limit, repeats=args.repeats)
+        from bot.bench_ingest import bench_ingest
+
+        report = await bench_ingest(settings, args.claims, limit=args.limit, repeats=args.repeats)
     elif args.what == "corroborate":
-        report = await bench.bench_corroborate(settings, args.messages, args.queries, stored=args.stored,
-                                               lookups=args.n)
+        from bot.bench_corroborate import bench_corroborate
+
+        report = await bench_corroborate(settings, args.messages, args.queries, stored=args.stored,
+                                         ingest_n=args.ingest_n, lookups=args.n, repeats=args.repeats)
     else:
-        report = await bench.bench_match(settings, args.claims, args.queries, n_queries=args.n)
-    print(json.dumps(report, indent=2) if args.json else bench.format_report(report))
+        from bot.bench_match import bench_match
+
+        report = await bench_match(settings, args.claims, args.queries, n_queries=args.n, repeats=args.repeats)
+    print(json.dumps(plain(report), indent=2) if args.json else format_report(report))
     return 0
 
 
@@ -235,64 +251,119 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 # --- parser -------------------------------------------------------------------------------------
 
+def _global_flags(defaults: bool) -> argparse.ArgumentParser:
+    """--data-dir, --debug and --log-json, accepted before or after any subcommand. Below the top level
+    they default to SUPPRESS, so a subcommand that was not given one leaves the top level's value alone."""
+    g = argparse.ArgumentParser(add_help=False)
+    kw = {} if defaults else {"default": argparse.SUPPRESS}
+    g.add_argument("--data-dir", type=Path, help="data directory (default: $TIPLINE_DATA_DIR or ./data)", **kw)
+    g.add_argument("--debug", action="store_true", help="show tracebacks and debug logs", **kw)
+    g.add_argument("--log-json", action="store_true", help="JSON log lines (info and up) with job and check ids", **kw)
+    return g
+
+
+def _levels(text: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        levels = ()
+    if not levels or min(levels) < 1:
+        raise argparse.ArgumentTypeError(f"want positive whole numbers separated by commas, not {text!r}")
+    return levels
+
+
+def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
+    b = sub.add_parser("bench", parents=[common], help="speed benchmarks (figures for docs/benchmarks.md)")
+    bsub = b.add_subparsers(dest="what", required=True)
+    out = argparse.ArgumentParser(add_help=False)
+    out.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    bi = bsub.add_parser("ingest", parents=[common, out], help="ingest speed against embedding alone")
+    bi.add_argument("--claims", type=Path, required=True, help="a claims TSV (vclaim_id, vclaim, title)")
+    bi.add_argument("--limit", type=int, default=2000, help="claims per run")
+    bi.add_argument("--repeats", type=int, default=3, help="runs, each in a fresh data dir")
+
+    bm = bsub.add_parser("match", parents=[common, out], help="match latency of a message never seen before")
+    bm.add_argument("--claims", type=Path, required=True, help="a claims TSV (vclaim_id, vclaim, title)")
+    bm.add_argument("--queries", type=Path, required=True, help="queries TSV (id, text): the long messages")
+    bm.add_argument("-n", type=int, default=200, help="messages of each kind")
+    bm.add_argument("--repeats", type=int, default=3, help="timed passes over the messages")
+
+    bc = bsub.add_parser("corroborate", parents=[common, out], help='"also reported by" ingest and lookup speed')
+    bc.add_argument("--messages", type=Path, required=True, help="tweets TSV used as stored channel messages")
+    bc.add_argument("--queries", type=Path, required=True, help="tweets TSV of checked texts")
+    bc.add_argument("--stored", type=int, default=100_000, help="messages stored before timing")
+    bc.add_argument("--ingest-n", type=int, default=600, help="new messages ingested per repeat")
+    bc.add_argument("-n", type=int, default=200, help="lookups per repeat")
+    bc.add_argument("--repeats", type=int, default=3)
+
+    bp = bsub.add_parser("pipeline", parents=[common, out], help="whole checks on the LLM path, fake providers")
+    bp.add_argument("--concurrency", type=_levels, default=(1, 10, 50), help="concurrent checks per level, "
+                    "comma-separated (default 1,10,50)")
+    bp.add_argument("--llm-ms", type=float, default=800, help="fake LLM latency")
+    bp.add_argument("--search-ms", type=float, default=400, help="fake search latency")
+    bp.add_argument("--repeats", type=int, default=1, help="runs, each in a fresh data dir")
+    bp.add_argument("--no-processes", action="store_true",
+                    help="skip timing tipline ingest/check/run as processes (time and peak RSS)")
+
+    br = bsub.add_parser("report", parents=[common],
+                         help="run every documented benchmark and evaluation, write docs/benchmarks.md")
+    br.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test (needs --out)")
+    br.add_argument("--out", type=Path, help="the document to (re)write (default docs/benchmarks.md)")
+    br.add_argument("--clef", type=Path, default=Path("../shared/eval/clef2020-task2"),
+                    help="CLEF-2020 Task 2 directory (verified_claims.docs.tsv, dev/, train/)")
+    br.add_argument("--climate-fever", type=Path, default=Path("../shared/eval/climate-fever/climate-fever.jsonl"),
+                    help="CLIMATE-FEVER JSON lines")
+    br.add_argument("--figures-json", type=Path, help="also write every figure of the run as JSON")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tipline", description="Fact-checking bot: check messages against "
-                                "previously fact-checked claims and evidence.")
-    p.add_argument("--data-dir", type=Path, help="data directory (default: $TIPLINE_DATA_DIR or ./data)")
-    p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
-    p.add_argument("--log-json", action="store_true", help="JSON log lines (info and up) with job and check ids")
+    p = argparse.ArgumentParser(prog="tipline", parents=[_global_flags(defaults=True)],
+                                description="Fact-checking bot: check messages against previously fact-checked "
+                                "claims and evidence.")
+    common = _global_flags(defaults=False)
     sub = p.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("check", help="check one message and print the verdict card")
+    c = sub.add_parser("check", parents=[common], help="check one message and print the verdict card")
     c.add_argument("--json", action="store_true", help="print the Result JSON instead of the card")
     c.add_argument("text", nargs="+", help="the text to check ('-' reads standard input)")
 
-    sub.add_parser("chat", help="interactive checks in the terminal (Ctrl-D exits)")
-    sub.add_parser("run", help="run the configured chat bots (Telegram: set TIPLINE_TELEGRAM_TOKEN)")
+    sub.add_parser("chat", parents=[common], help="interactive checks in the terminal (Ctrl-D exits)")
+    sub.add_parser("run", parents=[common], help="run the configured chat bots (Telegram: set TIPLINE_TELEGRAM_TOKEN)")
 
-    i = sub.add_parser("ingest", help="load previously fact-checked claims (ClaimReview, Fact Check API JSON, "
-                       "CSV/TSV/JSONL, RSS/Atom)")
+    i = sub.add_parser("ingest", parents=[common], help="load previously fact-checked claims (ClaimReview, "
+                       "Fact Check API JSON, CSV/TSV/JSONL, RSS/Atom)")
     i.add_argument("sources", nargs="+", help="files or http(s) URLs")
     i.add_argument("--map", action="append", metavar="FIELD=COLUMN",
                    help="column mapping for CSV/TSV/JSONL, e.g. --map claim=statement --map url=link")
 
-    e = sub.add_parser("eval", help="evaluate against public data sets")
+    e = sub.add_parser("eval", parents=[common], help="evaluate against public data sets")
     esub = e.add_subparsers(dest="task", required=True)
-    cm = esub.add_parser("claim-matching", help="CLEF-2020 CheckThat! Task 2: TREC run file and MAP@5")
+    cm = esub.add_parser("claim-matching", parents=[common], help="CLEF-2020 CheckThat! Task 2: TREC run file "
+                         "and MAP@5")
     cm.add_argument("--claims", type=Path, required=True, help="verified_claims.docs.tsv")
     cm.add_argument("--queries", type=Path, required=True, help="tweets.queries.tsv")
     cm.add_argument("--out", type=Path, required=True, help="run file to write")
     cm.add_argument("--qrels", type=Path, help="tweet-vclaim-pairs.qrels: print MAP@5, MRR, recall@5")
     cm.add_argument("--tag", default="tipline", help="run tag (last column)")
 
-    co = esub.add_parser("corroboration", help="same-story detection over tweets as a message stream")
+    co = esub.add_parser("corroboration", parents=[common], help="same-story detection over tweets as a message "
+                         "stream")
     co.add_argument("--messages", type=Path, required=True, help="tweets.queries.tsv")
     co.add_argument("--out", type=Path, required=True, help="message_id<TAB>cluster_id file to write")
     co.add_argument("--qrels", type=Path, help="tweet-vclaim-pairs.qrels: print pairwise precision, recall, F1")
 
-    ev = esub.add_parser("evidence", help="CLIMATE-FEVER: evidence retrieval (dense, BM25, hybrid) and the "
-                         "verdict policy with oracle stances")
+    ev = esub.add_parser("evidence", parents=[common], help="CLIMATE-FEVER: evidence retrieval (dense, BM25, "
+                         "hybrid) and the verdict policy with oracle stances")
     ev.add_argument("--data", type=Path, required=True, help="climate-fever.jsonl")
     ev.add_argument("--split", choices=["dev", "train", "all"], default="dev",
                     help="claims to report (hash of claim_id: 70%% train, 30%% dev); train is always shown too")
     ev.add_argument("--out", type=Path, help="write the full report as JSON")
     ev.add_argument("--cache-dir", type=Path, help="keep the sentence vectors here as .npy for reruns")
 
-    b = sub.add_parser("bench", help="speed benchmarks")
-    b.add_argument("what", choices=["ingest", "match", "corroborate", "pipeline"])
-    b.add_argument("--concurrency", default="1,10,50", help="pipeline: concurrent checks per level")
-    b.add_argument("--llm-ms", type=float, default=800, help="pipeline: fake LLM latency")
-    b.add_argument("--search-ms", type=float, default=400, help="pipeline: fake search latency")
-    b.add_argument("--claims", type=Path, help="a claims TSV (vclaim_id, vclaim, title); ingest and match")
-    b.add_argument("--messages", type=Path, help="corroborate: tweets TSV used as stored channel messages")
-    b.add_argument("--stored", type=int, default=100_000, help="corroborate: messages stored before timing")
-    b.add_argument("--queries", type=Path, help="queries TSV for 'match'")
-    b.add_argument("--limit", type=int, default=2000, help="claims per ingest run")
-    b.add_argument("--repeats", type=int, default=3)
-    b.add_argument("-n", type=int, default=200, help="queries for 'match'")
-    b.add_argument("--json", action="store_true")
+    _bench_parsers(sub, common)
 
-    s = sub.add_parser("schema", help="write the Result JSON schema")
+    s = sub.add_parser("schema", parents=[common], help="write the Result JSON schema")
     s.add_argument("path", nargs="?", default="docs/result.schema.json")
     return p
 
@@ -312,12 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     quiet = logging.ERROR if args.command in ("check", "chat") else logging.WARNING
     configure(logging.DEBUG if args.debug else logging.INFO if args.log_json else quiet,
               json_lines=args.log_json)
-    if args.command == "bench" and args.what == "match" and not args.queries:
-        parser.error("bench match needs --queries")
-    if args.command == "bench" and args.what in ("ingest", "match") and not args.claims:
-        parser.error(f"bench {args.what} needs --claims")
-    if args.command == "bench" and args.what == "corroborate" and not (args.messages and args.queries):
-        parser.error("bench corroborate needs --messages (stored) and --queries (checked texts)")
+    if args.command == "bench" and args.what == "report" and args.quick and not args.out:
+        parser.error("bench report --quick needs --out: its figures are a smoke test, not for docs/benchmarks.md")
     try:
         if args.command == "schema":
             return cmd_schema(args)
@@ -335,8 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: one sentence, the traceback only with --debug
         if args.debug:
             raise
-        print(f"tipline: unexpected error ({exc.__class__.__name__}: {exc}); run again with --debug for details",
-              file=sys.stderr)
+        print(f"tipline: unexpected error ({exc.__class__.__name__}: {exc}); run the same command again with "
+              "--debug for the details", file=sys.stderr)
         return EXIT_FAILED
 
 

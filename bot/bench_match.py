@@ -1,0 +1,119 @@
+"""`tipline bench match`: how long one message waits for the knowledge-base match.
+
+The server is warm (every message is matched once before timing, which loads the in-process index and
+the per-document data) and the message is cold: the embedder's cache is cleared before each timed
+match, as for a message nobody sent before. Per message and pass:
+  cold:   `ClaimMatcher.by_text` with nothing cached for the message (what a user waits for);
+  embed:  the embedder on the cleaned message, cold again (the same call by_text makes);
+  search: the candidate search with that vector;
+  rest:   cold − embed − search: cleaning, other encoders, features, re-ranking, payloads;
+  warm:   by_text again right away, the message's embedding now cached (a repeated forward, or the
+          corroboration lookup right after a check), shown beside the cold figure, never instead of it.
+The breakdown is of means over every message of every pass, so embed + search + rest = cold exactly;
+p50 and p95 are per pass, as median (min–max) over passes.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.app import App, build_app
+from bot.bench import Spread, factchecks, mean, pct, temp_settings
+from bot.settings import Settings
+from core.evaluation import read_queries
+from core.models import FactCheck
+from core.sparse import query_vector
+from core.textclean import clean_query
+
+
+@dataclass
+class _Timings:
+    """Per-message milliseconds of one kind of message, appended pass after pass."""
+
+    cold: list[float] = field(default_factory=list)
+    embed: list[float] = field(default_factory=list)
+    search: list[float] = field(default_factory=list)
+    warm: list[float] = field(default_factory=list)
+    passes: list[tuple[float, float, float]] = field(default_factory=list)  # (cold p50, cold p95, warm p50)
+
+
+async def index_claims(app: App, fcs: list[FactCheck]) -> float:
+    """Index `fcs` through the production ingest path; returns the seconds it took."""
+    app.embedder.clear_cache()
+    t0 = time.perf_counter()
+    await app.kb.add(fcs)
+    return time.perf_counter() - t0
+
+
+async def _one_pass(app: App, messages: list[str], t: _Timings) -> None:
+    matcher, kb, embedder = app.matcher, app.kb, app.embedder
+    cold, warm = [], []
+    for q in messages:
+        embedder.clear_cache()
+        t0 = time.perf_counter()
+        await matcher.by_text(q)
+        cold.append((time.perf_counter() - t0) * 1000)
+
+        clean = clean_query(q)
+        embedder.clear_cache()
+        t0 = time.perf_counter()
+        vec = (await embedder.embed([clean]))[0]
+        t.embed.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        await kb.vectors.search_factchecks(kb.collection, vec, query_vector(clean), matcher.candidates)
+        t.search.append((time.perf_counter() - t0) * 1000)
+
+        t0 = time.perf_counter()
+        await matcher.by_text(q)  # the embedding of `clean` is cached now
+        warm.append((time.perf_counter() - t0) * 1000)
+    t.cold += cold
+    t.warm += warm
+    t.passes.append((pct(cold, 50), pct(cold, 95), pct(warm, 50)))
+
+
+async def match_latency(app: App, messages: list[str], repeats: int = 3) -> dict:
+    """Latency of matching `messages` against whatever `app`'s knowledge base holds (see the module doc)."""
+    if not messages:
+        return {"n": 0}
+    for q in messages:  # warm server: the index and per-document data are loaded, as in a running bot
+        await app.matcher.by_text(q)
+    t = _Timings()
+    for _ in range(repeats):
+        await _one_pass(app, messages, t)
+    cold_mean, embed_mean, search_mean = mean(t.cold), mean(t.embed), mean(t.search)
+    return {
+        "n": len(messages), "avg_chars": round(sum(map(len, messages)) / len(messages)), "passes": repeats,
+        "cold_p50_ms": Spread.of([p[0] for p in t.passes], 2),
+        "cold_p95_ms": Spread.of([p[1] for p in t.passes], 2),
+        "warm_p50_ms": Spread.of([p[2] for p in t.passes], 2),
+        # Means over every message of every pass: these four add up.
+        "cold_mean_ms": round(cold_mean, 2),
+        "embed_mean_ms": round(embed_mean, 2),
+        "search_mean_ms": round(search_mean, 2),
+        "rest_mean_ms": round(cold_mean - embed_mean - search_mean, 2),
+    }
+
+
+def short_messages(fcs: list[FactCheck], n: int) -> list[str]:
+    """One-sentence messages: an even sample of the claims themselves."""
+    step = max(1, len(fcs) // max(1, n))
+    return [fc.claim for fc in fcs[::step]][:n]
+
+
+async def bench_match(settings: Settings, claims_path: Path, queries_path: Path, *, n_queries: int = 200,
+                      repeats: int = 3) -> dict:
+    """Match latency over the whole claims file for two kinds of message: the given queries (CLEF tweets:
+    long, with signatures) and short one-sentence messages (a sample of the claims, reworded by nobody)."""
+    fcs = factchecks(claims_path)
+    tweets = [q for _, q in read_queries(queries_path) if q.strip()][:n_queries]
+    short = short_messages(fcs, n_queries)
+    with tempfile.TemporaryDirectory(prefix="tipline-bench-") as tmp:
+        async with build_app(temp_settings(settings, Path(tmp)), seed=False) as app:
+            ingest_s = await index_claims(app, fcs)
+            return {"benchmark": "match", "claims_indexed": len(fcs), "candidates_per_list": app.matcher.candidates,
+                    "ingest_claims_per_s": round(len(fcs) / ingest_s, 1),
+                    "long_queries": await match_latency(app, tweets, repeats),
+                    "short_queries": await match_latency(app, short, repeats)}

@@ -1,0 +1,261 @@
+"""`tipline bench report`: every benchmark and evaluation that docs/benchmarks.md quotes, in one run,
+written into the document's generated blocks (bench_markdown.py renders them).
+
+The document is regenerated, never hand-edited: each figure sits between `<!-- bench:NAME -->` and
+`<!-- /bench:NAME -->`, and only those blocks are replaced, so the prose around them stays. A block the
+document has no place for is an error, not a silent drop.
+
+One run measures, with fixed seeds and the sizes in `Sizes`:
+  claim matching  CLEF-2020 Task 2 dev and train through `ClaimMatcher.by_text` (what `tipline eval
+                  claim-matching` does), against BM25 alone over the same claims; the same index then gives
+                  the match latency of `tipline bench match` (indexing every claim once saves minutes);
+  ingest          `tipline bench ingest`;
+  same story      `tipline eval corroboration` on train and dev, against a cosine-threshold baseline;
+  corroborate     `tipline bench corroborate`;
+  pipeline        `tipline bench pipeline`, with `tipline ingest/check/run` as processes (time, peak RSS);
+  evidence        `tipline eval evidence` (CLIMATE-FEVER).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import bot
+from bot import bench_markdown as md
+from bot.bench_machine import load_average, machine_facts
+from bot.app import App, build_app
+from bot.bench import factchecks, temp_settings
+from bot.settings import Settings
+from core.evaluation import EvalDataError, read_qrels, read_queries, score_run
+from core.sparse import bm25_scores
+
+ROOT = Path(bot.__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "benchmarks.md"
+RUN_DEPTH = 20  # as `tipline eval claim-matching` (bot/claim_eval.py)
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much of each benchmark one report runs. Full: about a quarter of an hour on 2 idle cores."""
+
+    claims_limit: int | None = None  # claims indexed for claim matching (None: the whole file)
+    queries_limit: int | None = None  # queries per split for claim matching and same-story detection
+    match_n: int = 197
+    match_repeats: int = 3
+    ingest_limit: int = 1000
+    ingest_repeats: int = 3
+    corroborate_stored: int = 100_000
+    corroborate_ingest: int = 600
+    corroborate_lookups: int = 197
+    corroborate_repeats: int = 3
+    pipeline_levels: tuple[int, ...] = (1, 10, 50)
+    pipeline_llm_ms: float = 800
+    pipeline_search_ms: float = 400
+    pipeline_repeats: int = 3
+    process_ingest_rows: int = 500
+    process_api_checks: int = 10
+    evidence_claims: int | None = None  # CLIMATE-FEVER claims read (None: all)
+
+
+# Every code path of the full run, at the smallest sizes that still have a median and a range (two passes
+# where a pass is cheap; one where a repeat means another model load).
+QUICK = Sizes(claims_limit=300, queries_limit=20, match_n=5, match_repeats=2, ingest_limit=20, ingest_repeats=1,
+              corroborate_stored=300, corroborate_ingest=5, corroborate_lookups=4, corroborate_repeats=2,
+              pipeline_levels=(1, 2), pipeline_llm_ms=10, pipeline_search_ms=10, pipeline_repeats=1,
+              process_ingest_rows=5, process_api_checks=2, evidence_claims=30)
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    clef: Path
+    climate_fever: Path
+    sizes: Sizes = field(default_factory=Sizes)
+    quick: bool = False
+    seed: int = 7
+
+    @classmethod
+    def for_mode(cls, *, quick: bool, clef: Path, climate_fever: Path) -> ReportConfig:
+        return cls(clef=clef, climate_fever=climate_fever, sizes=QUICK if quick else Sizes(), quick=quick)
+
+    def check(self) -> None:
+        """Every input present before minutes of work start."""
+        for p in (self.claims, *(self.split(s)[k] for s in ("dev", "train") for k in (0, 1)), self.climate_fever):
+            if not p.is_file():
+                raise EvalDataError(f"bench report needs {p} (see --clef and --climate-fever)")
+
+    @property
+    def claims(self) -> Path:
+        return self.clef / "verified_claims.docs.tsv"
+
+    def split(self, name: str) -> tuple[Path, Path]:
+        return self.clef / name / "tweets.queries.tsv", self.clef / name / "tweet-vclaim-pairs.qrels"
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    path: Path
+    blocks: dict[str, str]
+    seconds: float
+    figures: dict
+
+
+# --- claim matching: quality and latency over one index -----------------------------------------
+
+async def _claim_matching(app: App, config: ReportConfig) -> dict:
+    from bot.bench_match import index_claims, match_latency, short_messages
+
+    s = config.sizes
+    fcs = factchecks(config.claims, s.claims_limit)
+    by_id = {fc.id: fc.source_id for fc in fcs}
+    ingest_s = await index_claims(app, fcs)
+    docs = [f"{fc.claim} {fc.title}".strip() for fc in fcs]
+    quality = {}
+    for split in ("dev", "train"):
+        queries_path, qrels_path = config.split(split)
+        queries = read_queries(queries_path)[:s.queries_limit]
+        gold = read_qrels(qrels_path)
+        gold = {q: g for q, g in gold.items() if q in {qid for qid, _ in queries}}
+        ours = {}
+        for qid, text in queries:
+            ours[qid] = [by_id[m.factcheck_id] for m in await app.matcher.by_text(text, limit=RUN_DEPTH)] \
+                if text.strip() else []
+        scores = bm25_scores([t for _, t in queries], docs)
+        bm25 = {qid: [fcs[j].source_id for j in (-scores[i]).argsort(kind="stable")[:RUN_DEPTH]]
+                for i, (qid, _) in enumerate(queries)}
+        quality[split] = {"queries": len(queries), "tipline": score_run(ours, gold), "bm25": score_run(bm25, gold)}
+    tweets = [t for _, t in read_queries(config.split("dev")[0]) if t.strip()][:s.match_n]
+    latency = {"long": await match_latency(app, tweets, s.match_repeats),
+               "short": await match_latency(app, short_messages(fcs, s.match_n), s.match_repeats)}
+    return {"claims": len(fcs), "run_depth": RUN_DEPTH, "ingest_claims_per_s": round(len(fcs) / ingest_s, 1),
+            "candidates": app.matcher.candidates, "quality": quality, "latency": latency}
+
+
+# --- same-story detection: tipline against a cosine threshold -----------------------------------
+
+async def _corroboration_eval(app: App, config: ReportConfig, scratch: Path) -> dict:
+    return await asyncio.to_thread(_corroboration_eval_sync, app, config, scratch)
+
+
+def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path) -> dict:
+    from bot.corroboration_eval import baseline_clusters, load_messages, run_corroboration_eval
+    from core.corroboration import pairwise_scores
+
+    out: dict = {}
+    data = {}
+    for split in ("train", "dev"):
+        messages, qrels = config.split(split)
+        if config.sizes.queries_limit:  # a prefix of the stream, written aside
+            rows = messages.read_text(encoding="utf-8").splitlines()
+            messages = scratch / f"{split}.messages.tsv"
+            messages.write_text("\n".join(rows[:config.sizes.queries_limit + 1]) + "\n", encoding="utf-8")
+        result = run_corroboration_eval(messages, scratch / f"{split}.clusters.tsv", qrels,
+                                        embedder=app.embedder, quiet=True)
+        msgs = load_messages(messages)
+        data[split] = (msgs, app.embedder.embed_sync([m.text for m in msgs]), read_qrels(qrels))
+        out[split] = {"messages": result["messages"], "tipline": {k: result[k] for k in ("precision", "recall", "f1")}}
+    # The baseline's one threshold, chosen on train (grid 0.50-0.99 by 0.01; ties go to the higher one).
+    msgs, vecs, gold = data["train"]
+    grid = [round(0.5 + 0.01 * i, 2) for i in range(50)]
+    best = max(grid, key=lambda t: (pairwise_scores(baseline_clusters(msgs, vecs, t), gold).f1, t))
+    for split, (msgs, vecs, gold) in data.items():
+        s = pairwise_scores(baseline_clusters(msgs, vecs, best), gold)
+        out[split]["baseline"] = {"precision": s.precision, "recall": s.recall, "f1": s.f1}
+    out["baseline_threshold"] = best
+    return out
+
+
+# --- CLIMATE-FEVER -------------------------------------------------------------------------------
+
+async def _evidence_eval(app: App, config: ReportConfig, scratch: Path) -> dict:
+    from bot.evidence_eval import run_evidence_eval
+
+    path = config.climate_fever
+    if config.sizes.evidence_claims:
+        lines = [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+        path = scratch / "climate-fever.jsonl"
+        path.write_text("\n".join(lines[:config.sizes.evidence_claims]) + "\n", encoding="utf-8")
+    return await asyncio.to_thread(run_evidence_eval, path, app.embedder, split="dev")
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+async def collect(settings: Settings, config: ReportConfig, progress: Progress = lambda _m: None) -> dict:
+    """Every figure of the report, as one JSON-able-after-`plain` dict, with the seconds each part took."""
+    from bot.bench_corroborate import bench_corroborate
+    from bot.bench_ingest import bench_ingest
+    from bot.bench_pipeline import bench_pipeline
+
+    config.check()
+    s = config.sizes
+    figures: dict = {"machine": machine_facts(settings), "sizes": asdict(s), "quick": config.quick,
+                     "seed": config.seed, "seconds": {}}
+    t_all = time.perf_counter()
+
+    async def part(name: str, make) -> None:
+        progress(f"{name}…")
+        t0 = time.perf_counter()
+        figures[name] = await make()
+        figures["seconds"][name] = round(time.perf_counter() - t0, 1)
+        progress(f"{name} done in {figures['seconds'][name]:.0f} s")
+
+    with tempfile.TemporaryDirectory(prefix="tipline-report-") as tmp:
+        scratch = Path(tmp)
+
+        async def with_app(work):
+            with tempfile.TemporaryDirectory(prefix="tipline-bench-", dir=scratch) as d:
+                async with build_app(temp_settings(settings, Path(d)), seed=False) as app:
+                    return await work(app)
+
+        await part("claim_matching", lambda: with_app(lambda app: _claim_matching(app, config)))
+        await part("ingest", lambda: bench_ingest(settings, config.claims, limit=s.ingest_limit,
+                                                  repeats=s.ingest_repeats))
+        await part("corroboration_eval", lambda: with_app(lambda app: _corroboration_eval(app, config, scratch)))
+        await part("corroborate", lambda: bench_corroborate(
+            settings, config.split("train")[0], config.split("dev")[0], stored=s.corroborate_stored,
+            ingest_n=s.corroborate_ingest, lookups=s.corroborate_lookups, repeats=s.corroborate_repeats,
+            seed=config.seed))
+        await part("pipeline", lambda: bench_pipeline(
+            settings, levels=s.pipeline_levels, llm_ms=s.pipeline_llm_ms, search_ms=s.pipeline_search_ms,
+            repeats=s.pipeline_repeats, processes=True, ingest_rows=s.process_ingest_rows,
+            api_checks=s.process_api_checks))
+        await part("evidence", lambda: with_app(lambda app: _evidence_eval(app, config, scratch)))
+    figures["seconds"]["total"] = round(time.perf_counter() - t_all, 1)
+    figures["machine"]["load_average_end"] = load_average()
+    return figures
+
+
+def write_blocks(text: str, blocks: dict[str, str]) -> str:
+    """`text` with each `<!-- bench:NAME -->…<!-- /bench:NAME -->` block's inside replaced by blocks[NAME]."""
+    missing = [name for name in blocks if md.marker(name) not in text or md.end_marker(name) not in text]
+    if missing:
+        raise EvalDataError(f"the document has no place for the generated block(s) {', '.join(missing)}: "
+                            f"add {md.marker(missing[0])} … {md.end_marker(missing[0])}")
+    for name, body in blocks.items():
+        head, rest = text.split(md.marker(name), 1)
+        _, tail = rest.split(md.end_marker(name), 1)
+        text = f"{head}{md.marker(name)}\n{body.rstrip()}\n{md.end_marker(name)}{tail}"
+    return text
+
+
+async def run_report(settings: Settings, config: ReportConfig, *, out: Path | None = None,
+                     figures_json: Path | None = None, progress: Progress = lambda _m: None) -> ReportOutcome:
+    """Run everything and (re)write `out` (default docs/benchmarks.md; a new file starts from it as its
+    template); the raw figures go to `figures_json` when given, for comparing runs."""
+    from bot.bench import plain
+
+    out = Path(out) if out is not None else DOC
+    template = out.read_text(encoding="utf-8") if out.exists() else DOC.read_text(encoding="utf-8")
+    write_blocks(template, {name: "" for name in md.BLOCKS})  # a missing place fails now, not after the run
+    figures = await collect(settings, config, progress)
+    blocks = md.render(figures, config)
+    out.write_text(write_blocks(template, blocks), encoding="utf-8")
+    if figures_json is not None:
+        figures_json.write_text(json.dumps(plain(figures), indent=1, default=str) + "\n", encoding="utf-8")
+    return ReportOutcome(out, blocks, figures["seconds"]["total"], figures)

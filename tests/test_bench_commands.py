@@ -1,0 +1,143 @@
+"""Smoke tests: every `tipline bench` and `tipline eval` command that README.md and docs/ show, run the way
+a user runs it (the real `tipline` entry point, real SQLite, embedded Qdrant and model) on tiny data of our
+own in tests/data/bench_*. They check that each command works and reports what it says it reports, never
+how fast: a figure's size depends on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from bot.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parent.parent
+CLEF = ROOT / "tests" / "data" / "bench_clef"
+CLAIMS = CLEF / "verified_claims.docs.tsv"
+CLIMATE_FEVER = ROOT / "tests" / "data" / "bench_climate_fever.jsonl"
+
+# Each documented command and the test below that runs it.
+COVERED = {
+    "bench ingest": "test_bench_ingest",
+    "bench match": "test_bench_match",
+    "bench corroborate": "test_bench_corroborate",
+    "bench pipeline": "test_bench_pipeline",
+    "bench report": "test_bench_report_quick",
+    "eval claim-matching": "test_eval_claim_matching",
+    "eval corroboration": "test_eval_corroboration",
+    "eval evidence": "test_eval_evidence",
+}
+
+
+@pytest.fixture
+def tipline(tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
+    """`tipline ARGS…` in this process, in a scratch directory (so no developer's .env or TIPLINE_* variable
+    is read) on a fresh data dir; returns standard output and fails the test on a non-zero exit."""
+    for key in list(os.environ):
+        if key.startswith("TIPLINE_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("TIPLINE_EMBED_MODEL_DIR", str(model_dir))
+    monkeypatch.setenv("TIPLINE_GDELT_URL", "")  # never the public news API
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: object) -> str:
+        code = main(["--data-dir", str(tmp_path / "data"), *map(str, args)])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        return out.out
+
+    return run
+
+
+def test_documented_commands_have_smoke_tests() -> None:
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    documented = {" ".join(m) for p in docs for m in re.findall(r"tipline (bench|eval) ([a-z][a-z-]*)", p.read_text())}
+    assert documented, "no documented bench/eval command found: has the pattern changed?"
+    assert documented <= set(COVERED), f"no smoke test for: {sorted(documented - set(COVERED))}"
+    assert all(name in globals() for name in COVERED.values())
+
+
+def test_bench_ingest(tipline) -> None:
+    report = json.loads(tipline("bench", "ingest", "--claims", CLAIMS, "--limit", 6, "--repeats", 1, "--json"))
+    assert report["claims_per_run"] == 6 and report["texts_embedded_per_run"] == 12
+    for key in ("embedding_alone_claims_per_s", "tipline_ingest_claims_per_s"):
+        assert report[key]["median"] > 0 and len(report[key]["runs"]) == 1
+    assert report["ingest_over_embedding_alone"] > 0
+
+
+def test_bench_match(tipline) -> None:
+    report = json.loads(tipline("bench", "match", "--claims", CLAIMS, "--queries", CLEF / "dev" / "tweets.queries.tsv",
+                                "-n", 3, "--repeats", 2, "--json"))
+    assert report["claims_indexed"] == 12
+    for kind in ("long_queries", "short_queries"):
+        r = report[kind]
+        assert r["n"] == 3 and r["passes"] == 2
+        assert len(r["cold_p50_ms"]["runs"]) == 2 and r["warm_p50_ms"]["median"] > 0
+        # The breakdown adds up to the total (up to rounding).
+        assert r["embed_mean_ms"] + r["search_mean_ms"] + r["rest_mean_ms"] == pytest.approx(r["cold_mean_ms"], abs=0.02)
+
+
+def test_bench_corroborate(tipline) -> None:
+    out = tipline("bench", "corroborate", "--messages", CLEF / "train" / "tweets.queries.tsv",
+                  "--queries", CLEF / "dev" / "tweets.queries.tsv", "--stored", 40, "--ingest-n", 3, "-n", 2,
+                  "--repeats", 1)
+    assert "stored_messages: 43" in out  # 40 bulk-loaded + 3 ingested
+    assert "cold_p50_ms" in out and "warm_after_check_p50_ms" in out and "embedding_alone_msgs_per_s" in out
+
+
+def test_bench_pipeline(tipline) -> None:
+    # The child processes (time and peak RSS) run in test_bench_report_quick; once is enough for a smoke test.
+    report = json.loads(tipline("bench", "pipeline", "--concurrency", "1,2", "--llm-ms", 5, "--search-ms", 5,
+                                "--no-processes", "--json"))
+    assert set(report["levels"]) == {"1", "2"}
+    assert report["critical_path_ms"] == 25
+    assert report["levels"]["2"]["llm_calls_per_check"] >= 4  # the whole LLM path ran, not a shortcut
+
+
+def test_eval_claim_matching(tipline, tmp_path: Path) -> None:
+    out = tipline("eval", "claim-matching", "--claims", CLAIMS, "--queries", CLEF / "dev" / "tweets.queries.tsv",
+                  "--qrels", CLEF / "dev" / "tweet-vclaim-pairs.qrels", "--out", tmp_path / "dev.run.tsv")
+    assert "MAP@5=" in out
+    assert {line.split("\t")[0] for line in (tmp_path / "dev.run.tsv").read_text().splitlines()} == \
+        {f"d{i}" for i in range(1, 7)}
+
+
+def test_eval_corroboration(tipline, tmp_path: Path) -> None:
+    out = tipline("eval", "corroboration", "--messages", CLEF / "train" / "tweets.queries.tsv",
+                  "--qrels", CLEF / "train" / "tweet-vclaim-pairs.qrels", "--out", tmp_path / "clusters.tsv")
+    assert "pairwise P=" in out
+    assert len((tmp_path / "clusters.tsv").read_text().splitlines()) == 10
+
+
+def test_eval_evidence(tipline, tmp_path: Path) -> None:
+    out = tipline("eval", "evidence", "--data", CLIMATE_FEVER, "--split", "dev", "--out", tmp_path / "cf.json")
+    assert "Retrieval" in out
+    report = json.loads((tmp_path / "cf.json").read_text())
+    assert report["claims"] == {"train": 4, "dev": 2, "all": 6}
+    assert {"dense", "bm25", "rrf"} <= set(report["retrieval"])
+
+
+def test_bench_report_quick(tipline, tmp_path: Path) -> None:
+    from bot.bench_markdown import BLOCKS
+
+    out = tmp_path / "benchmarks.md"  # does not exist: the report starts from docs/benchmarks.md
+    tipline("bench", "report", "--quick", "--out", out, "--clef", CLEF, "--climate-fever", CLIMATE_FEVER,
+            "--figures-json", tmp_path / "figures.json")
+    doc, template = out.read_text(), (ROOT / "docs" / "benchmarks.md").read_text()
+    for name in BLOCKS:
+        body = doc.split(f"<!-- bench:{name} -->", 1)[1].split(f"<!-- /bench:{name} -->", 1)[0]
+        assert "Not generated yet" not in body and "|---|" in body, name
+    assert doc.count("Quick smoke run") == len(BLOCKS)
+    assert _prose(doc) == _prose(template)  # only the generated blocks changed
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    processes = figures["pipeline"]["processes"]
+    assert [p["command"].split()[1] for p in processes] == ["ingest", "check", "run"]
+    assert all(p["peak_rss_mib"] > 50 and p["wall_s"] > 0 for p in processes)  # a real process's memory
+
+
+def _prose(text: str) -> str:
+    return re.sub(r"<!-- bench:([\w-]+) -->.*?<!-- /bench:\1 -->", "", text, flags=re.S)

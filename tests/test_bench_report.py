@@ -1,0 +1,87 @@
+"""docs/benchmarks.md is generated: its blocks are replaced in place, nothing else changes, and no figure
+lives outside them. Plus the global flags every bench/eval command shares. No model is loaded here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bot.bench import Spread
+from bot.bench_markdown import BLOCKS
+from bot.bench_report import write_blocks
+from bot.cli import build_parser, main
+from core.evaluation import EvalDataError
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "benchmarks.md"
+
+
+def test_blocks_are_replaced_in_place_and_the_rest_is_kept() -> None:
+    text = "intro\n<!-- bench:a -->\nold\n<!-- /bench:a -->\nmiddle\n<!-- bench:b -->\n<!-- /bench:b -->\nend\n"
+    out = write_blocks(text, {"a": "new A", "b": "new B\n"})
+    assert out == "intro\n<!-- bench:a -->\nnew A\n<!-- /bench:a -->\nmiddle\n<!-- bench:b -->\nnew B\n<!-- /bench:b -->\nend\n"
+    assert write_blocks(out, {"a": "new A", "b": "new B"}) == out  # regenerating is stable
+    with pytest.raises(EvalDataError, match="bench:c"):
+        write_blocks(text, {"c": "anything"})
+
+
+def test_the_document_has_a_place_for_every_block() -> None:
+    text = DOC.read_text()
+    for name in BLOCKS:
+        assert text.count(f"<!-- bench:{name} -->") == 1 and text.count(f"<!-- /bench:{name} -->") == 1, name
+
+
+def test_no_figure_outside_the_generated_blocks() -> None:
+    """Every number in docs/benchmarks.md comes from `tipline bench report`: outside its blocks, only names
+    that contain digits are allowed (and code, which shows commands and paths)."""
+    text = re.sub(r"<!-- bench:([\w-]+) -->.*?<!-- /bench:\1 -->", "", DOC.read_text(), flags=re.S)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", "", text)
+    for name in ("CLEF-2020", "Task 2", "Diggelmann et al., 2020", "127.0.0.1", "Seed 000", "BM25", "F1"):
+        text = text.replace(name, "")
+    assert not re.findall(r".{0,30}\d.{0,30}", text)
+
+
+def test_spread_is_the_median_and_the_range() -> None:
+    s = Spread.of([3.0, 1.0, 2.0])
+    assert (s.median, s.lo, s.hi, s.runs) == (2.0, 1.0, 3.0, (3.0, 1.0, 2.0))
+    assert s.text(".1f") == "2.0 (1.0–3.0)"
+    assert Spread.of([5.0]).text(".1f") == "5.0"
+
+
+@pytest.mark.parametrize("argv", [
+    ["--debug", "--log-json", "--data-dir", "/d", "bench", "match", "--claims", "c", "--queries", "q"],
+    ["bench", "--debug", "match", "--log-json", "--claims", "c", "--queries", "q", "--data-dir", "/d"],
+    ["bench", "match", "--claims", "c", "--queries", "q", "--data-dir", "/d", "--debug", "--log-json"],
+])
+def test_global_flags_work_before_or_after_the_subcommand(argv: list[str]) -> None:
+    args = build_parser().parse_args(argv)
+    assert (args.debug, args.log_json, args.data_dir) == (True, True, Path("/d"))
+
+
+@pytest.mark.parametrize("argv", [["check", "some text"], ["eval", "evidence", "--data", "x"], ["run"],
+                                  ["bench", "report"]])
+def test_global_flags_default_when_not_given(argv: list[str]) -> None:
+    args = build_parser().parse_args(argv)
+    assert (args.debug, args.log_json, args.data_dir) == (False, False, None)
+    assert build_parser().parse_args([*argv, "--debug"]).debug  # and are taken after any subcommand
+
+
+def test_unexpected_error_names_a_flag_that_works(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    target = tmp_path / "no such dir" / "schema.json"  # writing there fails in a way no handler expects
+    assert main(["schema", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert "unexpected error" in err and "--debug" in err
+    with pytest.raises(FileNotFoundError):  # the flag, given where a user would add it, shows the traceback
+        main(["schema", str(target), "--debug"])
+
+
+def test_bench_usage_errors_are_one_line(capsys: pytest.CaptureFixture) -> None:
+    for argv in (["bench", "pipeline", "--concurrency", "1,x"], ["bench", "match", "--claims", "c"],
+                 ["bench", "report", "--quick"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        assert "Traceback" not in capsys.readouterr().err
