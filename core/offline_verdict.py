@@ -7,16 +7,11 @@ Never a guessed verdict.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from core.i18n import t
 from core.models import Citation, Match, Verdict
-
-_NEGATION = re.compile(
-    r"(?i)\b(?:not|no|never|none|nobody|nothing|neither|nor|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|"
-    r"won't|can't|cannot|hasn't|haven't|false|fake|hoax|myth|debunked|untrue)\b|\b(?:не|нет|ни|никогда|фейк|ложь)\b|n't\b"
-)
+from core.negation import contradicts
 
 
 @dataclass(frozen=True)
@@ -27,10 +22,6 @@ class OfflineVerdict:
     citations: list[Citation]
     matches: list[Match]
     notes: list[str]
-
-
-def _polarity(text: str) -> bool:
-    return len(_NEGATION.findall(text)) % 2 == 1
 
 
 def _citation(n: int, m: Match, lang: str = "en") -> Citation:
@@ -53,8 +44,11 @@ def decide(text: str, matches: list[Match], closest: int = 3, language: str = "e
         top = auto[0]
         # A message that negates the checked claim ("5G does NOT cause COVID") matches it just as
         # closely as one repeating it; inheriting the rating would invert the answer. Matching alone
-        # cannot tell which side the user is on, so say so instead of guessing.
-        if top.method != "url" and _polarity(text) != _polarity(top.claim):
+        # cannot tell which side the user is on, so say so instead of guessing. Polarity is judged
+        # against the claim (core/negation.py), not by counting negation words: "NASA never went to
+        # the moon" agrees with "the moon landings were faked", "vaccines don't cause autism" with
+        # "Vaccines do not cause autism".
+        if top.method != "url" and contradicts(text, top.claim):
             notes.append(t("note.negated", lang))
             suggest = auto + suggest
             auto = []
