@@ -41,7 +41,7 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
     from core.tracking import TrackedMessage
 
     rng = np.random.default_rng(seed)
-    base = [q for _, q in read_queries(messages_path) if q.strip()]
+    base = [q for _, q in read_queries(messages_path) if q.strip()][:stored]  # no more tweets than reposts
     questions = [q for _, q in read_queries(queries_path) if q.strip()][:lookups]
     now = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory(prefix="tipline-bench-") as tmp:

@@ -36,6 +36,15 @@ def ratio(a: float | None, b: float | None, digits: int = 2) -> str:
     return f"{a / b:.{digits}f}×" if a is not None and b else "–"
 
 
+def _q(x: float) -> str:
+    """A quality figure (MAP, recall, accuracy, F1): always four decimals, so columns compare."""
+    return f"{x:.4f}"
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
 def _ms(s: Spread) -> str:
     return s.text(",.1f")
 
@@ -109,17 +118,17 @@ def run_block(figures: dict, config) -> str:
 
 def claim_matching_block(figures: dict, config) -> str:
     f = figures["claim_matching"]
-    limit = f" (first {figures['sizes']['claims_limit']} claims)" if figures["sizes"]["claims_limit"] else ""
+    limit = " (the first of the file)" if figures["sizes"]["claims_limit"] else ""
     cmds = [line for s in ("dev", "train") for line in (
         f"{TIPLINE} eval claim-matching --claims $D/verified_claims.docs.tsv \\",
         f"    --queries $D/{s}/tweets.queries.tsv --qrels $D/{s}/tweet-vclaim-pairs.qrels --out {s}.run.tsv")]
     rows = []
     for split, q in f["quality"].items():
         ours, base = q["tipline"], q["bm25"]
-        rows.append([split, q["queries"], "**tipline** (`ClaimMatcher.by_text`)", f"**{ours.map5:.4f}**",
-                     f"{ours.mrr:.4f}", f"{ours.recall5:.4f}", ratio(ours.map5, base.map5)])
-        rows.append([split, q["queries"], "baseline: BM25 alone over claim + headline", f"{base.map5:.4f}",
-                     f"{base.mrr:.4f}", f"{base.recall5:.4f}", "1.00×"])
+        rows.append([split, q["queries"], "**tipline** (`ClaimMatcher.by_text`)", f"**{_q(ours.map5)}**",
+                     _q(ours.mrr), _q(ours.recall5), ratio(ours.map5, base.map5)])
+        rows.append([split, q["queries"], "baseline: BM25 alone over claim + headline", _q(base.map5),
+                     _q(base.mrr), _q(base.recall5), "1.00×"])
     return "\n".join([
         code(*cmds), "",
         f"{_sizes_note(figures)}{f['claims']:,} claims{limit} indexed once by the production ingest path; "
@@ -144,7 +153,7 @@ def match_block(figures: dict, config) -> str:
              f"-n {s['match_n']} --repeats {s['match_repeats']}"),
         "",
         f"{_sizes_note(figures)}{f['claims']:,} claims indexed (at {f['ingest_claims_per_s']:,.1f} claims/s, the "
-        f"whole file in one ingest), {f['candidates']} candidates per list, {s['match_repeats']} timed passes; "
+        f"whole file in one ingest), {f['candidates']} candidates per list, {_n(s['match_repeats'], 'timed pass')}; "
         "milliseconds, median pass (fastest–slowest pass):",
         "",
         table(["messages", "n", "avg chars", "cold p50", "cold p95", "warm p50 (embedding cached)",
@@ -164,7 +173,7 @@ def ingest_block(figures: dict, config) -> str:
              f"--repeats {f['repeats']}"),
         "",
         f"{_sizes_note(figures)}{f['claims_per_run']:,} claims ({f['texts_embedded_per_run']:,} texts: claim and "
-        f"headline) per run, {f['repeats']} runs, each in a fresh data dir; claims/s, median (min–max):",
+        f"headline) per run, {_n(f['repeats'], 'run')}, each in a fresh data dir; claims/s, median (min–max):",
         "",
         table(["", "claims/s", "ratio"], [
             ["baseline: embedding alone (the same texts, one call, nothing stored)", e.text(",.1f"), "1.00×"],
@@ -207,7 +216,7 @@ def corroborate_block(figures: dict, config) -> str:
         "",
         f"{_sizes_note(figures)}{f['stored_messages']:,} stored messages in the window index from "
         f"{f['tracked_chats']} tracked channels (bulk fill {f['bulk_fill_msgs_per_s']:,.1f} msgs/s, no embedding); "
-        f"{f['repeats']} repeats, median (min–max):",
+        f"{_n(f['repeats'], 'repeat')}, median (min–max):",
         "",
         table(["", "value"], [
             ["ingest, baseline: embedding the new texts alone, msgs/s", i["embedding_alone_msgs_per_s"].text(",.1f")],
@@ -241,7 +250,7 @@ def pipeline_block(figures: dict, config) -> str:
         "",
         f"{_sizes_note(figures)}Fake LLM {f['llm_ms']:,.0f} ms and search {f['search_ms']:,.0f} ms per call. "
         f"Baseline, the critical path: {f['critical_path_ms']:,.0f} ms (seed 000's sequential design would take "
-        f"{f['seed000_sequential_ms']:,.0f} ms for the same inputs). {f['repeats']} repeats, each in a fresh data "
+        f"{f['seed000_sequential_ms']:,.0f} ms for the same inputs). {_n(f['repeats'], 'repeat')}, each in a fresh data "
         "dir; ms, median repeat (min–max):",
         "",
         table(["concurrent checks", "p50", "p95", "p95 / critical path", "LLM calls per check",
@@ -257,15 +266,15 @@ def evidence_block(figures: dict, config) -> str:
     f = figures["evidence"]
     c = f["claims"]
     base = f["retrieval"]["dense"]["dev"]
-    ret = [[("**" + name + "**") if name == "dense" else name, by["dev"]["recall@5"], by["dev"]["mrr"],
-            by["dev"]["map@5"], by["train"]["recall@5"], by["train"]["mrr"],
+    ret = [[("**" + name + "**") if name == "dense" else name, _q(by["dev"]["recall@5"]), _q(by["dev"]["mrr"]),
+            _q(by["dev"]["map@5"]), _q(by["train"]["recall@5"]), _q(by["train"]["mrr"]),
             ratio(by["dev"]["recall@5"], base["recall@5"])] for name, by in f["retrieval"].items()]
-    pol = [[name, m["accuracy"], m["macro_f1"], f["policy"]["train"][name]["accuracy"],
-            f["policy"]["train"][name]["macro_f1"]] for name, m in f["policy"]["dev"].items()]
+    pol = [[name, _q(m["accuracy"]), _q(m["macro_f1"]), _q(f["policy"]["train"][name]["accuracy"]),
+            _q(f["policy"]["train"][name]["macro_f1"])] for name, m in f["policy"]["dev"].items()]
     conf = f["policy"]["dev"]["policy"]["confusion"]
     labels = list(conf)
     confusion = [[f"{g} ({sum(conf[g].values())})", *(conf[g][p] for p in labels)] for g in labels]
-    k_rows = [[k, v["accuracy"], v["macro_f1"]] for k, v in f["min_domains_train"].items()]
+    k_rows = [[k, _q(v["accuracy"]), _q(v["macro_f1"])] for k, v in f["min_domains_train"].items()]
     return "\n".join([
         code(f"{TIPLINE} eval evidence --data {config.climate_fever} --split dev --out climate-fever.report.json"),
         "",
