@@ -132,7 +132,8 @@ def claim_matching_block(figures: dict, config) -> str:
     return "\n".join([
         code(*cmds), "",
         f"{_sizes_note(figures)}{f['claims']:,} claims{limit} indexed once by the production ingest path; "
-        f"every query through `ClaimMatcher.by_text`, top {f['run_depth']} kept. MAP@5 as `../shared/eval/map5.py` computes it.",
+        f"every query through `ClaimMatcher.by_text`, top {f['run_depth']} kept. MAP@5 as "
+        "`../shared/eval/map5.py` computes it.",
         "",
         table(["split", "queries", "system", "MAP@5", "MRR", "recall@5", "MAP@5 / baseline"], rows),
     ])
@@ -210,7 +211,8 @@ def corroborate_block(figures: dict, config) -> str:
     f = figures["corroborate"]
     i, lk = f["ingest"], f["lookup"]
     return "\n".join([
-        code(f"{TIPLINE} bench corroborate --messages $D/train/tweets.queries.tsv --queries $D/dev/tweets.queries.tsv \\",
+        code(f"{TIPLINE} bench corroborate --messages $D/train/tweets.queries.tsv \\",
+             "    --queries $D/dev/tweets.queries.tsv \\",
              f"    --stored {figures['sizes']['corroborate_stored']} --ingest-n {i['messages_per_repeat']} "
              f"-n {lk['n']} --repeats {f['repeats']}"),
         "",
@@ -250,8 +252,8 @@ def pipeline_block(figures: dict, config) -> str:
         "",
         f"{_sizes_note(figures)}Fake LLM {f['llm_ms']:,.0f} ms and search {f['search_ms']:,.0f} ms per call. "
         f"Baseline, the critical path: {f['critical_path_ms']:,.0f} ms (seed 000's sequential design would take "
-        f"{f['seed000_sequential_ms']:,.0f} ms for the same inputs). {_n(f['repeats'], 'repeat')}, each in a fresh data "
-        "dir; ms, median repeat (min–max):",
+        f"{f['seed000_sequential_ms']:,.0f} ms for the same inputs). {_n(f['repeats'], 'repeat')}, each in a "
+        "fresh data dir; ms, median repeat (min–max):",
         "",
         table(["concurrent checks", "p50", "p95", "p95 / critical path", "LLM calls per check",
                "searches per check", "stage p50s"], rows),

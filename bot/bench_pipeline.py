@@ -227,7 +227,8 @@ async def bench_pipeline(settings: Settings, *, levels: tuple[int, ...] = (1, 10
 
 def format_pipeline(report: dict) -> str:
     lines = [f"LLM {report['llm_ms']:.0f} ms, search {report['search_ms']:.0f} ms per call; critical path "
-             f"{report['critical_path_ms']:.0f} ms; seed-000 sequential design {report['seed000_sequential_ms']:.0f} ms; "
+             f"{report['critical_path_ms']:.0f} ms; seed-000 sequential design "
+             f"{report['seed000_sequential_ms']:.0f} ms; "
              f"{report['repeats']} repeat(s), median (min-max)",
              f"{'concurrent':>10} {'p50 ms':>22} {'p95 ms':>22} {'p95/critical':>18} {'LLM calls':>10} {'searches':>9}"]
     for n, r in report["levels"].items():

@@ -21,7 +21,8 @@ DOC = ROOT / "docs" / "benchmarks.md"
 def test_blocks_are_replaced_in_place_and_the_rest_is_kept() -> None:
     text = "intro\n<!-- bench:a -->\nold\n<!-- /bench:a -->\nmiddle\n<!-- bench:b -->\n<!-- /bench:b -->\nend\n"
     out = write_blocks(text, {"a": "new A", "b": "new B\n"})
-    assert out == "intro\n<!-- bench:a -->\nnew A\n<!-- /bench:a -->\nmiddle\n<!-- bench:b -->\nnew B\n<!-- /bench:b -->\nend\n"
+    assert out == ("intro\n<!-- bench:a -->\nnew A\n<!-- /bench:a -->\n"
+                   "middle\n<!-- bench:b -->\nnew B\n<!-- /bench:b -->\nend\n")
     assert write_blocks(out, {"a": "new A", "b": "new B"}) == out  # regenerating is stable
     with pytest.raises(EvalDataError, match="bench:c"):
         write_blocks(text, {"c": "anything"})
