@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from core.llm import LLM, OpenAICompatibleLLM
 from core.knowledge import KnowledgeBase
 from core.matching import ClaimMatcher
 from core.model_files import prepare_default_model
+from core.multilingual import E5Encoder, MultilingualEncoder, WithPrecomputedPassages
 from core.reranker import Reranker
 from core.tracking import Corroborator
 from storage.cache import TTLCache
@@ -30,6 +32,9 @@ from storage.message_vectors import MessageVectors
 from storage.messages import MessageStore
 from storage.sqlite import Database
 from storage.vectors import VectorStore
+
+
+log = logging.getLogger(__name__)
 
 
 class SetupError(RuntimeError):
@@ -50,6 +55,11 @@ class App:
     llm: LLM | None = None  # the budgeted LLM when one is configured
     sources: EvidenceSources | None = None
 
+    def clear_embedding_caches(self) -> None:
+        """Forget every remembered vector of both models, so a timed path sees a message never seen."""
+        self.embedder.clear_cache()
+        self.kb.multilingual.clear_cache()
+
 
 def check_data_dir(path: Path) -> None:
     try:
@@ -69,6 +79,15 @@ def load_embedder(settings: Settings) -> Embedder:
                     batch_size=settings.embed_batch_size)
 
 
+def load_multilingual(settings: Settings) -> MultilingualEncoder:
+    # The seed's vectors ship with the package: a new data dir skips ~10 s of e5 on first start.
+    return WithPrecomputedPassages.load(E5Encoder(threads=settings.multilingual_threads))
+
+
+def _log_progress(done: int, total: int) -> None:
+    log.warning("re-embedding fact-checks for the current models: %d/%d", done, total)
+
+
 def build_llm(settings: Settings, db: Database, metrics: Metrics | None = None) -> BudgetedLLM | None:
     """The LLM path is on when a key or a base URL is set (Ollama and vLLM need no key)."""
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
@@ -80,23 +99,27 @@ def build_llm(settings: Settings, db: Database, metrics: Metrics | None = None) 
 
 
 @asynccontextmanager
-async def build_app(settings: Settings, *, seed: bool | None = None) -> AsyncIterator[App]:
+async def build_app(settings: Settings, *, seed: bool | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> AsyncIterator[App]:
+    """`progress(done, total)` hears about a re-embedding of the fact-checks after a model change."""
     check_data_dir(settings.data_dir)
     async with AsyncExitStack() as stack:
-        embedder = await asyncio.to_thread(load_embedder, settings)
+        embedder, multilingual = await asyncio.gather(asyncio.to_thread(load_embedder, settings),
+                                                      asyncio.to_thread(load_multilingual, settings))
         db = await Database.open(settings.sqlite_path)
         stack.push_async_callback(db.close)
         vectors = await asyncio.to_thread(
-            VectorStore.open, dim=embedder.dim, path=settings.qdrant_path, url=settings.qdrant_url,
+            VectorStore.open, dim=embedder.dim, multi_dim=multilingual.dim, path=settings.qdrant_path,
+            url=settings.qdrant_url,
             api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None)
         stack.callback(vectors.close)
-        kb = KnowledgeBase(db, vectors, embedder, settings.factchecks_collection)
-        await kb.open()
+        kb = KnowledgeBase(db, vectors, embedder, settings.factchecks_collection, multilingual)
+        await kb.open(progress or _log_progress)
         if settings.seed_on_start if seed is None else seed:
             await kb.ensure_seed()
-        matcher = ClaimMatcher(kb, Reranker.load_default(), candidates=settings.match_candidates,
-                               auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold,
-                               auto_languages=frozenset({"en"}) if settings.uses_default_model else None)
+        matcher = ClaimMatcher(kb, Reranker.load_default(), Reranker.load_multilingual(), Reranker.load_same_script(),
+                               candidates=settings.match_candidates,
+                               auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold)
         metrics = Metrics()
         llm = build_llm(settings, db, metrics)
         if llm is not None:

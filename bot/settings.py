@@ -20,6 +20,9 @@ class Settings(BaseSettings):
     # Embeddings
     embed_model: str = Field(default=DEFAULT_MODEL, description="Any fastembed text model; the default is offline.")
     embed_batch_size: int = 16
+    multilingual_threads: int | None = Field(
+        default=None, ge=1, le=64,
+        description="Threads of the multilingual model (multilingual-e5-small); default: up to 2.")
     embed_model_dir: Path | None = Field(default=None, description="Where the offline default model is assembled "
                                          "(default <data_dir>/models/all-MiniLM-L6-v2-int8).")
 

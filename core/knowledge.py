@@ -20,6 +20,7 @@ import numpy as np
 
 from core.embeddings import Embedder
 from core.matchfeatures import CorpusStats, doc_text
+from core.multilingual import MultilingualEncoder
 from core.models import FactCheck
 from core.ratings import normalize_rating
 from core.sparse import SPARSE_VERSION, document_vector
@@ -54,23 +55,51 @@ def load_seed_factchecks(path: Path = SEED_FILE) -> list[FactCheck]:
 
 
 class KnowledgeBase:
-    def __init__(self, db: Database, vectors: VectorStore, embedder: Embedder, collection: str):
+    def __init__(self, db: Database, vectors: VectorStore, embedder: Embedder, collection: str,
+                 multilingual: MultilingualEncoder):
         self.db = db
         self.vectors = vectors
         self.embedder = embedder
+        self.multilingual = multilingual
         self.collection = collection
         self.stats = CorpusStats()
         self._write_lock = asyncio.Lock()
 
-    async def open(self) -> None:
+    async def open(self, progress: Progress | None = None) -> None:
+        """Open the collection; a collection written by an earlier version (without the multilingual
+        vectors, or by other models) is re-embedded first, aside, with `progress` reports."""
         await self.vectors.ensure_factchecks(self.collection)
         raw = await self.db.get_kv(_STATS_KEY.format(collection=self.collection))
         if raw:
             self.stats = CorpusStats.from_json(raw)
+        if not await self.vectors.factchecks_current(self.collection):
+            await self.reembed(progress)
+            await self.db.set_kv(_SPARSE_KEY.format(collection=self.collection), SPARSE_VERSION)
         key = _SPARSE_KEY.format(collection=self.collection)
         if await self.db.get_kv(key) != SPARSE_VERSION:
             await self._reindex()
             await self.db.set_kv(key, SPARSE_VERSION)
+
+    async def reembed(self, progress: Progress | None = None) -> int:
+        """Embed every fact-check in SQLite (the system of record) again with today's models into a
+        new collection, then swap it in behind the collection's alias. Until the swap, searches use
+        the old collection; a crash part-way leaves the old one in place and the half-built one
+        unreferenced (removed on the next start), so nothing is lost and nothing half-written is used."""
+        async with self._write_lock:
+            await self.vectors.drop_orphans(self.collection)
+            factchecks = await self.db.all_factchecks()
+            log.warning("re-embedding %d fact-checks for the current embedding models", len(factchecks))
+            target = f"{self.collection}__{time.strftime('%Y%m%d%H%M%S')}_{uuid.uuid4().hex[:6]}"
+            await self.vectors.ensure_factchecks(target)
+            stats, self.stats = self.stats, CorpusStats()
+            try:
+                await self._add(factchecks, target, progress=progress, rebuild=True, batch=32, count_new=False)
+            except BaseException:
+                self.stats = stats  # the old collection stays in use, with its statistics
+                await self.db.set_kv(_STATS_KEY.format(collection=self.collection), stats.to_json())
+                raise
+            await self.vectors.swap_alias(self.collection, target)
+            return len(factchecks)
 
     async def _reindex(self) -> None:
         """Rebuild vectors and term statistics from the fact-checks in SQLite, after an upgrade that
@@ -110,7 +139,8 @@ class KnowledgeBase:
             return added
 
     async def _add(self, factchecks: Sequence[FactCheck], collection: str, *, run_id: int | None = None,
-                   progress: Progress | None = None, batch: int = 512, rebuild: bool = False) -> int:
+                   progress: Progress | None = None, batch: int = 512, rebuild: bool = False,
+                   count_new: bool = True) -> int:
         unique = list({fc.id: fc for fc in factchecks}.values())
         added = 0
         # The caller holds _write_lock.
@@ -118,23 +148,27 @@ class KnowledgeBase:
             chunk = unique[start:start + batch]
             # On a rebuild the statistics start empty, so nothing old is subtracted.
             existing = {} if rebuild else await self.db.get_factchecks(fc.id for fc in chunk)
-            vecs = await self.embedder.embed([fc.claim for fc in chunk] + [fc.title for fc in chunk if fc.title])
+            # The two models run side by side (each in its own threads).
+            vecs, multi = await asyncio.gather(
+                self.embedder.embed([fc.claim for fc in chunk] + [fc.title for fc in chunk if fc.title]),
+                self.multilingual.passages([doc_text(fc.claim, fc.title) for fc in chunk]))
             claim_vecs = vecs[:len(chunk)]
             title_iter = iter(vecs[len(chunk):])
             points = []
-            for fc, cv in zip(chunk, claim_vecs):
+            for fc, cv, mv in zip(chunk, claim_vecs, multi):
                 # No headline: the claim stands in, so title similarity never rewards an empty field.
                 tv = next(title_iter) if fc.title else cv
                 points.append(FactCheckPoint(id=fc.id, claim_vector=cv, title_vector=np.asarray(tv),
                                              terms=document_vector(doc_text(fc.claim, fc.title)),
-                                             payload=payload_of(fc)))
+                                             payload=payload_of(fc), multi_vector=mv))
             await self.vectors.upsert_factchecks(collection, points)
             for fc in chunk:
                 old = existing.get(fc.id)
                 if old is not None:
                     self.stats.remove(old.claim, old.title)
                 self.stats.add(fc.claim, fc.title)
-            added += await self.db.upsert_factchecks(chunk, run_id=run_id)
+            if count_new:
+                added += await self.db.upsert_factchecks(chunk, run_id=run_id)
             await self.db.set_kv(_STATS_KEY.format(collection=self.collection), self.stats.to_json())
             if progress:
                 progress(min(start + batch, len(unique)), len(unique))

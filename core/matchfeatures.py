@@ -6,8 +6,11 @@ Pure functions over what production already has at match time:
   (one embedding of the cleaned text);
 - each candidate fact-check: claim text, title text, and their stored dense vectors (named vectors
   "claim" and "title" fetched from Qdrant with the candidates);
-- the candidate's 1-based rank in each candidate list (dense-claim, dense-title, sparse), 0 if it
-  was not in that list;
+- the candidate's 1-based rank in each candidate list (dense-claim, dense-title, sparse,
+  dense-multi), 0 if it was not in that list;
+- the multilingual vectors (core/multilingual.py): one e5 query vector of the message and one e5
+  passage vector per fact-check (claim + headline), the only features that mean anything when the
+  message and the fact-check are in different languages or not in English;
 - corpus term statistics (`CorpusStats`) for BM25, maintained incrementally as fact-checks are
   ingested or removed.
 
@@ -29,7 +32,7 @@ import numpy as np
 
 from core.sparse import BM25_B, BM25_K1, term_id, term_ids, terms
 
-LISTS: tuple[str, ...] = ("dense_claim", "dense_title", "sparse")
+LISTS: tuple[str, ...] = ("dense_claim", "dense_title", "sparse", "dense_multi")
 RRF_K = 60.0
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -56,8 +59,48 @@ FEATURE_NAMES: tuple[str, ...] = (
     "rrf",                # reciprocal-rank fusion over the three lists, scaled so rank 1 in all = 1
     "cos_doc_margin",     # cos_doc minus the best cos_doc among the *other* candidates (> 0 only for a clear winner)
     "bm25_doc_margin",    # same for bm25_doc
+    "cos_multi",          # multilingual query . multilingual passage (claim + title) vector
+    "cos_multi_gap",      # cos_multi minus the best cos_multi among this query's candidates
+    "cos_multi_margin",   # cos_multi minus the best cos_multi among the other candidates
+    "rr_dense_multi",     # 1 / rank in the multilingual dense list (0 when absent)
 )
 N_FEATURES = len(FEATURE_NAMES)
+
+# Features from the English model (MiniLM). For a pair that is not English on both sides they are
+# noise at best: MiniLM scores any two Cyrillic texts ~0.6 and a Russian tweet against its English
+# fact-check like any other English claim. The multilingual re-ranker is trained and run with them
+# zeroed, so a Russian-Russian pair cannot borrow MiniLM's inflated similarity (core/matching.py).
+ENGLISH_MODEL_FEATURES: tuple[str, ...] = (
+    "cos_claim", "cos_title", "cos_doc", "cos_claim_gap", "cos_title_gap", "cos_doc_gap",
+    "rr_dense_claim", "rr_dense_title", "rrf", "cos_doc_margin",
+)
+# Term overlap relative to the best candidate: an English message has strong term matches among the
+# English fact-checks, so a Russian fact-check of the same claim sits far below "the best" on a scale
+# the multilingual re-ranker only ever saw near zero (Russian messages share no terms with English
+# claims). Measured: "Cows kill more people every year than sharks do." against our Russian fact-check
+# of it, p = 0.005 with these features, the margin alone costing 7.8 logits.
+RELATIVE_TERM_FEATURES: tuple[str, ...] = ("bm25_doc_rel", "bm25_doc_margin")
+_ENGLISH_COLS = np.array([FEATURE_NAMES.index(n) for n in ENGLISH_MODEL_FEATURES + RELATIVE_TERM_FEATURES])
+
+
+def without_english_model(X: np.ndarray) -> np.ndarray:
+    """A copy of the feature matrix for the multilingual re-ranker: the English model's features and
+    the relative term-overlap features zeroed."""
+    out = np.array(X, dtype=np.float64, copy=True)
+    if out.size:
+        out[:, _ENGLISH_COLS] = 0.0
+    return out
+
+
+_LATIN_LETTER = re.compile(r"[A-Za-z\u00C0-\u024F]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def latin_script(text: str) -> bool:
+    """True when Latin letters are at least half of the text's letters: what the English model reads.
+    A Russian sentence framing an English phrase ("Говорят что 5G towers cause COVID") is not."""
+    letters = len(_LETTER.findall(text))
+    return letters == 0 or 2 * len(_LATIN_LETTER.findall(text)) >= letters
 
 
 # --------------------------------------------------------------------------------------------------
@@ -196,9 +239,12 @@ class PreparedQuery:
     n_terms: int
     entities: frozenset[str]
     numbers: frozenset[str]
+    multi_vec: np.ndarray | None = None  # (d,) multilingual query vector, when there is one
+    latin: bool = True                  # the query is in a Latin script (latin_script)
 
 
-def prepare_query(raw: str, clean: str, vec: np.ndarray, stats: CorpusStats) -> PreparedQuery:
+def prepare_query(raw: str, clean: str, vec: np.ndarray, stats: CorpusStats,
+                  multi_vec: np.ndarray | None = None) -> PreparedQuery:
     """Tokenise the cleaned query once; entities come from the raw text too (hashtags, handles)."""
     toks = terms(clean)
     tids = tuple(dict.fromkeys(term_id(t) for t in toks))
@@ -211,6 +257,8 @@ def prepare_query(raw: str, clean: str, vec: np.ndarray, stats: CorpusStats) -> 
         n_terms=len(toks),
         entities=frozenset(entities(raw) | entities(clean)),
         numbers=frozenset(numbers(clean)),
+        multi_vec=None if multi_vec is None else np.asarray(multi_vec, dtype=np.float32).reshape(-1),
+        latin=latin_script(clean),
     )
 
 
@@ -278,8 +326,12 @@ def candidate_features(
     title_vecs: np.ndarray,
     ranks: Mapping[str, Sequence[int]],
     stats: CorpusStats,
+    multi_vecs: np.ndarray | None = None,
 ) -> np.ndarray:
     """Feature matrix (n_candidates, N_FEATURES), columns in `FEATURE_NAMES` order.
+
+    `multi_vecs` (n, d'): the candidates' multilingual passage vectors; with the query's `multi_vec`
+    they give the cos_multi features (zero when either is missing).
 
     `ranks[name]` for name in `LISTS` gives each candidate's 1-based rank in that candidate list,
     0 when absent (a missing list counts as absent everywhere).
@@ -327,12 +379,21 @@ def candidate_features(
         if r.size != n:
             r = np.zeros(n)
         present = r > 0
-        out[:, 17 + j] = np.where(present, 1.0 / np.maximum(r, 1.0), 0.0)
+        out[:, _RR_COL[name]] = np.where(present, 1.0 / np.maximum(r, 1.0), 0.0)
         rrf += np.where(present, 1.0 / (RRF_K + r), 0.0)
     out[:, 20] = rrf * (RRF_K + 1.0) / len(LISTS)
     out[:, 21] = _margin(out[:, 2])
     out[:, 22] = _margin(out[:, 8])
+    if query.multi_vec is not None and multi_vecs is not None and np.size(multi_vecs):
+        mv = _rows(multi_vecs, n, query.multi_vec.shape[0])
+        cos_m = mv @ query.multi_vec
+        out[:, 23] = cos_m
+        out[:, 24] = cos_m - cos_m.max()
+        out[:, 25] = _margin(cos_m)
     return out
+
+
+_RR_COL = {name: FEATURE_NAMES.index("rr_" + name) for name in LISTS}
 
 
 def _margin(v: np.ndarray) -> np.ndarray:

@@ -1,41 +1,55 @@
 """Claim matching: has this already been fact-checked?
 
 1. Exact URL: a link in the message that is a known fact-check or a known appearance of a claim.
-2. Hybrid candidates: dense search over the claim and the headline fields plus sparse term search
-   (storage/vectors.py), the union of the three lists.
+2. Hybrid candidates: dense search over the claim and the headline fields (English model), over
+   claim + headline (multilingual model) plus sparse term search (storage/vectors.py), the union of
+   the four lists.
 3. A learned re-ranker (core/reranker.py, trained on CLEF-2020 Task 2 train) scores every candidate
    with a calibrated probability that it is the same claim; two thresholds from the same training
    decide: >= auto, the verdict may inherit the fact-check's rating; >= suggest, "possibly related".
+   An English message against an English fact-check is scored by the English re-ranker (every
+   feature); a pair across scripts (Russian against English and back) by the multilingual one; a pair
+   in one non-Latin script (Russian against Russian) by the same-script one. The last two never see
+   the English model's features (noise outside English) and have their own calibrated thresholds.
+   No language is blocked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import asyncio
+
 import numpy as np
 
 from core.knowledge import KnowledgeBase
-from core.matchfeatures import FEATURE_NAMES, LISTS, candidate_features, prepare_query
+from core.matchfeatures import (
+    FEATURE_NAMES, LISTS, candidate_features, latin_script, prepare_query, without_english_model,
+)
 from core.models import FactCheck, Match, Verdict
 from core.reranker import Reranker
 from core.sparse import query_vector
 from core.textclean import clean_query
 
 # Our vector-store list names -> the re-ranker's candidate-list names.
-_LIST_NAMES = {"claim": LISTS[0], "title": LISTS[1], "terms": LISTS[2]}
-
-
-_COS_DOC = FEATURE_NAMES.index("cos_doc")
+_LIST_NAMES = {"claim": LISTS[0], "title": LISTS[1], "terms": LISTS[2], "multi": LISTS[3]}
 
 
 @dataclass(frozen=True)
 class Thresholds:
     auto: float
     suggest: float
-    auto_min_cos_doc: float = 0.0
+    auto_min_cos: float = 0.0
+    floor_feature: str = "cos_doc"
 
-    def tier(self, p: float, cos_doc: float) -> str:
-        if p >= self.auto and cos_doc >= self.auto_min_cos_doc:
+    @classmethod
+    def of(cls, reranker: Reranker, auto: float | None = None, suggest: float | None = None) -> Thresholds:
+        return cls(auto if auto is not None else reranker.auto_threshold,
+                   suggest if suggest is not None else reranker.suggest_threshold,
+                   reranker.auto_min_cos, reranker.auto_floor_feature)
+
+    def tier(self, p: float, features: np.ndarray) -> str:
+        if p >= self.auto and features[FEATURE_NAMES.index(self.floor_feature)] >= self.auto_min_cos:
             return "auto"
         return "suggest" if p >= self.suggest else "none"
 
@@ -57,19 +71,18 @@ def _match_from_factcheck(fc: FactCheck) -> Match:
 
 
 class ClaimMatcher:
-    def __init__(self, kb: KnowledgeBase, reranker: Reranker, *, candidates: int = 40,
-                 auto: float | None = None, suggest: float | None = None,
-                 auto_languages: frozenset[str] | None = frozenset({"en"})):
+    def __init__(self, kb: KnowledgeBase, reranker: Reranker, multilingual: Reranker, same_script: Reranker, *,
+                 candidates: int = 40, auto: float | None = None, suggest: float | None = None):
+        """`auto`/`suggest` override the English re-ranker's thresholds (TIPLINE_MATCH_*); the
+        other two keep their own."""
         self.kb = kb
-        # The default embedding model and the re-ranker's training data are English. In other
-        # languages similarities are unreliable (Cyrillic text all looks alike to it), so matches are
-        # shown but never decide a verdict. None lifts this, e.g. with a multilingual model.
-        self.auto_languages = auto_languages
         self.reranker = reranker
+        self.multilingual = multilingual
+        self.same_script = same_script
         self.candidates = candidates
-        self.thresholds = Thresholds(auto if auto is not None else reranker.auto_threshold,
-                                     suggest if suggest is not None else reranker.suggest_threshold,
-                                     reranker.auto_min_cos_doc)
+        self.thresholds = Thresholds.of(reranker, auto, suggest)
+        self.multilingual_thresholds = Thresholds.of(multilingual)
+        self.same_script_thresholds = Thresholds.of(same_script)
 
     async def by_url(self, urls: list[str]) -> list[Match]:
         return [_match_from_factcheck(fc) for fc in await self.kb.db.factchecks_by_urls(urls)]
@@ -77,32 +90,44 @@ class ClaimMatcher:
     async def by_text(self, text: str, limit: int = 5) -> list[Match]:
         """Every candidate scored, best first, at most `limit`."""
         clean = clean_query(text)
-        vec = (await self.kb.embedder.embed([clean]))[0]
+        # Both models at once, each in its own threads: the e5 query is most of a match's CPU.
+        vecs, multi = await asyncio.gather(self.kb.embedder.embed([clean]), self.kb.multilingual.queries([clean]))
+        vec, mvec = vecs[0], multi[0]
         hits = await self.kb.vectors.search_factchecks(self.kb.collection, vec, query_vector(clean),
-                                                       self.candidates)
+                                                       self.candidates, multi=mvec)
         if not hits:
             return []
-        query = prepare_query(text, clean, vec, self.kb.stats)
-        dim = vec.shape[0]
+        query = prepare_query(text, clean, vec, self.kb.stats, mvec)
+        dim, mdim = vec.shape[0], mvec.shape[0]
         ranks = {_LIST_NAMES[name]: [h.ranks.get(name, 0) for h in hits] for name in _LIST_NAMES}
+        claims = [h.payload.get("claim", "") for h in hits]
         features = candidate_features(
-            query,
-            [h.payload.get("claim", "") for h in hits],
+            query, claims,
             [h.payload.get("title", "") for h in hits],
             np.vstack([h.vectors.get("claim", np.zeros(dim, np.float32)) for h in hits]),
             np.vstack([h.vectors.get("title", np.zeros(dim, np.float32)) for h in hits]),
             ranks, self.kb.stats,
+            np.vstack([h.vectors.get("multi", np.zeros(mdim, np.float32)) for h in hits]),
         )
-        probs = self.reranker.score(features)
+        # Which re-ranker scores a pair: 0 English (both Latin), 1 across scripts, 2 one non-Latin script.
+        latin = np.array([latin_script(c) for c in claims], dtype=bool)
+        kind = np.where(latin == query.latin, np.where(latin, 0, 2), 1)
+        multi_features = without_english_model(features)
+        models = ((self.reranker, self.thresholds, features),
+                  (self.multilingual, self.multilingual_thresholds, multi_features),
+                  (self.same_script, self.same_script_thresholds, multi_features))
+        probs = np.zeros(len(hits))
+        for k, (model, _, X) in enumerate(models):
+            if (kind == k).any():
+                probs[kind == k] = model.score(X[kind == k])
         order = np.argsort(-probs, kind="stable")[:limit]
         return [_match_from_payload(hits[i].id, hits[i].payload, probs[i],
-                                    self.thresholds.tier(probs[i], features[i, _COS_DOC]))
+                                    models[kind[i]][1].tier(probs[i], models[kind[i]][2][i]))
                 for i in order]
 
     async def match(self, text: str, urls: list[str], limit: int = 5, language: str = "en") -> list[Match]:
+        """`language` is the reply language; matching reads every language the models read."""
         exact = await self.by_url(urls)
         seen = {m.factcheck_id for m in exact}
         ranked = [m for m in await self.by_text(text, limit + len(exact)) if m.factcheck_id not in seen]
-        if self.auto_languages is not None and language not in self.auto_languages:
-            ranked = [m.model_copy(update={"tier": "suggest"}) if m.tier == "auto" else m for m in ranked]
         return (exact + ranked)[:limit]

@@ -1,7 +1,13 @@
 """Learned re-ranker for fact-check candidates: features (core.matchfeatures) -> probability of a match.
 
-A pointwise logistic regression trained by tools/train_reranker.py on the CLEF-2020 CheckThat!
-Task 2 train split. The weights file (core/data/reranker.json) carries the feature names it was
+Pointwise logistic regressions trained by tools/train_reranker.py on the CLEF-2020 CheckThat!
+Task 2 train split, three of them (chosen per pair in core/matching.py):
+- `english` (reranker.json): an English message against an English fact-check, every feature;
+- `multilingual` (reranker_multilingual.json): a message and a fact-check in different scripts
+  (Russian against English and back), trained on our own Russian, Ukrainian and mixed translations
+  of the train tweets, with the English model's features zeroed;
+- `same_script` (reranker_same_script.json): both in one non-Latin script (Russian against Russian),
+  trained on English pairs with the English model's features zeroed (no labelled Russian pairs exist). The weights file (core/data/reranker.json) carries the feature names it was
 trained on, the standardisation, the weights, the two decision thresholds on the probability and the
 training provenance (data split, date, metrics).
 
@@ -21,6 +27,8 @@ import numpy as np
 from core.matchfeatures import FEATURE_NAMES
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "reranker.json"
+MULTILINGUAL_PATH = Path(__file__).resolve().parent / "data" / "reranker_multilingual.json"
+SAME_SCRIPT_PATH = Path(__file__).resolve().parent / "data" / "reranker_same_script.json"
 
 
 @dataclass(frozen=True)
@@ -33,8 +41,10 @@ class Reranker:
     auto_threshold: float
     suggest_threshold: float
     provenance: dict = field(default_factory=dict)
-    # Semantic floor for `auto`: the candidate's cos_doc must reach it too (see train_reranker.py).
-    auto_min_cos_doc: float = 0.0
+    # Semantic floor for `auto`: the candidate's `auto_floor_feature` (a similarity) must reach
+    # `auto_min_cos` too (see train_reranker.py).
+    auto_min_cos: float = 0.0
+    auto_floor_feature: str = "cos_doc"
 
     @classmethod
     def from_dict(cls, data: dict) -> Reranker:
@@ -46,18 +56,27 @@ class Reranker:
         thr = data["thresholds"]
         return cls(names, mean, np.where(std > 0, std, 1.0), w, float(data["bias"]),
                    float(thr["auto"]), float(thr["suggest"]), dict(data.get("provenance", {})),
-                   float(thr.get("auto_min_cos_doc", 0.0)))
+                   float(thr.get("auto_min_cos", thr.get("auto_min_cos_doc", 0.0))),
+                   str(thr.get("auto_floor_feature", "cos_doc")))
 
     @classmethod
     def load(cls, path: Path | str) -> Reranker:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
     @classmethod
-    def load_default(cls) -> Reranker:
-        model = cls.load(DEFAULT_PATH)
+    def load_default(cls, path: Path = DEFAULT_PATH) -> Reranker:
+        model = cls.load(path)
         if model.feature_names != FEATURE_NAMES:
-            raise ValueError("core/data/reranker.json was trained on other features; rerun tools/train_reranker.py")
+            raise ValueError(f"{path.name} was trained on other features; rerun tools/train_reranker.py")
         return model
+
+    @classmethod
+    def load_multilingual(cls) -> Reranker:
+        return cls.load_default(MULTILINGUAL_PATH)
+
+    @classmethod
+    def load_same_script(cls) -> Reranker:
+        return cls.load_default(SAME_SCRIPT_PATH)
 
     def score(self, features: np.ndarray) -> np.ndarray:
         """Probabilities (n,) that each candidate row (n, n_features) is a correct match."""

@@ -19,9 +19,10 @@ from core.sparse import SparseVector
 
 
 class LocalHybridIndex:
-    def __init__(self, dense_fields: Sequence[str], dim: int):
-        self.dense_fields = tuple(dense_fields)
-        self.dim = dim
+    def __init__(self, dims: dict[str, int]):
+        """`dims`: each dense field's dimension."""
+        self.dense_fields = tuple(dims)
+        self.dims = dict(dims)
         self._ids: list[str] = []
         self._row: dict[str, int] = {}
         self._payloads: list[dict[str, Any]] = []
@@ -54,7 +55,7 @@ class LocalHybridIndex:
         # Rebuilt lazily on the first search after writes, so a bulk ingest pays for it once.
         for f in self.dense_fields:
             vecs = self._dense[f]
-            m = np.vstack(vecs) if vecs else np.zeros((0, self.dim), dtype=np.float32)
+            m = np.vstack(vecs) if vecs else np.zeros((0, self.dims[f]), dtype=np.float32)
             norms = np.linalg.norm(m, axis=1, keepdims=True)
             norms[norms == 0] = 1.0
             self._matrices[f] = m / norms
@@ -83,13 +84,14 @@ class LocalHybridIndex:
         order = part[np.lexsort((part, -scores[part]))]
         return [(int(i), float(scores[i])) for i in order]
 
-    def search(self, dense_query: np.ndarray, sparse_query: SparseVector,
+    def search(self, dense_queries: dict[str, np.ndarray], sparse_query: SparseVector,
                limit: int) -> dict[str, list[tuple[int, float]]]:
-        """Top `limit` rows per list: one list per dense field plus `terms` for the sparse query."""
+        """Top `limit` rows per list: one list per dense field given a query vector in `dense_queries`,
+        plus `terms` for the sparse query."""
         if self._dirty:
             self._rebuild()
-        q = np.asarray(dense_query, dtype=np.float32)
-        lists = {f: self._top(self._matrices[f] @ q, limit) for f in self.dense_fields}
+        lists = {f: self._top(self._matrices[f] @ np.asarray(q, dtype=np.float32), limit)
+                 for f, q in dense_queries.items() if f in self._matrices}
         scores = np.zeros(len(self._ids), dtype=np.float32)
         hit_any = False
         for tid, qw in zip(sparse_query.indices, sparse_query.values):

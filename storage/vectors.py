@@ -20,7 +20,8 @@ from qdrant_client import QdrantClient, models
 from core.sparse import SparseVector
 from storage.local_index import LocalHybridIndex
 
-DENSE_FIELDS = ("claim", "title")
+DENSE_FIELDS = ("claim", "title")  # the English model's vectors of the claim and the headline
+MULTI_FIELD = "multi"              # the multilingual model's vector of claim + headline
 SPARSE_FIELD = "terms"
 
 
@@ -35,6 +36,7 @@ class FactCheckPoint:
     title_vector: np.ndarray
     terms: SparseVector
     payload: dict[str, Any]
+    multi_vector: np.ndarray
 
 
 @dataclass
@@ -51,9 +53,10 @@ def _sparse(v: SparseVector) -> models.SparseVector:
 
 
 class VectorStore:
-    def __init__(self, client: QdrantClient, dim: int, local: bool):
+    def __init__(self, client: QdrantClient, dim: int, local: bool, multi_dim: int | None = None):
         self._client = client
         self.dim = dim
+        self.multi_dim = multi_dim or dim
         self.local = local
         self._lock = threading.Lock()
         # Local mode only: collection name -> in-process index (see local_index.py for why).
@@ -61,7 +64,7 @@ class VectorStore:
 
     @classmethod
     def open(cls, *, dim: int, path: Path | None = None, url: str | None = None,
-             api_key: str | None = None) -> "VectorStore":
+             api_key: str | None = None, multi_dim: int | None = None) -> "VectorStore":
         try:
             if url:
                 client = QdrantClient(url=url, api_key=api_key, timeout=30)
@@ -79,7 +82,7 @@ class VectorStore:
             raise VectorStoreError(f"cannot open Qdrant: {exc}") from exc
         except Exception as exc:  # connection errors come in many types from httpx/grpc
             raise VectorStoreError(f"cannot open Qdrant at {url or path}: {exc}") from exc
-        return cls(client, dim, local=not url)
+        return cls(client, dim, local=not url, multi_dim=multi_dim)
 
     async def _run(self, fn, *args, **kwargs):
         def call():
@@ -93,20 +96,30 @@ class VectorStore:
 
     # --- factchecks ---------------------------------------------------------------------------
 
+    def _dims(self) -> dict[str, int]:
+        return {**{f: self.dim for f in DENSE_FIELDS}, MULTI_FIELD: self.multi_dim}
+
+    def _factchecks_current_sync(self, name: str) -> bool:
+        """Whether `name` holds every vector this version writes, at the models' sizes."""
+        vectors = self._client.get_collection(name).config.params.vectors
+        if not isinstance(vectors, dict):
+            return False
+        return all(f in vectors and vectors[f].size == d for f, d in self._dims().items())
+
+    async def factchecks_current(self, name: str) -> bool:
+        """False for a collection written by an earlier version (other models or fewer vectors): its
+        fact-checks must be re-embedded into a new collection (core/knowledge.py does, aside)."""
+        def check() -> bool:
+            return not self._client.collection_exists(name) or self._factchecks_current_sync(name)
+        return await self._run(check)
+
     def _ensure_factchecks_sync(self, name: str) -> None:
         if self._client.collection_exists(name):
-            info = self._client.get_collection(name)
-            vectors = info.config.params.vectors
-            size = vectors["claim"].size if isinstance(vectors, dict) and "claim" in vectors else None
-            if size != self.dim:
-                raise VectorStoreError(
-                    f"the collection {name!r} holds {size}-dimensional vectors but the embedding model makes "
-                    f"{self.dim}; use a new TIPLINE_DATA_DIR or re-ingest after deleting the collection")
             return
         self._client.create_collection(
             name,
-            vectors_config={f: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)
-                            for f in DENSE_FIELDS},
+            vectors_config={f: models.VectorParams(size=d, distance=models.Distance.COSINE)
+                            for f, d in self._dims().items()},
             sparse_vectors_config={SPARSE_FIELD: models.SparseVectorParams(modifier=models.Modifier.IDF)},
         )
         if self.local:
@@ -134,7 +147,8 @@ class VectorStore:
             conn.execute("PRAGMA synchronous=NORMAL")
 
     def _load_local_index(self, name: str) -> None:
-        index = LocalHybridIndex(DENSE_FIELDS, self.dim)
+        dims = self._dims()
+        index = LocalHybridIndex(dims)
         offset = None
         while True:
             points, offset = self._client.scroll(name, limit=1024, offset=offset, with_payload=True,
@@ -142,7 +156,9 @@ class VectorStore:
             for p in points:
                 vec = p.vector or {}
                 sp = vec.get(SPARSE_FIELD)
-                index.upsert(str(p.id), {f: np.asarray(vec[f], dtype=np.float32) for f in DENSE_FIELDS},
+                # An old collection (no multilingual vector) is loaded only to be re-embedded.
+                index.upsert(str(p.id), {f: np.asarray(vec[f], dtype=np.float32) if f in vec
+                                         else np.zeros(d, dtype=np.float32) for f, d in dims.items()},
                              SparseVector(list(sp.indices), list(sp.values)) if sp else SparseVector([], []),
                              p.payload or {})
             if offset is None:
@@ -162,7 +178,7 @@ class VectorStore:
             models.PointStruct(
                 id=p.id,
                 vector={"claim": p.claim_vector.tolist(), "title": p.title_vector.tolist(),
-                        SPARSE_FIELD: _sparse(p.terms)},
+                        MULTI_FIELD: p.multi_vector.tolist(), SPARSE_FIELD: _sparse(p.terms)},
                 payload=p.payload,
             )
             for p in points
@@ -172,7 +188,8 @@ class VectorStore:
             index = self._indexes.get(name)
             if index is not None:
                 for p in points:
-                    index.upsert(p.id, {"claim": p.claim_vector, "title": p.title_vector}, p.terms, p.payload)
+                    index.upsert(p.id, {"claim": p.claim_vector, "title": p.title_vector,
+                                        MULTI_FIELD: p.multi_vector}, p.terms, p.payload)
         await self._run(upsert)
 
     # --- single-vector collections (evidence, tracked messages) ---------------------------------
@@ -249,6 +266,22 @@ class VectorStore:
             return old
         return await self._run(swap)
 
+    async def collection_names(self) -> list[str]:
+        return await self._run(lambda: [c.name for c in self._client.get_collections().collections])
+
+    async def drop_orphans(self, alias: str) -> list[str]:
+        """Delete collections built for `alias` (named `alias__…`) that it does not point at: what an
+        interrupted rebuild left behind."""
+        def drop() -> list[str]:
+            current = self._aliases_sync().get(alias)
+            gone = [c.name for c in self._client.get_collections().collections
+                    if c.name.startswith(alias + "__") and c.name != current]
+            for name in gone:
+                self._client.delete_collection(name)
+                self._indexes.pop(name, None)
+            return gone
+        return await self._run(drop)
+
     async def count(self, name: str) -> int:
         return (await self._run(self._client.count, name, exact=True)).count
 
@@ -256,10 +289,10 @@ class VectorStore:
         self._indexes.pop(name, None)
         await self._run(self._client.delete_collection, name)
 
-    def _search_local(self, index: LocalHybridIndex, dense: np.ndarray, sparse: SparseVector,
+    def _search_local(self, index: LocalHybridIndex, queries: dict[str, np.ndarray], sparse: SparseVector,
                       limit: int) -> list[Hit]:
         hits: dict[int, Hit] = {}
-        for list_name, rows in index.search(dense, sparse, limit).items():
+        for list_name, rows in index.search(queries, sparse, limit).items():
             for rank, (row, score) in enumerate(rows, start=1):
                 hit = hits.get(row)
                 if hit is None:
@@ -269,18 +302,21 @@ class VectorStore:
                 hit.scores[list_name] = score
         return list(hits.values())
 
-    def _search_sync(self, name: str, dense: np.ndarray, sparse: SparseVector, limit: int) -> list[Hit]:
+    def _search_sync(self, name: str, dense: np.ndarray, sparse: SparseVector, limit: int,
+                     multi: np.ndarray | None) -> list[Hit]:
+        queries = {f: dense for f in DENSE_FIELDS}
+        if multi is not None:
+            queries[MULTI_FIELD] = multi
         index = self._indexes.get(name)
         if index is not None:
-            return self._search_local(index, dense, sparse, limit)
-        vec = dense.tolist()
-        lists = {"claim": models.QueryRequest(query=vec, using="claim", limit=limit),
-                 "title": models.QueryRequest(query=vec, using="title", limit=limit)}
+            return self._search_local(index, queries, sparse, limit)
+        lists = {f: models.QueryRequest(query=np.asarray(q).tolist(), using=f, limit=limit)
+                 for f, q in queries.items()}
         if sparse.indices:
             lists[SPARSE_FIELD] = models.QueryRequest(query=_sparse(sparse), using=SPARSE_FIELD, limit=limit)
         for req in lists.values():
             req.with_payload = True
-            req.with_vector = list(DENSE_FIELDS)
+            req.with_vector = [*DENSE_FIELDS, MULTI_FIELD]
         responses = self._client.query_batch_points(name, requests=list(lists.values()))
         hits: dict[str, Hit] = {}
         for list_name, response in zip(lists, responses):
@@ -295,7 +331,8 @@ class VectorStore:
         return list(hits.values())
 
     async def search_factchecks(self, name: str, dense: np.ndarray, sparse: SparseVector,
-                                limit: int) -> list[Hit]:
-        """Hybrid candidates: the union of dense search on claim and title and sparse term search,
-        each candidate carrying its rank and score in every list that found it (the re-ranker's input)."""
-        return await self._run(self._search_sync, name, dense, sparse, limit)
+                                limit: int, multi: np.ndarray | None = None) -> list[Hit]:
+        """Hybrid candidates: the union of dense search on claim and title (English model), on claim +
+        title (multilingual model, when `multi` is given) and sparse term search, each candidate
+        carrying its rank and score in every list that found it (the re-ranker's input)."""
+        return await self._run(self._search_sync, name, dense, sparse, limit, multi)

@@ -93,4 +93,19 @@ def test_score_rejects_wrong_width():
     model = Reranker.load_default()
     with pytest.raises(ValueError):
         model.score(np.zeros((2, N_FEATURES + 1)))
-    assert set(LISTS) == {"dense_claim", "dense_title", "sparse"}
+    assert set(LISTS) == {"dense_claim", "dense_title", "sparse", "dense_multi"}
+
+
+def test_multilingual_weights_load_and_its_probability_rises_with_multilingual_similarity(setup):
+    from core.matchfeatures import without_english_model
+    from core.reranker import MULTILINGUAL_PATH
+
+    model = Reranker.load_multilingual()
+    assert json.loads(MULTILINGUAL_PATH.read_text())["feature_names"] == list(FEATURE_NAMES)
+    assert 0.0 < model.suggest_threshold < model.auto_threshold < 1.0
+    assert model.auto_floor_feature == "cos_multi"
+    stats, pq, cv, tv, ranks = setup
+    X = candidate_features(pq, CLAIMS, TITLES, cv, tv, ranks, stats)
+    base = without_english_model(np.repeat(X[1:2], 21, axis=0))
+    base[:, FEATURE_NAMES.index("cos_multi")] = np.linspace(0.7, 0.95, 21)
+    assert (np.diff(model.score(base)) > 0).all()

@@ -71,7 +71,7 @@ async def test_checks_round_trip(tmp_path):
 
 def _point(i: int, claim: str, vec: np.ndarray) -> FactCheckPoint:
     return FactCheckPoint(id=fc(claim, url=f"https://x/{i}").id, claim_vector=vec, title_vector=vec,
-                          terms=document_vector(claim), payload={"claim": claim})
+                          terms=document_vector(claim), payload={"claim": claim}, multi_vector=vec)
 
 
 async def test_local_index_ranks_like_the_vectors_and_survives_reopen(tmp_path):
@@ -108,11 +108,15 @@ async def test_second_process_on_the_same_path_gets_a_clear_error(tmp_path):
         store.close()
 
 
-async def test_dimension_mismatch_is_explained(tmp_path):
+async def test_a_collection_from_other_models_is_not_current(tmp_path):
+    # A model change is not an error: the knowledge base re-embeds into a new collection (test_knowledge).
     store = VectorStore.open(dim=8, path=tmp_path / "q")
     await store.ensure_factchecks("fc")
+    assert await store.factchecks_current("fc")
     store.close()
     other = VectorStore.open(dim=16, path=tmp_path / "q")
-    with pytest.raises(VectorStoreError, match="8-dimensional"):
-        await other.ensure_factchecks("fc")
+    assert not await other.factchecks_current("fc")
     other.close()
+    wider = VectorStore.open(dim=8, multi_dim=12, path=tmp_path / "q")
+    assert not await wider.factchecks_current("fc")
+    wider.close()

