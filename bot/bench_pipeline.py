@@ -149,7 +149,7 @@ def _provider_settings(fake: FakeProviders) -> dict[str, Any]:
 async def _one_level(app, fake: FakeProviders, texts: list[str]) -> dict:
     calls0 = (fake.llm_calls, fake.search_calls)
     stages: dict[str, list[float]] = {}
-    app.embedder.clear_cache()  # cold: nothing a previous level embedded can answer for these checks
+    app.clear_embedding_caches()  # cold: nothing a previous level embedded can answer for these checks
 
     async def one(text: str) -> float:
         t0 = time.perf_counter()

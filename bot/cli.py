@@ -147,6 +147,8 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 async def cmd_eval(args: argparse.Namespace) -> int:
+    if args.task == "tatoeba":
+        return await cmd_eval_tatoeba(args)
     if args.task == "corroboration":
         return await cmd_eval_corroboration(args)
     if args.task == "evidence":
@@ -182,6 +184,23 @@ async def cmd_eval_corroboration(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: {result['messages']} messages in {result['clusters']} stories")
     if args.qrels:
         print(f"pairwise P={result['precision']:.4f} R={result['recall']:.4f} F1={result['f1']:.4f}")
+    return 0
+
+
+async def cmd_eval_tatoeba(args: argparse.Namespace) -> int:
+    from bot.app import check_data_dir, load_embedder, load_multilingual
+    from bot.tatoeba_eval import evaluate, read_pairs
+
+    settings = _settings(args)
+    for lang in args.languages:
+        read_pairs(args.data, lang, 1)  # a missing file fails in one sentence before the models load
+    check_data_dir(settings.data_dir)
+    multilingual, english = await asyncio.gather(asyncio.to_thread(load_multilingual, settings),
+                                                 asyncio.to_thread(load_embedder, settings))
+    rows = await asyncio.to_thread(evaluate, args.data, multilingual, english, args.languages, args.limit)
+    print("model\tlanguage\tpairs\tto English\tfrom English")
+    for r in rows:
+        print(f"{r.model}\t{r.language}\t{r.pairs}\t{r.to_english:.4f}\t{r.from_english:.4f}")
     return 0
 
 
@@ -360,6 +379,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="claims to report (hash of claim_id: 70%% train, 30%% dev); train is always shown too")
     ev.add_argument("--out", type=Path, help="write the full report as JSON")
     ev.add_argument("--cache-dir", type=Path, help="keep the sentence vectors here as .npy for reruns")
+
+    ta = esub.add_parser("tatoeba", parents=[common], help="Tatoeba RU/UK-EN: does each model find a sentence's "
+                         "translation among 1,000 (nearest-neighbour accuracy, both directions)")
+    ta.add_argument("--data", type=Path, default=Path("../shared/eval/tatoeba"),
+                    help="directory with tatoeba.<lang>-eng.<lang> and tatoeba.<lang>-eng.eng")
+    ta.add_argument("--languages", type=lambda v: [x for x in v.split(",") if x], default=["rus", "ukr"],
+                    help="comma-separated (default rus,ukr)")
+    ta.add_argument("--limit", type=int, help="first N pairs only")
 
     _bench_parsers(sub, common)
 

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CLEF = ROOT / "tests" / "data" / "bench_clef"
 CLAIMS = CLEF / "verified_claims.docs.tsv"
 CLIMATE_FEVER = ROOT / "tests" / "data" / "bench_climate_fever.jsonl"
+TATOEBA = ROOT / "tests" / "data" / "bench_tatoeba"
 
 # Each documented command and the test below that runs it.
 COVERED = {
@@ -30,6 +31,7 @@ COVERED = {
     "eval claim-matching": "test_eval_claim_matching",
     "eval corroboration": "test_eval_corroboration",
     "eval evidence": "test_eval_evidence",
+    "eval tatoeba": "test_eval_tatoeba",
 }
 
 
@@ -63,7 +65,7 @@ def test_documented_commands_have_smoke_tests() -> None:
 
 def test_bench_ingest(tipline) -> None:
     report = json.loads(tipline("bench", "ingest", "--claims", CLAIMS, "--limit", 6, "--repeats", 1, "--json"))
-    assert report["claims_per_run"] == 6 and report["texts_embedded_per_run"] == 12
+    assert report["claims_per_run"] == 6 and report["texts_embedded_per_run"] == 18  # claim, title, claim + title
     for key in ("embedding_alone_claims_per_s", "tipline_ingest_claims_per_s"):
         assert report[key]["median"] > 0 and len(report[key]["runs"]) == 1
     assert report["ingest_over_embedding_alone"] > 0
@@ -120,6 +122,16 @@ def test_eval_evidence(tipline, tmp_path: Path) -> None:
     report = json.loads((tmp_path / "cf.json").read_text())
     assert report["claims"] == {"train": 4, "dev": 2, "all": 6}
     assert {"dense", "bm25", "rrf"} <= set(report["retrieval"])
+
+
+def test_eval_tatoeba(tipline) -> None:
+    out = tipline("eval", "tatoeba", "--data", TATOEBA)
+    rows = [line.split("\t") for line in out.splitlines()[1:]]
+    assert {(r[0].split()[0], r[1]) for r in rows} == {
+        ("intfloat/multilingual-e5-small", "rus"), ("intfloat/multilingual-e5-small", "ukr"),
+        ("sentence-transformers/all-MiniLM-L6-v2", "rus"), ("sentence-transformers/all-MiniLM-L6-v2", "ukr")}
+    multilingual = [r for r in rows if "e5" in r[0]]
+    assert all(float(r[3]) == 1.0 and float(r[4]) == 1.0 for r in multilingual)  # 5 easy pairs, own sentences
 
 
 def test_bench_report_quick(tipline, tmp_path: Path) -> None:
