@@ -42,7 +42,7 @@ def _q(x: float) -> str:
 
 
 def _n(count: int, word: str) -> str:
-    return f"{count:,} {word}" + ("" if count == 1 else "s")
+    return f"{count:,} {word}" + ("" if count == 1 else "es" if word.endswith("s") else "s")
 
 
 def _ms(s: Spread) -> str:
