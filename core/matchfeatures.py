@@ -103,6 +103,12 @@ def latin_script(text: str) -> bool:
     return letters == 0 or 2 * len(_LATIN_LETTER.findall(text)) >= letters
 
 
+def latin_share(text: str) -> float:
+    """Share of the text's letters that are Latin (1.0 for a text without letters)."""
+    letters = len(_LETTER.findall(text))
+    return len(_LATIN_LETTER.findall(text)) / letters if letters else 1.0
+
+
 # --------------------------------------------------------------------------------------------------
 # Corpus term statistics
 

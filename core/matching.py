@@ -19,12 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import asyncio
+import re
 
 import numpy as np
 
 from core.knowledge import KnowledgeBase
 from core.matchfeatures import (
-    FEATURE_NAMES, LISTS, candidate_features, latin_script, prepare_query, without_english_model,
+    FEATURE_NAMES, LISTS, candidate_features, latin_script, latin_share, prepare_query, without_english_model,
 )
 from core.models import FactCheck, Match, Verdict
 from core.reranker import Reranker
@@ -33,6 +34,49 @@ from core.textclean import clean_query
 
 # Our vector-store list names -> the re-ranker's candidate-list names.
 _LIST_NAMES = {"claim": LISTS[0], "title": LISTS[1], "terms": LISTS[2], "multi": LISTS[3]}
+
+
+_WORD = re.compile(r"[^\W\d_]{4,}|\d+")
+
+# Same-script guard. The same-script re-ranker learned from English pairs (no labelled Russian pairs
+# exist), and Russian texts sit closer together in e5's space than English ones: on the seed, "5G вышки
+# распространяют коронавирус" took our Russian fact-check of a Kyrgyz 5G-tower demolition at p 0.98
+# over the English 5G fact-check, and "Говорят что 5G towers cause COVID" one about vaccinated people
+# exploding. So a pair in one non-Latin script reaches `auto` only when the message also carries at
+# least SAME_SCRIPT_MIN_OVERLAP of the fact-check's words, compared by their first five letters
+# (Russian inflects: "бананы радиоактивны" / "банан радиоактивен"). Seed probes: the near-paraphrases
+# score 0.5-1.0, the two wrong pairs 0.0 and 0.14; a paraphrase sharing fewer words stays "possibly
+# related", with the fact-check shown.
+SAME_SCRIPT_MIN_OVERLAP = 0.4
+
+# A mixed message ("Говорят что 5G towers cause COVID, это правда?": 46 % Latin letters) often
+# carries the claim itself in English. Its English words are matched as a message of their own too,
+# and each fact-check keeps the better of the two scores: for that message the multilingual
+# re-ranker gave the English 5G fact-check p 0.17, while "5G towers cause COVID" alone is an exact
+# match. Scoring the whole mixed message with the English re-ranker instead measured no better (its
+# similarity features are diluted by the Russian words).
+MIXED_MIN_LATIN = 0.25
+MIXED_MIN_WORDS = 3
+_LATIN_RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*(?:[\s,:;]+[A-Za-z0-9][A-Za-z0-9'’\-]*)*")
+
+
+def english_part(text: str) -> str | None:
+    """The longest run of Latin-script words of a mixed message, when it has MIXED_MIN_WORDS or more."""
+    if latin_script(text) or latin_share(text) < MIXED_MIN_LATIN:
+        return None
+    runs = [r.strip(" ,:;") for r in _LATIN_RUN.findall(text)]
+    best = max(runs, key=lambda r: len(r.split()), default="")
+    return best if len(best.split()) >= MIXED_MIN_WORDS else None
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in _WORD.findall(text.lower())}
+
+
+def word_overlap(message: str, claim: str) -> float:
+    """Share of the claim's words (4+ letters, or numbers; first five letters) found in the message."""
+    c = _stems(claim)
+    return len(c & _stems(message)) / len(c) if c else 0.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +108,11 @@ def _match_from_payload(pid: str, payload: dict, p: float, tier: str) -> Match:
     )
 
 
+def _best_first(matches: list[Match]) -> list[Match]:
+    """`auto` matches first (a guard may have demoted a likelier one), then by probability."""
+    return sorted(matches, key=lambda m: (m.tier != "auto", -m.similarity))
+
+
 def _match_from_factcheck(fc: FactCheck) -> Match:
     return Match(factcheck_id=fc.id, claim=fc.claim, title=fc.title, url=fc.url, publisher=fc.publisher,
                  published_at=fc.published_at, rating_text=fc.rating_text, verdict=fc.verdict,
@@ -89,6 +138,17 @@ class ClaimMatcher:
 
     async def by_text(self, text: str, limit: int = 5) -> list[Match]:
         """Every candidate scored, best first, at most `limit`."""
+        part = english_part(clean_query(text))
+        if part is None:
+            return await self._by_text(text, limit)
+        whole, english = await asyncio.gather(self._by_text(text, limit), self._by_text(part, limit))
+        best: dict[str, Match] = {}
+        for m in whole + english:
+            if m.factcheck_id not in best or m.similarity > best[m.factcheck_id].similarity:
+                best[m.factcheck_id] = m
+        return _best_first(list(best.values()))[:limit]
+
+    async def _by_text(self, text: str, limit: int) -> list[Match]:
         clean = clean_query(text)
         # Both models at once, each in its own threads: the e5 query is most of a match's CPU.
         vecs, multi = await asyncio.gather(self.kb.embedder.embed([clean]), self.kb.multilingual.queries([clean]))
@@ -120,10 +180,14 @@ class ClaimMatcher:
         for k, (model, _, X) in enumerate(models):
             if (kind == k).any():
                 probs[kind == k] = model.score(X[kind == k])
-        order = np.argsort(-probs, kind="stable")[:limit]
-        return [_match_from_payload(hits[i].id, hits[i].payload, probs[i],
-                                    models[kind[i]][1].tier(probs[i], models[kind[i]][2][i]))
-                for i in order]
+        order = np.argsort(-probs, kind="stable")[:limit + 5]  # room for the guard's demotions
+        out = []
+        for i in order:
+            tier = models[kind[i]][1].tier(probs[i], models[kind[i]][2][i])
+            if tier == "auto" and kind[i] == 2 and word_overlap(clean, claims[i]) < SAME_SCRIPT_MIN_OVERLAP:
+                tier = "suggest"
+            out.append(_match_from_payload(hits[i].id, hits[i].payload, probs[i], tier))
+        return _best_first(out)[:limit]
 
     async def match(self, text: str, urls: list[str], limit: int = 5, language: str = "en") -> list[Match]:
         """`language` is the reply language; matching reads every language the models read."""

@@ -94,8 +94,20 @@ async def test_non_english_messages_inherit_the_fact_check(shared, text, url_par
 
 
 async def test_the_5g_message_finds_the_english_5g_fact_check(shared):
-    result = await shared.engine.check("5G вышки распространяют коронавирус")
-    assert "5G" in result.matches[0].claim and result.matches[0].verdict == Verdict.REFUTED
+    # Not our Russian fact-check of a Kyrgyz 5G-tower demolition, which e5 finds likelier (same script).
+    for text in ("5G вышки распространяют коронавирус", "Говорят что 5G towers cause COVID, это правда?"):
+        result = await shared.engine.check(text)
+        top = result.matches[0]
+        assert top.claim == "5G mobile networks are what spread the coronavirus around the world.", text
+        assert top.tier == "auto" and result.verdict == Verdict.REFUTED
+
+
+def test_english_part_of_a_mixed_message():
+    from core.matching import english_part
+
+    assert english_part("Говорят что 5G towers cause COVID, это правда?") == "5G towers cause COVID"
+    assert english_part("Вакцины вызывают аутизм") is None
+    assert english_part("5G towers cause COVID") is None  # an English message is matched as it is
 
 
 @pytest.mark.parametrize("text, verdict", [
