@@ -13,8 +13,9 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -33,6 +34,7 @@ _SEED_KEY = "seed_loaded:{collection}"
 _SPARSE_KEY = "sparse_version:{collection}"
 
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
@@ -82,24 +84,33 @@ class KnowledgeBase:
 
     async def reembed(self, progress: Progress | None = None) -> int:
         """Embed every fact-check in SQLite (the system of record) again with today's models into a
-        new collection, then swap it in behind the collection's alias. Until the swap, searches use
-        the old collection; a crash part-way leaves the old one in place and the half-built one
-        unreferenced (removed on the next start), so nothing is lost and nothing half-written is used."""
+        new collection, then swap it in behind the collection's alias. Until the swap, searches and the
+        term statistics stay the old collection's; an exception part-way deletes the half-built one and a
+        killed process leaves it unreferenced (dropped on the next start), so nothing is lost and
+        nothing half-written is used."""
         async with self._write_lock:
             await self.vectors.drop_orphans(self.collection)
             factchecks = await self.db.all_factchecks()
             log.warning("re-embedding %d fact-checks for the current embedding models", len(factchecks))
-            target = f"{self.collection}__{time.strftime('%Y%m%d%H%M%S')}_{uuid.uuid4().hex[:6]}"
-            await self.vectors.ensure_factchecks(target)
-            stats, self.stats = self.stats, CorpusStats()
-            try:
-                await self._add(factchecks, target, progress=progress, rebuild=True, batch=32, count_new=False)
-            except BaseException:
-                self.stats = stats  # the old collection stays in use, with its statistics
-                await self.db.set_kv(_STATS_KEY.format(collection=self.collection), stats.to_json())
-                raise
-            await self.vectors.swap_alias(self.collection, target)
+            fresh = CorpusStats()
+            await self._build_aside(lambda target: self._add(factchecks, target, stats=fresh, progress=progress,
+                                                             rebuild=True, batch=32, write_db=False))
+            self.stats = fresh
+            await self.db.set_kv(_STATS_KEY.format(collection=self.collection), fresh.to_json())
             return len(factchecks)
+
+    async def _build_aside(self, fill: Callable[[str], Awaitable[T]]) -> T:
+        """`fill` a new collection, then swap it in behind the collection's alias: searches never see a
+        half-built index. On an exception the new collection is deleted. The caller holds _write_lock."""
+        target = f"{self.collection}__{time.strftime('%Y%m%d%H%M%S')}_{uuid.uuid4().hex[:6]}"
+        await self.vectors.ensure_factchecks(target)
+        try:
+            result = await fill(target)
+        except BaseException:
+            await self.vectors.delete_collection(target)
+            raise
+        await self.vectors.swap_alias(self.collection, target)
+        return result
 
     async def _reindex(self) -> None:
         """Rebuild vectors and term statistics from the fact-checks in SQLite, after an upgrade that
@@ -126,21 +137,19 @@ class KnowledgeBase:
         """Add `factchecks` by building a fresh collection (old points copied, new ones embedded) and
         swapping it in behind the collection's alias: searches never see a half-built index.
         Returns how many were new."""
+        async def fill(target: str) -> int:
+            await self.vectors.copy_points(self.collection, target)
+            return await self._add(factchecks, target, run_id=run_id)
+
         async with self._write_lock:
-            target = f"{self.collection}__{time.strftime('%Y%m%d%H%M%S')}_{uuid.uuid4().hex[:6]}"
-            await self.vectors.ensure_factchecks(target)
-            try:
-                await self.vectors.copy_points(self.collection, target)
-                added = await self._add(factchecks, target, run_id=run_id)
-            except BaseException:
-                await self.vectors.delete_collection(target)
-                raise
-            await self.vectors.swap_alias(self.collection, target)
-            return added
+            return await self._build_aside(fill)
 
     async def _add(self, factchecks: Sequence[FactCheck], collection: str, *, run_id: int | None = None,
                    progress: Progress | None = None, batch: int = 512, rebuild: bool = False,
-                   count_new: bool = True) -> int:
+                   stats: CorpusStats | None = None, write_db: bool = True) -> int:
+        """`stats`: the term statistics to update (default the live ones, which are also persisted);
+        `write_db=False` when the fact-checks come from SQLite itself (a re-embedding)."""
+        stats = self.stats if stats is None else stats
         unique = list({fc.id: fc for fc in factchecks}.values())
         added = 0
         # The caller holds _write_lock.
@@ -165,11 +174,12 @@ class KnowledgeBase:
             for fc in chunk:
                 old = existing.get(fc.id)
                 if old is not None:
-                    self.stats.remove(old.claim, old.title)
-                self.stats.add(fc.claim, fc.title)
-            if count_new:
+                    stats.remove(old.claim, old.title)
+                stats.add(fc.claim, fc.title)
+            if write_db:
                 added += await self.db.upsert_factchecks(chunk, run_id=run_id)
-            await self.db.set_kv(_STATS_KEY.format(collection=self.collection), self.stats.to_json())
+            if stats is self.stats:
+                await self.db.set_kv(_STATS_KEY.format(collection=self.collection), stats.to_json())
             if progress:
                 progress(min(start + batch, len(unique)), len(unique))
         return added
