@@ -142,7 +142,7 @@ class Engine:
 
         # The knowledge-base match needs only the message: it runs while the LLM extracts the claims,
         # so its embedding and search are off the critical path.
-        matching = asyncio.create_task(self.matcher.match(msg.text, msg.urls, language=lang))
+        matching = asyncio.create_task(self.matcher.match(msg.text, msg.urls))
         extraction: ClaimExtraction | None = None
         if llm is not None:
             async with step("claims") as d:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import asyncio
 import re
@@ -85,17 +86,34 @@ class Thresholds:
     suggest: float
     auto_min_cos: float = 0.0
     floor_feature: str = "cos_doc"
+    # Share of the fact-check's words the message must carry for `auto` (the same-script guard).
+    min_word_overlap: float = 0.0
 
     @classmethod
-    def of(cls, reranker: Reranker, auto: float | None = None, suggest: float | None = None) -> Thresholds:
+    def of(cls, reranker: Reranker, auto: float | None = None, suggest: float | None = None,
+           min_word_overlap: float = 0.0) -> Thresholds:
         return cls(auto if auto is not None else reranker.auto_threshold,
                    suggest if suggest is not None else reranker.suggest_threshold,
-                   reranker.auto_min_cos, reranker.auto_floor_feature)
+                   reranker.auto_min_cos, reranker.auto_floor_feature, min_word_overlap)
 
-    def tier(self, p: float, features: np.ndarray) -> str:
-        if p >= self.auto and features[FEATURE_NAMES.index(self.floor_feature)] >= self.auto_min_cos:
+    @cached_property
+    def _floor_col(self) -> int:
+        return FEATURE_NAMES.index(self.floor_feature)
+
+    def tier(self, p: float, features: np.ndarray, message: str = "", claim: str = "") -> str:
+        if (p >= self.auto and features[self._floor_col] >= self.auto_min_cos
+                and (not self.min_word_overlap or word_overlap(message, claim) >= self.min_word_overlap)):
             return "auto"
         return "suggest" if p >= self.suggest else "none"
+
+
+@dataclass(frozen=True)
+class _Scorer:
+    """One re-ranker with its thresholds, and whether it reads the English model's features."""
+
+    reranker: Reranker
+    thresholds: Thresholds
+    english_features: bool
 
 
 def _match_from_payload(pid: str, payload: dict, p: float, tier: str) -> Match:
@@ -125,31 +143,32 @@ class ClaimMatcher:
         """`auto`/`suggest` override the English re-ranker's thresholds (TIPLINE_MATCH_*); the
         other two keep their own."""
         self.kb = kb
-        self.reranker = reranker
-        self.multilingual = multilingual
-        self.same_script = same_script
         self.candidates = candidates
         self.thresholds = Thresholds.of(reranker, auto, suggest)
-        self.multilingual_thresholds = Thresholds.of(multilingual)
-        self.same_script_thresholds = Thresholds.of(same_script)
+        # Indexed by the pair's kind: 0 both English-script, 1 across scripts, 2 one non-Latin script.
+        self._scorers = (
+            _Scorer(reranker, self.thresholds, True),
+            _Scorer(multilingual, Thresholds.of(multilingual), False),
+            _Scorer(same_script, Thresholds.of(same_script, min_word_overlap=SAME_SCRIPT_MIN_OVERLAP), False),
+        )
 
     async def by_url(self, urls: list[str]) -> list[Match]:
         return [_match_from_factcheck(fc) for fc in await self.kb.db.factchecks_by_urls(urls)]
 
     async def by_text(self, text: str, limit: int = 5) -> list[Match]:
         """Every candidate scored, best first, at most `limit`."""
-        part = english_part(clean_query(text))
+        clean = clean_query(text)
+        part = english_part(clean)
         if part is None:
-            return await self._by_text(text, limit)
-        whole, english = await asyncio.gather(self._by_text(text, limit), self._by_text(part, limit))
+            return await self._by_text(text, clean, limit)
+        whole, english = await asyncio.gather(self._by_text(text, clean, limit), self._by_text(part, part, limit))
         best: dict[str, Match] = {}
         for m in whole + english:
             if m.factcheck_id not in best or m.similarity > best[m.factcheck_id].similarity:
                 best[m.factcheck_id] = m
         return _best_first(list(best.values()))[:limit]
 
-    async def _by_text(self, text: str, limit: int) -> list[Match]:
-        clean = clean_query(text)
+    async def _by_text(self, text: str, clean: str, limit: int) -> list[Match]:
         # Both models at once, each in its own threads: the e5 query is most of a match's CPU.
         vecs, multi = await asyncio.gather(self.kb.embedder.embed([clean]), self.kb.multilingual.queries([clean]))
         vec, mvec = vecs[0], multi[0]
@@ -169,28 +188,24 @@ class ClaimMatcher:
             ranks, self.kb.stats,
             np.vstack([h.vectors.get("multi", np.zeros(mdim, np.float32)) for h in hits]),
         )
-        # Which re-ranker scores a pair: 0 English (both Latin), 1 across scripts, 2 one non-Latin script.
         latin = np.array([latin_script(c) for c in claims], dtype=bool)
         kind = np.where(latin == query.latin, np.where(latin, 0, 2), 1)
-        multi_features = without_english_model(features)
-        models = ((self.reranker, self.thresholds, features),
-                  (self.multilingual, self.multilingual_thresholds, multi_features),
-                  (self.same_script, self.same_script_thresholds, multi_features))
+        without_english = without_english_model(features)
         probs = np.zeros(len(hits))
-        for k, (model, _, X) in enumerate(models):
-            if (kind == k).any():
-                probs[kind == k] = model.score(X[kind == k])
-        order = np.argsort(-probs, kind="stable")[:limit + 5]  # room for the guard's demotions
+        for k, scorer in enumerate(self._scorers):
+            rows = kind == k
+            if rows.any():
+                probs[rows] = scorer.reranker.score((features if scorer.english_features else without_english)[rows])
         out = []
-        for i in order:
-            tier = models[kind[i]][1].tier(probs[i], models[kind[i]][2][i])
-            if tier == "auto" and kind[i] == 2 and word_overlap(clean, claims[i]) < SAME_SCRIPT_MIN_OVERLAP:
-                tier = "suggest"
-            out.append(_match_from_payload(hits[i].id, hits[i].payload, probs[i], tier))
+        for i in np.argsort(-probs, kind="stable")[:limit + 5]:  # room for the guard's demotions
+            scorer = self._scorers[kind[i]]
+            X = features if scorer.english_features else without_english
+            out.append(_match_from_payload(hits[i].id, hits[i].payload, probs[i],
+                                           scorer.thresholds.tier(probs[i], X[i], clean, claims[i])))
         return _best_first(out)[:limit]
 
-    async def match(self, text: str, urls: list[str], limit: int = 5, language: str = "en") -> list[Match]:
-        """`language` is the reply language; matching reads every language the models read."""
+    async def match(self, text: str, urls: list[str], limit: int = 5) -> list[Match]:
+        """Exact link matches first, then the text's; every language the models read is matched alike."""
         exact = await self.by_url(urls)
         seen = {m.factcheck_id for m in exact}
         ranked = [m for m in await self.by_text(text, limit + len(exact)) if m.factcheck_id not in seen]

@@ -36,5 +36,5 @@ class KnowledgeSource:
         self.matcher = matcher
 
     async def gather(self, query: ClaimQuery, *, limit: int) -> list[Evidence]:
-        matches = await self.matcher.match(query.claim, query.urls, limit=limit, language=query.language)
+        matches = await self.matcher.match(query.claim, query.urls, limit=limit)
         return [match_evidence(m, source=self.name) for m in matches if m.tier != "none"]
