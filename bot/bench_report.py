@@ -31,13 +31,13 @@ from bot import bench_markdown as md
 from bot.bench_machine import load_average, machine_facts
 from bot.app import App, build_app
 from bot.bench import factchecks, temp_settings
+from bot.claim_eval import RUN_DEPTH, rank_queries
 from bot.settings import Settings
 from core.evaluation import EvalDataError, read_qrels, read_queries, score_run
 from core.sparse import bm25_scores
 
 ROOT = Path(bot.__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
-RUN_DEPTH = 20  # as `tipline eval claim-matching` (bot/claim_eval.py)
 Progress = Callable[[str], None]
 
 
@@ -131,10 +131,7 @@ async def _claim_matching(app: App, config: ReportConfig) -> dict:
         queries = read_queries(queries_path)[:s.queries_limit]
         gold = read_qrels(qrels_path)
         gold = {q: g for q, g in gold.items() if q in {qid for qid, _ in queries}}
-        ours = {}
-        for qid, text in queries:
-            ours[qid] = [by_id[m.factcheck_id] for m in await app.matcher.by_text(text, limit=RUN_DEPTH)] \
-                if text.strip() else []
+        ours = {q: [d for d, _ in r] for q, r in (await rank_queries(app.matcher, queries, by_id)).items()}
         scores = bm25_scores([t for _, t in queries], docs)
         bm25 = {qid: [fcs[j].source_id for j in (-scores[i]).argsort(kind="stable")[:RUN_DEPTH]]
                 for i, (qid, _) in enumerate(queries)}

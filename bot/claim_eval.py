@@ -15,9 +15,24 @@ from pathlib import Path
 from bot.app import build_app
 from bot.settings import Settings
 from core.evaluation import RetrievalScores, read_qrels, read_queries, read_verified_claims, score_run, write_run
+from core.matching import ClaimMatcher
 from core.models import FactCheck
 
 RUN_DEPTH = 20
+
+
+async def rank_queries(matcher: ClaimMatcher, queries: list[tuple[str, str]], source_of: dict[str, str],
+                       progress: Callable[[str, int, int], None] | None = None
+                       ) -> dict[str, list[tuple[str, float]]]:
+    """Every query through `ClaimMatcher.by_text`, as a chat message goes: query id -> the top RUN_DEPTH
+    (claim id in the data set, probability). `source_of` maps fact-check ids to the data set's ids."""
+    ranked: dict[str, list[tuple[str, float]]] = {}
+    for i, (qid, text) in enumerate(queries, start=1):
+        matches = await matcher.by_text(text, limit=RUN_DEPTH) if text.strip() else []
+        ranked[qid] = [(source_of[m.factcheck_id], m.similarity) for m in matches]
+        if progress and (i % 50 == 0 or i == len(queries)):
+            progress("match", i, len(queries))
+    return ranked
 
 
 @dataclass(frozen=True)
@@ -43,12 +58,7 @@ async def run_claim_matching(settings: Settings, claims_path: Path, queries_path
                           for c in claims]
             by_id = {fc.id: fc.source_id for fc in factchecks}
             await app.kb.add(factchecks, progress=(lambda d, t: progress("index", d, t)) if progress else None)
-            ranked: dict[str, list[tuple[str, float]]] = {}
-            for i, (qid, text) in enumerate(queries, start=1):
-                matches = await app.matcher.by_text(text, limit=RUN_DEPTH) if text.strip() else []
-                ranked[qid] = [(by_id[m.factcheck_id], m.similarity) for m in matches]
-                if progress and (i % 50 == 0 or i == len(queries)):
-                    progress("match", i, len(queries))
+            ranked = await rank_queries(app.matcher, queries, by_id, progress)
     write_run(out, ranked.items(), tag)
     scores = score_run({q: [d for d, _ in r] for q, r in ranked.items()}, gold) if gold is not None else None
     return ClaimEvalOutcome(len(queries), len(claims), scores)
