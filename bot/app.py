@@ -31,6 +31,7 @@ from storage.evidence_vectors import EvidenceVectors
 from storage.message_vectors import MessageVectors
 from storage.messages import MessageStore
 from storage.sqlite import Database
+from storage.vector_backends import open_vector_store
 from storage.vectors import VectorStore
 
 
@@ -108,11 +109,12 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
                                                       asyncio.to_thread(load_multilingual, settings))
         db = await Database.open(settings.sqlite_path)
         stack.push_async_callback(db.close)
-        vectors = await asyncio.to_thread(
-            VectorStore.open, dim=embedder.dim, multi_dim=multilingual.dim, path=settings.qdrant_path,
-            url=settings.qdrant_url,
+        # Qdrant Edge in the data dir, or a Qdrant server by URL; chosen here, once (storage/vector_backends.py).
+        vectors = await open_vector_store(
+            dim=embedder.dim, multi_dim=multilingual.dim, path=settings.qdrant_path.with_name("qdrant-edge"),
+            legacy_path=settings.qdrant_path, url=settings.qdrant_url,
             api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None)
-        stack.callback(vectors.close)
+        stack.push_async_callback(vectors.aclose)
         kb = KnowledgeBase(db, vectors, embedder, settings.factchecks_collection, multilingual)
         await kb.open(progress or _log_progress)
         if settings.seed_on_start if seed is None else seed:

@@ -108,7 +108,7 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 warm_p50.append(pct(warm, 50))
             embed_s, ingest_s = Spread.of(embed_alone), Spread.of(ingest)
             return {
-                "benchmark": "corroborate", "stored_messages": len(c.index), "tracked_chats": chats,
+                "benchmark": "corroborate", "stored_messages": c.indexed, "tracked_chats": chats,
                 "base_tweets": len(base), "repeats": repeats, "seed": seed,
                 "bulk_fill_msgs_per_s": round(stored / fill_s, 1),
                 "ingest": {"messages_per_repeat": ingest_n, "embedding_alone_msgs_per_s": embed_s,

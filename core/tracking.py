@@ -13,8 +13,12 @@ vectors), forgets (retention, /forget) and is shared by concurrent checks.
   window, one entry per chat, plus where the story was first seen and an agreement tier.
 - `cleanup()` / `run_retention()`: drop messages older than the retention period; `forget(chat)`.
 
-The window index and the term statistics are touched from worker threads under one lock, so the
-event loop never runs the mat-vec or the feature loops.
+The vectors, and what the features read of each message (entities, rare terms, polarity, story), live
+in the `messages` collection (storage/message_vectors.py): "the nearest messages of other chats within
+the window" is one filtered query to the vector engine, "the rest of those stories" one filtered
+scroll. Only the term statistics (document frequencies for the IDF weights) are kept in memory; they
+and the feature loops are touched from worker threads under one lock, so the event loop never runs
+them. Linking is sequential (one message's story decision sees the previous message stored).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import numpy as np
@@ -45,7 +49,7 @@ from core.corroboration import (
 from core.embeddings import Embedder
 from core.intake import detect_language
 from core.models import AlsoReported, ReportedBy
-from storage.message_vectors import MessagePoint, MessageVectors, WindowIndex
+from storage.message_vectors import MessagePoint, MessageVectors, StoredMessageVector
 from storage.messages import MessageStore, StoredMessage, message_key, resolve_story
 
 log = logging.getLogger(__name__)
@@ -94,14 +98,17 @@ class TrackedMessage:
         return f"{self.platform}:{self.chat_id}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Row:
-    """Per-message data the scoring needs, kept next to the vector in the window index."""
+    """What the features read of a message."""
 
     entities: frozenset[str]
     terms: frozenset[int]
-    chat: str
     denies: bool
+
+
+def _row_of(clean: str) -> _Row:
+    return _Row(story_entities(clean), story_terms(_alias_terms(transliterate(clean))), denies(clean))
 
 
 @dataclass
@@ -169,43 +176,88 @@ class Corroborator:
         self.retention_s = float(retention_days) * 86400.0
         self.model = model or StoryModel()
         self.clock = clock
-        self.index = WindowIndex(embedder.dim)
+        # Document frequency of each rare term over the stored messages, and how many are counted: the
+        # IDF of the term-overlap feature (the fitted weights assume IDF over what is stored).
         self._df: dict[int, int] = {}
-        # Stories as small ints in the index (merging relabels rows in one numpy pass): code <-> name
-        # (the key of the story's first message) and the story's earliest time (picks the merged id).
-        self._code: dict[str, int] = {}
-        self._names: list[str] = [""]
-        self._start: dict[int, float] = {}
-        self._lock = threading.Lock()  # index + df + stories; taken in worker threads only
+        self._n = 0
+        self._lock = threading.Lock()  # _df and _n; taken in worker threads only
+        self._linking = asyncio.Lock()  # one message linked at a time: each sees the previous one stored
         self._queue: asyncio.Queue[tuple[TrackedMessage, asyncio.Future[str | None]]] | None = None
         self._worker: asyncio.Task[None] | None = None
         self._embed_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.stats = _Stats()
 
+    @property
+    def indexed(self) -> int:
+        """Messages counted in the term statistics (= stored, once open)."""
+        return self._n
+
     # --- lifecycle -------------------------------------------------------------------------------
 
     async def open(self) -> None:
-        """Create the collection and fill the window index with the messages still retained."""
-        await self.vectors.ensure()
-        since = self.clock() - self.retention_s
-        rows = await self.store.since(since)
-        if not rows:
-            return
-        aliases = await self.store.story_aliases()
-        rows = [replace(m, story_id=resolve_story(aliases, m.story_id or m.id)) for m in rows]
-        vecs = await self.vectors.load(since)
-        missing = [m for m in rows if m.id not in vecs]
-        if missing:  # stored in SQLite but the vector write was lost (crash between the two): re-embed
-            emb = await self.embedder.embed([prepare_text(m.text) for m in missing])
-            vecs.update({m.id: v for m, v in zip(missing, emb)})
-        await asyncio.to_thread(self._load_rows, rows, vecs)
-        log.info("corroboration: %d tracked messages loaded", len(rows))
+        """Create the collection, reconcile it with SQLite (the system of record) and count the terms.
 
-    def _load_rows(self, rows: Sequence[StoredMessage], vecs: dict[str, np.ndarray]) -> None:
+        Vectors without a row (a crash between the two writes) are dropped; rows without a vector (the
+        other order, or an older version's write) are embedded again; points written before the story
+        fields existed (a data dir moved from an older version) get them from their row."""
+        await self.vectors.ensure()
+        points: dict[str, StoredMessageVector] = {}
+        async for batch in self.vectors.scan():
+            points.update((m.key, m) for m in batch)
+        rows = await self.store.since(self.clock() - self.retention_s)
+        if rows or points:
+            await self._reconcile(rows, points)
+        counted = [m.terms for m in points.values()]
+        await asyncio.to_thread(self._count_all, counted)
+        log.info("corroboration: %d tracked messages loaded", len(points))
+
+    async def _reconcile(self, rows: Sequence[StoredMessage], points: dict[str, StoredMessageVector]) -> None:
+        by_key = {m.id: m for m in rows}
+        orphans = [k for k in points if k not in by_key]
+        if orphans:
+            await self.vectors.delete(orphans)
+            for k in orphans:
+                del points[k]
+        todo = [m for m in rows if m.id not in points or not points[m.id].complete]
+        if not todo:
+            return
+        log.warning("corroboration: indexing %d stored messages", len(todo))
+        aliases = await self.store.story_aliases()
+        story = {m.id: resolve_story(aliases, m.story_id or m.id) for m in rows}
+        start: dict[str, float] = {}
+        for m in rows:
+            start[story[m.id]] = min(start.get(story[m.id], math.inf), m.ts)
+        for i in range(0, len(todo), 1024):
+            chunk = todo[i:i + 1024]
+            vecs = await self.vectors.vectors_of([m.id for m in chunk if m.id in points])
+            missing = [m for m in chunk if m.id not in vecs]
+            if missing:
+                emb = await self.embedder.embed([prepare_text(m.text) for m in missing])
+                vecs.update({m.id: v for m, v in zip(missing, emb)})
+            rows_info = await asyncio.to_thread(lambda c=chunk: [_row_of(prepare_text(m.text)) for m in c])
+            fresh = [MessagePoint(m.id, vecs[m.id], m.platform, str(m.chat_id), str(m.message_id), m.ts,
+                                  story[m.id], start[story[m.id]], r.entities, r.terms, r.denies)
+                     for m, r in zip(chunk, rows_info)]
+            await self.vectors.upsert(fresh)
+            points.update((p.key, StoredMessageVector(p.key, p.chat, p.ts, p.story, p.story_start, p.entities,
+                                                      p.terms, p.denies)) for p in fresh)
+
+    def _count_all(self, terms: Iterable[frozenset[int]]) -> None:
         with self._lock:
-            for m in rows:
-                clean = prepare_text(m.text)
-                self._add_row(m.id, vecs[m.id], m.ts, f"{m.platform}:{m.chat_id}", clean, m.story_id or m.id)
+            self._df.clear()
+            self._n = 0
+            for t in terms:
+                self._count(t, +1)
+
+    def _count(self, terms: frozenset[int], sign: int) -> None:
+        """Caller holds _lock."""
+        self._n += sign
+        for t in terms:
+            left = self._df.get(t, 0) + sign
+            if left > 0:
+                self._df[t] = left
+            else:
+                self._df.pop(t, None)
 
     async def aclose(self) -> None:
         if self._worker is not None:
@@ -231,7 +283,7 @@ class Corroborator:
 
     async def _drain(self) -> None:
         """One consumer: whatever queued up while the previous batch was embedded goes in one batch.
-        Writing a batch (SQLite, Qdrant) overlaps with embedding the next one; writes stay in order."""
+        Writing a batch to SQLite overlaps with embedding the next one; writes stay in order."""
         assert self._queue is not None
         writing: asyncio.Task[None] | None = None
         try:
@@ -287,14 +339,14 @@ class Corroborator:
         return await self._write(await self._prepare(messages))
 
     async def _prepare(self, messages: Sequence[TrackedMessage]) -> _Prepared:
-        """Embed and link (the in-memory index is updated here); `_write` persists."""
+        """Embed, link and store the vectors; `_write` stores the rows in SQLite."""
         keep = [m for m in messages if m.text.strip() and await self.store.is_tracked(m.platform, m.chat_id)]
         keep.sort(key=lambda m: _secs(m.at))
         if not keep:
             return _Prepared(messages, [], np.zeros((0, self.embedder.dim), np.float32), {}, [])
         clean = [prepare_text(m.text) for m in keep]
         vecs = await self._embed(clean)
-        stories, merges = await asyncio.to_thread(self._link_batch, keep, clean, vecs)
+        stories, merges = await self._link_batch(keep, clean, vecs)
         return _Prepared(messages, keep, vecs, stories, merges)
 
     async def _write(self, p: _Prepared) -> list[str | None]:
@@ -306,8 +358,6 @@ class Corroborator:
             for into, others in p.merges:
                 await self.store.merge_stories(into, others)
             await self.store.add(rows)
-            await self.vectors.upsert([MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id),
-                                                    _secs(m.at)) for m, v in zip(p.keep, p.vecs)])
             self.stats.ingested += len(p.keep)
         return [p.stories.get(m.key) for m in p.messages]
 
@@ -320,90 +370,76 @@ class Corroborator:
                               text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
                               language=m.language, story_id=s) for m, s in zip(messages, stories)]
         await self.store.add(rows)
+        start: dict[str, float] = {}
+        for m, s in zip(messages, stories):
+            start[s] = min(start.get(s, math.inf), _secs(m.at))
         for i in range(0, len(messages), 1024):
-            await self.vectors.upsert([MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id),
-                                                    _secs(m.at))
-                                       for m, v in zip(messages[i:i + 1024], vectors[i:i + 1024])])
+            chunk = messages[i:i + 1024]
+            info = await asyncio.to_thread(lambda c=chunk: [_row_of(prepare_text(m.text)) for m in c])
+            await self.vectors.upsert([
+                MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id), _secs(m.at), s, start[s],
+                             r.entities, r.terms, r.denies)
+                for m, v, s, r in zip(chunk, vectors[i:i + 1024], stories[i:i + 1024], info)])
+            await asyncio.to_thread(self._count_many, [r.terms for r in info], +1)
 
-        def load() -> None:
-            with self._lock:
-                for m, v, s in zip(messages, vectors, stories):
-                    self._add_row(m.key, v, _secs(m.at), m.chat, prepare_text(m.text), s)
-        await asyncio.to_thread(load)
+    def _count_many(self, terms: Sequence[frozenset[int]], sign: int) -> None:
+        with self._lock:
+            for t in terms:
+                self._count(t, sign)
 
-    def _link_batch(self, msgs: Sequence[TrackedMessage], clean: Sequence[str],
-                    vecs: np.ndarray) -> tuple[dict[str, str], list[tuple[str, list[str]]]]:
+    async def _link_batch(self, msgs: Sequence[TrackedMessage], clean: Sequence[str],
+                          vecs: np.ndarray) -> tuple[dict[str, str], list[tuple[str, list[str]]]]:
+        """Link each message to the same-story messages of other chats within the window and store it;
+        stories that a message joins are merged (the one that started first keeps its id, so story ids
+        stay stable)."""
         stories: dict[str, str] = {}
         merges: list[tuple[str, list[str]]] = []
-        with self._lock:
-            for m, text, v in zip(msgs, clean, vecs):
+        renamed: dict[str, str] = {}
+        infos = await asyncio.to_thread(lambda: [_row_of(c) for c in clean])
+        async with self._linking:
+            replaced = await self.vectors.scoring_data([m.key for m in msgs])  # re-ingested keys
+            if replaced:
+                await asyncio.to_thread(self._count_many, [r.terms for r in replaced.values()], -1)
+            for m, info, v in zip(msgs, infos, vecs):
                 ts = _secs(m.at)
-                row = self._add_row(m.key, v, ts, m.chat, text, m.key)
-                info: _Row = self.index.extras[row]
-                cand, cos = self.index.search(v, t=ts, window_s=self.window_s, exclude_chats=[m.chat],
-                                              floor=self.model.cos_floor, limit=CANDIDATES)
-                cand, cos = cand[cand != row], cos[cand != row]
-                if cand.size:
-                    scores = self.model.score(self._features(info, cand, cos))
-                    linked = cand[scores >= self.model.threshold]
-                    if linked.size:
-                        self.stats.links += int(linked.size)
-                        # The story that started first keeps its id, so story ids stay stable.
-                        codes = {self.index.group(int(j)) for j in linked} | {self.index.group(row)}
-                        into = min(codes, key=lambda c: (self._start.get(c, math.inf), self._names[c]))
-                        others = [c for c in codes if c != into]
+                await asyncio.to_thread(self._count_many, [info.terms], +1)  # the IDF counts the message itself
+                cands = [c for c in await self.vectors.nearest(v, t=ts, window_s=self.window_s, exclude_chats=[m.chat],
+                                                               floor=self.model.cos_floor, limit=CANDIDATES)
+                         if c.key != m.key]
+                story, start = m.key, ts
+                if cands:
+                    scores = await asyncio.to_thread(self._scores, info, cands)
+                    linked = [c for c, sc in zip(cands, scores) if sc >= self.model.threshold]
+                    if linked:
+                        self.stats.links += len(linked)
+                        options = {(c.story_start, c.story) for c in linked} | {(ts, m.key)}
+                        start, story = min(options)
+                        others = sorted({name for _, name in options if name != story})
                         if others:
-                            self.index.relabel(others, into)
-                            self._start[into] = min(self._start.get(c, math.inf) for c in codes)
-                            merges.append((self._names[into], [self._names[c] for c in others]))
-                stories[m.key] = ""
-            # later messages of the batch may have merged earlier ones' stories
-            for k in stories:
-                r = self.index.row.get(k)
-                if r is not None:
-                    stories[k] = self._names[self.index.group(r)]
+                            await self.vectors.relabel([o for o in others if o != m.key], story, start)
+                            merges.append((story, others))
+                            renamed.update((o, story) for o in others)
+                await self.vectors.upsert([MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id), ts,
+                                                        story, start, info.entities, info.terms, info.denies)])
+                stories[m.key] = story
+        # later messages of the batch may have merged earlier ones' stories
+        for k, name in stories.items():
+            while name in renamed and renamed[name] != name:
+                name = renamed[name]
+            stories[k] = name
         return stories, merges
 
-    def _code_of(self, story: str) -> int:
-        code = self._code.get(story)
-        if code is None:
-            code = self._code[story] = len(self._names)
-            self._names.append(story)
-        return code
+    def _scores(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
+        with self._lock:
+            feats = self._features(info, cands)
+        return self.model.score(feats)
 
-    def _add_row(self, key: str, vec: np.ndarray, ts: float, chat: str, clean: str, story: str) -> int:
-        if key in self.index.row:
-            self._remove_rows([key])
-        terms = story_terms(_alias_terms(transliterate(clean)))
-        info = _Row(story_entities(clean), terms, chat, denies(clean))
-        for t in terms:
-            self._df[t] = self._df.get(t, 0) + 1
-        code = self._code_of(story)
-        self._start[code] = min(self._start.get(code, math.inf), ts)
-        return self.index.add(key, vec, ts, chat, info, group=code)
-
-    def _remove_rows(self, keys: Sequence[str]) -> None:
-        for key, info in zip(keys, [self.index.extras[self.index.row[k]] if k in self.index.row else None
-                                    for k in keys]):
-            if info is None:
-                continue
-            for t in info.terms:
-                left = self._df.get(t, 0) - 1
-                if left > 0:
-                    self._df[t] = left
-                else:
-                    self._df.pop(t, None)
-        self.index.remove(keys)
-
-    def _idf(self, tid: int) -> float:
-        # Same formula as StoryDetector._idf (the weights were fitted with it).
-        return math.log(1.0 + len(self.index) / self._df.get(tid, 1))
-
-    def _features(self, info: _Row, cand: np.ndarray, cos: np.ndarray) -> np.ndarray:
-        """cos / entity Jaccard / IDF-weighted term Jaccard, exactly as `StoryDetector.features`."""
-        out = np.zeros((len(cand), 3), dtype=np.float64)
-        out[:, 0] = cos
-        n, df = len(self.index), self._df
+    def _features(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
+        """cos / entity Jaccard / IDF-weighted term Jaccard, exactly as `StoryDetector.features`.
+        The caller holds _lock."""
+        out = np.zeros((len(cands), 3), dtype=np.float64)
+        out[:, 0] = [c.score for c in cands]
+        n, df = self._n, self._df
         idf: dict[int, float] = {}  # per call: candidates of one story share most of their terms
 
         def w(t: int) -> float:
@@ -412,8 +448,7 @@ class Corroborator:
                 v = idf[t] = math.log(1.0 + n / df.get(t, 1))
             return v
         wsum = sum(w(t) for t in info.terms)
-        for r, j in enumerate(cand):
-            other: _Row = self.index.extras[int(j)]
+        for r, other in enumerate(cands):
             out[r, 1] = jaccard(info.entities, other.entities)
             shared = info.terms & other.terms
             if shared:
@@ -436,7 +471,7 @@ class Corroborator:
         vec = (await self._embed([clean]))[0]
         t = _secs(at) if at is not None else self.clock()
         chats = [f"{p}:{c}" for p, c in exclude_chats]
-        found = await asyncio.to_thread(self._lookup_sync, clean, vec, t, chats)
+        found = await self._find(clean, vec, t, chats)
         skip = {n.lower().lstrip("@") for n in exclude_names if n}
         per_chat: list[tuple[_Hit, float, float]] = []  # (chat's first message of the story, best score, credibility)
         for h, score in found.per_chat.values():
@@ -475,76 +510,59 @@ class Corroborator:
                             first_seen_in=first_item, outlets=list(outlets), agreement=round(found.agreement, 4),
                             tier=tier, note=note)
 
-    def _lookup_sync(self, clean: str, vec: np.ndarray, t: float, chats: list[str]) -> _Found:
-        with self._lock:
-            info = _Row(story_entities(clean), story_terms(_alias_terms(transliterate(clean))), "", denies(clean))
-            cand, cos = self.index.search(vec, t=t, window_s=self.window_s, exclude_chats=chats,
-                                          floor=self.model.cos_floor, limit=CANDIDATES)
-            found = _Found()
-            if cand.size == 0:
-                return found
-            scores = self.model.score(self._features(info, cand, cos))
-            ok = scores >= self.model.threshold
-            story_score: dict[int, float] = {}
-            direct: list[float] = []
-            seen: set[int] = set()
-            for j, sc in zip(cand[ok], scores[ok]):
-                j, sc = int(j), float(sc)
-                row: _Row = self.index.extras[j]
-                found.add(_Hit(self.index.keys[j], row.chat, self.index.ts(j), sc, True), sc)
-                seen.add(j)
-                direct.append(sc)
-                if sc >= STRONG:
-                    found.strong_chats.add(row.chat)
-                g = self.index.group(j)
-                story_score[g] = max(story_score.get(g, 0.0), sc)
-                found.conflict |= row.denies != info.denies
-            found.agreement = float(np.mean(direct)) if direct else 0.0
-            # The rest of each matched story (A~B~C): members of other chats inside the window, one
-            # vectorised pass over the window (stories can have thousands of members).
-            if story_score:
-                for r in self.index.group_rows(list(story_score), t=t, window_s=self.window_s, exclude_chats=chats):
-                    r = int(r)
-                    if r not in seen:
-                        found.add(_Hit(self.index.keys[r], self.index.extras[r].chat, self.index.ts(r), 0.0, False),
-                                  story_score[self.index.group(r)])
+    async def _find(self, clean: str, vec: np.ndarray, t: float, chats: list[str]) -> _Found:
+        found = _Found()
+        cands = await self.vectors.nearest(vec, t=t, window_s=self.window_s, exclude_chats=chats,
+                                           floor=self.model.cos_floor, limit=CANDIDATES)
+        if not cands:
             return found
+        info = await asyncio.to_thread(_row_of, clean)
+        scores = await asyncio.to_thread(self._scores, info, cands)
+        story_score: dict[str, float] = {}
+        direct: list[float] = []
+        seen: set[str] = set()
+        for c, sc in zip(cands, scores):
+            sc = float(sc)
+            if sc < self.model.threshold:
+                continue
+            found.add(_Hit(c.key, c.chat, c.ts, sc, True), sc)
+            seen.add(c.key)
+            direct.append(sc)
+            if sc >= STRONG:
+                found.strong_chats.add(c.chat)
+            story_score[c.story] = max(story_score.get(c.story, 0.0), sc)
+            found.conflict |= c.denies != info.denies
+        found.agreement = float(np.mean(direct)) if direct else 0.0
+        # The rest of each matched story (A~B~C): members of other chats inside the window, one filtered
+        # scroll (stories can have thousands of members).
+        for r in await self.vectors.story_members(list(story_score), t=t, window_s=self.window_s,
+                                                  exclude_chats=chats):
+            if r.key not in seen:
+                found.add(_Hit(r.key, r.chat, r.ts, 0.0, False), story_score.get(r.story, 0.0))
+        return found
 
     # --- forgetting ------------------------------------------------------------------------------
 
     async def forget(self, platform: str, chat_id: object) -> int:
         """Delete a chat's stored messages everywhere (/forget); returns how many."""
         keys = await self.store.delete_chat(platform, chat_id)
-        keys = list(dict.fromkeys(keys + await asyncio.to_thread(self._chat_keys, f"{platform}:{chat_id}")))
-        await self._drop(keys)
-        return len(keys)
-
-    def _chat_keys(self, chat: str) -> list[str]:
-        with self._lock:
-            return self.index.keys_of_chat(chat)
+        stored = await self.vectors.of_chat(f"{platform}:{chat_id}")
+        await self._drop(stored)
+        return len(set(keys) | {m.key for m in stored})
 
     async def cleanup(self) -> int:
         """Delete messages older than the retention period; returns how many."""
         cutoff = self.clock() - self.retention_s
         keys = await self.store.delete_older(cutoff)
-        with_index = await asyncio.to_thread(self._old_keys, cutoff)
-        keys = list(dict.fromkeys(keys + with_index))
-        await self._drop(keys)
-        return len(keys)
+        stored = await self.vectors.older_than(cutoff)
+        await self._drop(stored)
+        return len(set(keys) | {m.key for m in stored})
 
-    def _old_keys(self, cutoff: float) -> list[str]:
-        with self._lock:
-            return self.index.older_than(cutoff)
-
-    async def _drop(self, keys: Sequence[str]) -> None:
-        if not keys:
+    async def _drop(self, stored: Sequence[StoredMessageVector]) -> None:
+        if not stored:
             return
-        await self.vectors.delete(keys)
-
-        def remove() -> None:
-            with self._lock:
-                self._remove_rows(keys)
-        await asyncio.to_thread(remove)
+        await self.vectors.delete([m.key for m in stored])
+        await asyncio.to_thread(self._count_many, [m.terms for m in stored], -1)
 
     async def run_retention(self, stop: asyncio.Event, interval_s: float = 3600.0) -> None:
         """Periodic cleanup until `stop` is set (a task of `tipline run`)."""

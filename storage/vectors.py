@@ -1,40 +1,145 @@
-"""Qdrant collections through qdrant-client.
+"""Vector collections behind one interface; the backend is chosen once, at the composition root.
 
-Embedded local mode under `<data>/qdrant` by default, or a Qdrant server/cluster by URL, with the
-same code. Local mode is synchronous, CPU-bound and not thread-safe, so every call runs in a worker
-thread under one lock; with a server the lock costs nothing that matters.
+    store = await open_vector_store(path=…, url=…, dim=384, multi_dim=384)   # storage/vector_backends.py
+
+- `EdgeVectorStore` (storage/edge_store.py): the embedded default, Qdrant Edge in-process (the Rust
+  engine: HNSW, sparse vectors with the IDF modifier, payload indexes), one shard per collection
+  under `<data>/qdrant-edge`.
+- `RemoteVectorStore` (storage/qdrant_remote.py): a Qdrant server or cluster through qdrant-client's
+  `AsyncQdrantClient` (`TIPLINE_QDRANT_URL`), no lock: every call is its own request.
+
+Both implement the same small set of collection operations (create, upsert, delete, payload updates,
+batched queries with payload filters, scroll, count, aliases); what the fact-check, evidence and
+message collections need is written once, here and in storage/evidence_vectors.py and
+storage/message_vectors.py, on top of them. Callers never ask which backend they got.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+import abc
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 import numpy as np
-from qdrant_client import QdrantClient, models
-
-from core.sparse import SparseVector
-from storage.local_index import LocalHybridIndex
 
 DENSE_FIELDS = ("claim", "title")  # the English model's vectors of the claim and the headline
 MULTI_FIELD = "multi"              # the multilingual model's vector of claim + headline
 SPARSE_FIELD = "terms"
 
+IndexKind = Literal["keyword", "float", "integer", "datetime", "bool"]
+
 
 class VectorStoreError(RuntimeError):
-    """Qdrant could not be opened or used; the message is meant for the user."""
+    """The vector store could not be opened or used; the message is meant for the user."""
 
+
+class SparseTerms(Protocol):
+    """Term ids and weights (core.sparse.SparseVector is one); storage needs nothing more of it."""
+
+    @property
+    def indices(self) -> Sequence[int]: ...
+
+    @property
+    def values(self) -> Sequence[float]: ...
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The sparse vectors storage hands back (read from a collection)."""
+
+    indices: list[int]
+    values: list[float]
+
+
+# --- what a collection is and holds ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """Named cosine vectors (name -> dimension), named sparse vectors (IDF modifier) and the payload
+    fields to index (what filters run on)."""
+
+    dense: Mapping[str, int]
+    sparse: tuple[str, ...] = ()
+    indexes: Mapping[str, IndexKind] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Point:
+    id: str
+    dense: Mapping[str, np.ndarray]
+    payload: dict[str, Any]
+    sparse: Mapping[str, SparseTerms] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Record:
+    id: str
+    payload: dict[str, Any]
+    dense: dict[str, np.ndarray]
+    sparse: dict[str, Terms]
+
+
+@dataclass(frozen=True)
+class Scored:
+    id: str
+    score: float
+    payload: dict[str, Any]
+    dense: dict[str, np.ndarray]
+
+
+# --- filters on payload fields, the same on both backends -----------------------------------------
+
+@dataclass(frozen=True)
+class AnyOf:
+    """The field equals one of `values`."""
+
+    key: str
+    values: tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Between:
+    """A numeric field within the given bounds (None: unbounded)."""
+
+    key: str
+    gte: float | None = None
+    lte: float | None = None
+    lt: float | None = None
+
+
+Condition = AnyOf | Between
+
+
+@dataclass(frozen=True)
+class Where:
+    must: tuple[Condition, ...] = ()
+    must_not: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True)
+class Query:
+    """Nearest neighbours of `vector` (dense array or sparse terms) in the named vector `using`."""
+
+    using: str
+    vector: np.ndarray | SparseTerms
+    limit: int
+    where: Where | None = None
+    min_score: float | None = None
+
+
+WithPayload = bool | Sequence[str]
+WithVectors = bool | Sequence[str]
+
+
+# --- fact-check points and candidates ------------------------------------------------------------
 
 @dataclass(frozen=True)
 class FactCheckPoint:
     id: str
     claim_vector: np.ndarray
     title_vector: np.ndarray
-    terms: SparseVector
+    terms: SparseTerms
     payload: dict[str, Any]
     multi_vector: np.ndarray
 
@@ -48,291 +153,179 @@ class Hit:
     scores: dict[str, float]
 
 
-def _sparse(v: SparseVector) -> models.SparseVector:
-    return models.SparseVector(indices=v.indices, values=v.values)
+class VectorStore(abc.ABC):
+    """One interface over the embedded and the remote backend (cf. qdrant-client's QdrantBase).
 
+    The abstract methods are the backend's; the fact-check collection's operations below are written
+    once on top of them."""
 
-class VectorStore:
-    def __init__(self, client: QdrantClient, dim: int, local: bool, multi_dim: int | None = None):
-        self._client = client
+    def __init__(self, dim: int, multi_dim: int | None = None):
         self.dim = dim
         self.multi_dim = multi_dim or dim
-        self.local = local
-        self._lock = threading.Lock()
-        # Local mode only: collection name -> in-process index (see local_index.py for why).
-        self._indexes: dict[str, LocalHybridIndex] = {}
 
-    @classmethod
-    def open(cls, *, dim: int, path: Path | None = None, url: str | None = None,
-             api_key: str | None = None, multi_dim: int | None = None) -> "VectorStore":
-        try:
-            if url:
-                client = QdrantClient(url=url, api_key=api_key, timeout=30)
-                client.get_collections()  # fail now, with a clear message, if the server is unreachable
-            else:
-                assert path is not None
-                path.mkdir(parents=True, exist_ok=True)
-                client = QdrantClient(path=str(path))
-        except RuntimeError as exc:
-            if "already accessed" in str(exc):
-                raise VectorStoreError(
-                    f"another tipline process is using {path}; embedded Qdrant allows one process per data "
-                    "dir (stop the other one, use another TIPLINE_DATA_DIR, or run a Qdrant server and set "
-                    "TIPLINE_QDRANT_URL)") from exc
-            raise VectorStoreError(f"cannot open Qdrant: {exc}") from exc
-        except Exception as exc:  # connection errors come in many types from httpx/grpc
-            raise VectorStoreError(f"cannot open Qdrant at {url or path}: {exc}") from exc
-        return cls(client, dim, local=not url, multi_dim=multi_dim)
+    # --- what each backend implements ------------------------------------------------------------
 
-    async def _run(self, fn, *args, **kwargs):
-        def call():
-            with self._lock:
-                return fn(*args, **kwargs)
-        return await asyncio.to_thread(call)
+    @abc.abstractmethod
+    async def aclose(self) -> None: ...
 
-    def close(self) -> None:
-        with self._lock:
-            self._client.close()
+    @abc.abstractmethod
+    async def spec_of(self, name: str) -> CollectionSpec | None:
+        """The collection's vectors (None when it does not exist); `indexes` may be empty."""
 
-    # --- factchecks ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def create_collection(self, name: str, spec: CollectionSpec) -> None: ...
 
-    def _dims(self) -> dict[str, int]:
-        return {**{f: self.dim for f in DENSE_FIELDS}, MULTI_FIELD: self.multi_dim}
+    @abc.abstractmethod
+    async def create_index(self, name: str, field_name: str, kind: IndexKind) -> None:
+        """Index a payload field (filters on it then use the index instead of scanning)."""
 
-    def _factchecks_current_sync(self, name: str) -> bool:
-        """Whether `name` holds every vector this version writes, at the models' sizes."""
-        vectors = self._client.get_collection(name).config.params.vectors
-        if not isinstance(vectors, dict):
-            return False
-        return all(f in vectors and vectors[f].size == d for f, d in self._dims().items())
+    @abc.abstractmethod
+    async def upsert(self, name: str, points: Sequence[Point]) -> None: ...
 
-    async def factchecks_current(self, name: str) -> bool:
-        """False for a collection written by an earlier version (other models or fewer vectors): its
-        fact-checks must be re-embedded into a new collection (core/knowledge.py does, aside)."""
-        def check() -> bool:
-            return not self._client.collection_exists(name) or self._factchecks_current_sync(name)
-        return await self._run(check)
+    @abc.abstractmethod
+    async def delete(self, name: str, ids: Sequence[str]) -> None: ...
 
-    def _ensure_factchecks_sync(self, name: str) -> None:
-        if self._client.collection_exists(name):
+    @abc.abstractmethod
+    async def delete_where(self, name: str, where: Where) -> None: ...
+
+    @abc.abstractmethod
+    async def set_payload(self, name: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        """Set (merge) these payload fields on the points."""
+
+    @abc.abstractmethod
+    async def set_payload_where(self, name: str, where: Where, payload: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    async def retrieve(self, name: str, ids: Sequence[str], *, payload: WithPayload = True,
+                       vectors: WithVectors = False) -> list[Record]:
+        """The points that exist among `ids` (in no particular order)."""
+
+    @abc.abstractmethod
+    async def query_batch(self, name: str, queries: Sequence[Query], *, payload: WithPayload = True,
+                          vectors: WithVectors = False) -> list[list[Scored]]:
+        """One ranked list per query, best first, in one call to the engine."""
+
+    @abc.abstractmethod
+    def scroll(self, name: str, where: Where | None = None, *, payload: WithPayload = True,
+               vectors: WithVectors = False, batch: int = 1024) -> AsyncIterator[list[Record]]:
+        """Every point (matching `where`), a batch at a time."""
+
+    @abc.abstractmethod
+    async def count(self, name: str, where: Where | None = None) -> int: ...
+
+    @abc.abstractmethod
+    async def collection_names(self) -> list[str]:
+        """Physical collections (aliases not included)."""
+
+    @abc.abstractmethod
+    async def aliases(self) -> dict[str, str]:
+        """alias -> the collection it points at."""
+
+    @abc.abstractmethod
+    async def point_alias(self, alias: str, target: str) -> None:
+        """Point `alias` at `target` atomically: searches see the old or the new collection."""
+
+    @abc.abstractmethod
+    async def delete_collection(self, name: str) -> None: ...
+
+    @abc.abstractmethod
+    async def settle(self) -> None:
+        """Wait until index building started by earlier writes is done (benchmarks, tests, moving a
+        data dir); searches never need to."""
+
+    # --- collections and aliases, written once ----------------------------------------------------
+
+    async def ensure_collection(self, name: str, spec: CollectionSpec) -> None:
+        """Create `name` unless it exists; an existing one (e.g. moved from an older data dir) gets the
+        payload indexes it lacks."""
+        have = await self.spec_of(name)
+        if have is None:
+            await self.create_collection(name, spec)
             return
-        self._client.create_collection(
-            name,
-            vectors_config={f: models.VectorParams(size=d, distance=models.Distance.COSINE)
-                            for f, d in self._dims().items()},
-            sparse_vectors_config={SPARSE_FIELD: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-        )
-        if self.local:
-            return  # local mode ignores payload indexes (and warns); filters scan in memory anyway
-        for field, schema in (("verdict", models.PayloadSchemaType.KEYWORD),
-                              ("publisher", models.PayloadSchemaType.KEYWORD),
-                              ("language", models.PayloadSchemaType.KEYWORD),
-                              ("published_at", models.PayloadSchemaType.DATETIME)):
-            self._client.create_payload_index(name, field_name=field, field_schema=schema)
-
-    def _tune_local_storage(self, name: str) -> None:
-        """Make embedded Qdrant's per-point commits cheap.
-
-        Local mode commits every point in its own SQLite transaction with the default rollback
-        journal, i.e. one fsync per point: 63 points/s here. WAL with synchronous=NORMAL keeps the
-        data safe across a process crash (not an OS crash mid-write) and measured 1,400 points/s.
-        This reaches into qdrant-client internals, so it is skipped if they change shape.
-        """
-        local = getattr(self._client, "_client", None)
-        name = getattr(local, "aliases", {}).get(name, name)
-        collection = getattr(local, "collections", {}).get(name)
-        conn = getattr(getattr(collection, "storage", None), "storage", None)
-        if conn is not None and hasattr(conn, "execute"):
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-
-    def _load_local_index(self, name: str) -> None:
-        dims = self._dims()
-        index = LocalHybridIndex(dims)
-        offset = None
-        while True:
-            points, offset = self._client.scroll(name, limit=1024, offset=offset, with_payload=True,
-                                                 with_vectors=True)
-            for p in points:
-                vec = p.vector or {}
-                sp = vec.get(SPARSE_FIELD)
-                # An old collection (no multilingual vector) is loaded only to be re-embedded.
-                index.upsert(str(p.id), {f: np.asarray(vec[f], dtype=np.float32) if f in vec
-                                         else np.zeros(d, dtype=np.float32) for f, d in dims.items()},
-                             SparseVector(list(sp.indices), list(sp.values)) if sp else SparseVector([], []),
-                             p.payload or {})
-            if offset is None:
-                break
-        self._indexes[name] = index
-
-    async def ensure_factchecks(self, name: str) -> None:
-        def ensure():
-            self._ensure_factchecks_sync(name)
-            if self.local:
-                self._tune_local_storage(name)
-                self._load_local_index(name)
-        await self._run(ensure)
-
-    async def upsert_factchecks(self, name: str, points: Sequence[FactCheckPoint]) -> None:
-        structs = [
-            models.PointStruct(
-                id=p.id,
-                vector={"claim": p.claim_vector.tolist(), "title": p.title_vector.tolist(),
-                        MULTI_FIELD: p.multi_vector.tolist(), SPARSE_FIELD: _sparse(p.terms)},
-                payload=p.payload,
-            )
-            for p in points
-        ]
-        def upsert():
-            self._client.upsert(name, points=structs, wait=True)
-            index = self._indexes.get(name)
-            if index is not None:
-                for p in points:
-                    index.upsert(p.id, {"claim": p.claim_vector, "title": p.title_vector,
-                                        MULTI_FIELD: p.multi_vector}, p.terms, p.payload)
-        await self._run(upsert)
-
-    # --- single-vector collections (evidence, tracked messages) ---------------------------------
-
-    async def ensure_dense_collection(self, name: str, vector: str,
-                                      indexes: dict[str, models.PayloadSchemaType]) -> None:
-        """Create `name` with one cosine vector `vector` unless it exists, with payload `indexes` on a
-        server (local mode ignores them), and cheap per-point commits in local mode."""
-        def ensure() -> None:
-            if not self._client.collection_exists(name):
-                self._client.create_collection(name, vectors_config={
-                    vector: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)})
-                if not self.local:
-                    for field, schema in indexes.items():
-                        self._client.create_payload_index(name, field_name=field, field_schema=schema)
-            if self.local:
-                self._tune_local_storage(name)
-        await self._run(ensure)
-
-    # --- atomic rebuilds: a fresh physical collection behind an alias ---------------------------
-
-    def _aliases_sync(self) -> dict[str, str]:
-        return {a.alias_name: a.collection_name for a in self._client.get_aliases().aliases}
+        for fld, kind in spec.indexes.items():
+            if have.indexes.get(fld) != kind:
+                await self.create_index(name, fld, kind)
 
     async def physical_name(self, name: str) -> str:
         """The collection an alias points at, or `name` itself when it is a plain collection."""
-        return (await self._run(self._aliases_sync)).get(name, name)
+        return (await self.aliases()).get(name, name)
 
     async def copy_points(self, source: str, target: str, batch: int = 512) -> int:
         """Copy every point (vectors and payload) from `source` into `target` without re-embedding."""
-        def copy() -> int:
-            n, offset = 0, None
-            while True:
-                points, offset = self._client.scroll(source, limit=batch, offset=offset, with_payload=True,
-                                                     with_vectors=True)
-                if points:
-                    self._client.upsert(target, wait=True, points=[
-                        models.PointStruct(id=p.id, vector=p.vector or {}, payload=p.payload or {})
-                        for p in points])
-                    n += len(points)
-                if offset is None:
-                    break
-            if self.local:
-                self._load_local_index(target)
-            return n
-        return await self._run(copy)
+        n = 0
+        async for records in self.scroll(source, payload=True, vectors=True, batch=batch):
+            await self.upsert(target, [Point(r.id, r.dense, r.payload, r.sparse) for r in records])
+            n += len(records)
+        return n
 
     async def swap_alias(self, alias: str, target: str) -> str | None:
         """Point `alias` at `target` and drop what it pointed at before; returns that collection's name.
 
-        On a server the alias switch is one `update_collection_aliases` call, so searches see either the
-        old or the new collection, never a half-built one. A data dir from before aliases has a plain
-        collection under the alias name: it is deleted and the alias created right after (a moment
-        without the collection, once, on the first refresh). In local mode the whole swap runs under
-        the store's lock, so no search runs in between.
-        """
-        def swap() -> str | None:
-            aliases = self._aliases_sync()
-            old = aliases.get(alias)
-            ops: list[models.AliasOperations] = []
-            if old is not None:
-                ops.append(models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias)))
-            elif alias in {c.name for c in self._client.get_collections().collections}:
-                self._client.delete_collection(alias)
-                old = None
-            ops.append(models.CreateAliasOperation(
-                create_alias=models.CreateAlias(collection_name=target, alias_name=alias)))
-            self._client.update_collection_aliases(change_aliases_operations=ops)
-            if old is not None and old != target:
-                self._client.delete_collection(old)
-                self._indexes.pop(old, None)
-            if target in self._indexes:
-                self._indexes[alias] = self._indexes.pop(target)
-            return old
-        return await self._run(swap)
-
-    async def collection_names(self) -> list[str]:
-        return await self._run(lambda: [c.name for c in self._client.get_collections().collections])
+        A data dir from before aliases has a plain collection under the alias name: it is deleted and
+        the alias created right after (a moment without the collection, once)."""
+        old = (await self.aliases()).get(alias)
+        if old is None and alias in await self.collection_names():
+            await self.delete_collection(alias)
+        await self.point_alias(alias, target)
+        if old is not None and old != target:
+            await self.delete_collection(old)
+        return old
 
     async def drop_orphans(self, alias: str) -> list[str]:
         """Delete collections built for `alias` (named `alias__…`) that it does not point at: what an
         interrupted rebuild left behind."""
-        def drop() -> list[str]:
-            current = self._aliases_sync().get(alias)
-            gone = [c.name for c in self._client.get_collections().collections
-                    if c.name.startswith(alias + "__") and c.name != current]
-            for name in gone:
-                self._client.delete_collection(name)
-                self._indexes.pop(name, None)
-            return gone
-        return await self._run(drop)
+        current = (await self.aliases()).get(alias)
+        gone = [c for c in await self.collection_names() if c.startswith(alias + "__") and c != current]
+        for name in gone:
+            await self.delete_collection(name)
+        return gone
 
-    async def count(self, name: str) -> int:
-        return (await self._run(self._client.count, name, exact=True)).count
+    # --- fact-checks ---------------------------------------------------------------------------
 
-    async def delete_collection(self, name: str) -> None:
-        self._indexes.pop(name, None)
-        await self._run(self._client.delete_collection, name)
+    def factchecks_spec(self) -> CollectionSpec:
+        return CollectionSpec(
+            dense={**{f: self.dim for f in DENSE_FIELDS}, MULTI_FIELD: self.multi_dim}, sparse=(SPARSE_FIELD,),
+            indexes={"verdict": "keyword", "publisher": "keyword", "language": "keyword", "published_at": "datetime"})
 
-    def _search_local(self, index: LocalHybridIndex, queries: dict[str, np.ndarray], sparse: SparseVector,
-                      limit: int) -> list[Hit]:
-        hits: dict[int, Hit] = {}
-        for list_name, rows in index.search(queries, sparse, limit).items():
-            for rank, (row, score) in enumerate(rows, start=1):
-                hit = hits.get(row)
-                if hit is None:
-                    hit = hits[row] = Hit(id=index.id_of(row), payload=index.payload_of(row),
-                                          vectors=index.vectors_of(row), ranks={}, scores={})
-                hit.ranks[list_name] = rank
-                hit.scores[list_name] = score
-        return list(hits.values())
+    async def factchecks_current(self, name: str) -> bool:
+        """False for a collection written by an earlier version (other models or fewer vectors): its
+        fact-checks must be re-embedded into a new collection (core/knowledge.py does, aside)."""
+        spec = await self.spec_of(name)
+        if spec is None:
+            return True
+        want = self.factchecks_spec()
+        return all(spec.dense.get(f) == d for f, d in want.dense.items()) and SPARSE_FIELD in spec.sparse
 
-    def _search_sync(self, name: str, dense: np.ndarray, sparse: SparseVector, limit: int,
-                     multi: np.ndarray | None) -> list[Hit]:
-        queries = {f: dense for f in DENSE_FIELDS}
-        if multi is not None:
-            queries[MULTI_FIELD] = multi
-        index = self._indexes.get(name)
-        if index is not None:
-            return self._search_local(index, queries, sparse, limit)
-        lists = {f: models.QueryRequest(query=np.asarray(q).tolist(), using=f, limit=limit)
-                 for f, q in queries.items()}
-        if sparse.indices:
-            lists[SPARSE_FIELD] = models.QueryRequest(query=_sparse(sparse), using=SPARSE_FIELD, limit=limit)
-        for req in lists.values():
-            req.with_payload = True
-            req.with_vector = [*DENSE_FIELDS, MULTI_FIELD]
-        responses = self._client.query_batch_points(name, requests=list(lists.values()))
-        hits: dict[str, Hit] = {}
-        for list_name, response in zip(lists, responses):
-            for rank, p in enumerate(response.points, start=1):
-                pid = str(p.id)
-                hit = hits.get(pid)
-                if hit is None:
-                    hit = hits[pid] = Hit(id=pid, payload=p.payload or {}, ranks={}, scores={}, vectors={
-                        k: np.asarray(v, dtype=np.float32) for k, v in (p.vector or {}).items()})
-                hit.ranks[list_name] = rank
-                hit.scores[list_name] = float(p.score)
-        return list(hits.values())
+    async def ensure_factchecks(self, name: str) -> None:
+        await self.ensure_collection(name, self.factchecks_spec())
 
-    async def search_factchecks(self, name: str, dense: np.ndarray, sparse: SparseVector,
+    async def upsert_factchecks(self, name: str, points: Sequence[FactCheckPoint]) -> None:
+        await self.upsert(name, [
+            Point(p.id, {"claim": p.claim_vector, "title": p.title_vector, MULTI_FIELD: p.multi_vector},
+                  p.payload, {SPARSE_FIELD: p.terms}) for p in points])
+
+    async def search_factchecks(self, name: str, dense: np.ndarray, sparse: SparseTerms,
                                 limit: int, multi: np.ndarray | None = None) -> list[Hit]:
         """Hybrid candidates: the union of dense search on claim and title (English model), on claim +
         title (multilingual model, when `multi` is given) and sparse term search, each candidate
-        carrying its rank and score in every list that found it (the re-ranker's input)."""
-        return await self._run(self._search_sync, name, dense, sparse, limit, multi)
+        carrying its rank and score in every list that found it (the re-ranker's input).
+
+        The lists go to the engine as one batch, not as one fused query: the re-ranker reads each
+        candidate's rank in each list (core/matchfeatures.py), which fusion would throw away."""
+        lists: dict[str, Query] = {f: Query(f, dense, limit) for f in DENSE_FIELDS}
+        if multi is not None:
+            lists[MULTI_FIELD] = Query(MULTI_FIELD, multi, limit)
+        if len(sparse.indices):
+            lists[SPARSE_FIELD] = Query(SPARSE_FIELD, sparse, limit)
+        results = await self.query_batch(name, list(lists.values()), payload=True,
+                                         vectors=[*DENSE_FIELDS, MULTI_FIELD])
+        hits: dict[str, Hit] = {}
+        for list_name, points in zip(lists, results):
+            for rank, p in enumerate(points, start=1):
+                hit = hits.get(p.id)
+                if hit is None:
+                    hit = hits[p.id] = Hit(id=p.id, payload=p.payload, vectors=p.dense, ranks={}, scores={})
+                hit.ranks[list_name] = rank
+                hit.scores[list_name] = p.score
+        return list(hits.values())
+

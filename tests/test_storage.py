@@ -7,7 +7,8 @@ import pytest
 from core.models import FactCheck, Result, Verdict
 from core.sparse import document_vector, query_vector
 from storage.sqlite import MIGRATIONS, Database, normalize_url
-from storage.vectors import FactCheckPoint, VectorStore, VectorStoreError
+from storage.edge_store import EdgeVectorStore
+from storage.vectors import FactCheckPoint, VectorStoreError
 
 
 def fc(claim: str, url: str = "https://factcheck.example/a", **kw) -> FactCheck:
@@ -74,49 +75,121 @@ def _point(i: int, claim: str, vec: np.ndarray) -> FactCheckPoint:
                           terms=document_vector(claim), payload={"claim": claim}, multi_vector=vec)
 
 
-async def test_local_index_ranks_like_the_vectors_and_survives_reopen(tmp_path):
+async def test_edge_store_ranks_like_the_vectors_and_survives_reopen(tmp_path):
     rng = np.random.default_rng(1)
     vecs = rng.normal(size=(50, 8)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     claims = [f"claim number {i} about topic{i % 7}" for i in range(50)]
-    store = VectorStore.open(dim=8, path=tmp_path / "q")
+    store = await EdgeVectorStore.open(tmp_path / "q", dim=8)
     await store.ensure_factchecks("fc")
     await store.upsert_factchecks("fc", [_point(i, c, v) for i, (c, v) in enumerate(zip(claims, vecs))])
     hits = await store.search_factchecks("fc", vecs[3], query_vector("topic3"), limit=5)
-    by_id = {h.id: h for h in hits}
     best_dense = min(hits, key=lambda h: h.ranks.get("claim", 99))
     assert best_dense.payload["claim"] == claims[3] and best_dense.scores["claim"] == pytest.approx(1.0, abs=1e-5)
+    expected = [claims[i] for i in np.argsort(-(vecs @ vecs[3]))[:5]]
+    assert [h.payload["claim"] for h in sorted((h for h in hits if "claim" in h.ranks),
+                                               key=lambda h: h.ranks["claim"])] == expected
     sparse_hits = [h for h in hits if "terms" in h.ranks]
     assert sparse_hits and all("topic3" in h.payload["claim"] for h in sparse_hits)
-    store.close()
+    await store.aclose()
 
-    reopened = VectorStore.open(dim=8, path=tmp_path / "q")
+    reopened = await EdgeVectorStore.open(tmp_path / "q", dim=8)
     await reopened.ensure_factchecks("fc")
     assert await reopened.count("fc") == 50
     again = await reopened.search_factchecks("fc", vecs[3], query_vector("topic3"), limit=5)
-    # Equal sparse scores may break ties differently after a reload; the dense list is exact.
-    assert {h.id for h in again if "claim" in h.ranks} == {h for h in by_id if "claim" in by_id[h].ranks}
-    reopened.close()
+    assert [h.id for h in again] == [h.id for h in hits]
+    await reopened.aclose()
 
 
 async def test_second_process_on_the_same_path_gets_a_clear_error(tmp_path):
-    store = VectorStore.open(dim=8, path=tmp_path / "q")
+    store = await EdgeVectorStore.open(tmp_path / "q", dim=8)
     try:
         with pytest.raises(VectorStoreError, match="another tipline process"):
-            VectorStore.open(dim=8, path=tmp_path / "q")
+            await EdgeVectorStore.open(tmp_path / "q", dim=8)
     finally:
-        store.close()
+        await store.aclose()
+    await (await EdgeVectorStore.open(tmp_path / "q", dim=8)).aclose()  # free again once closed
 
 
 async def test_a_collection_from_other_models_is_not_current(tmp_path):
     # A model change is not an error: the knowledge base re-embeds into a new collection (test_knowledge).
-    store = VectorStore.open(dim=8, path=tmp_path / "q")
+    store = await EdgeVectorStore.open(tmp_path / "q", dim=8)
     await store.ensure_factchecks("fc")
     assert await store.factchecks_current("fc")
-    store.close()
-    other = VectorStore.open(dim=16, path=tmp_path / "q")
+    await store.aclose()
+    other = await EdgeVectorStore.open(tmp_path / "q", dim=16)
     assert not await other.factchecks_current("fc")
-    other.close()
-    wider = VectorStore.open(dim=8, multi_dim=12, path=tmp_path / "q")
+    await other.aclose()
+    wider = await EdgeVectorStore.open(tmp_path / "q", dim=8, multi_dim=12)
     assert not await wider.factchecks_current("fc")
-    wider.close()
+    await wider.aclose()
+
+
+def _legacy_dir(path, n: int = 30) -> np.ndarray:
+    """A data dir as the previous version wrote it: qdrant-client's local mode, a fact-check collection
+    behind an alias, a half-built orphan, a messages collection."""
+    from qdrant_client import QdrantClient, models
+
+    rng = np.random.default_rng(7)
+    vecs = rng.normal(size=(n, 8)).astype(np.float32)
+    client = QdrantClient(path=str(path))
+    for name in ("fc__1", "fc__orphan"):
+        client.create_collection(name, vectors_config={
+            f: models.VectorParams(size=8, distance=models.Distance.COSINE) for f in ("claim", "title", "multi")},
+            sparse_vectors_config={"terms": models.SparseVectorParams(modifier=models.Modifier.IDF)})
+    client.update_collection_aliases(change_aliases_operations=[models.CreateAliasOperation(
+        create_alias=models.CreateAlias(collection_name="fc__1", alias_name="fc"))])
+    client.upsert("fc__1", points=[models.PointStruct(
+        id=fc(f"claim {i}", url=f"https://x/{i}").id, payload={"claim": f"claim {i}"},
+        vector={"claim": vecs[i].tolist(), "title": vecs[i].tolist(), "multi": vecs[i].tolist(),
+                "terms": models.SparseVector(indices=[i, 1000], values=[1.0, 0.5])}) for i in range(n)])
+    client.create_collection("messages", vectors_config={"text": models.VectorParams(
+        size=8, distance=models.Distance.COSINE)})
+    client.upsert("messages", points=[models.PointStruct(id=fc(f"m{i}").id, payload={"key": f"m{i}", "ts": 1.0},
+                                                         vector={"text": vecs[i].tolist()}) for i in range(5)])
+    client.close()
+    return vecs
+
+
+async def test_an_old_data_dir_moves_into_edge_once_and_an_interruption_loses_nothing(tmp_path):
+    from storage.vector_migration import migrate_legacy_dir
+
+    legacy = tmp_path / "qdrant"
+    vecs = _legacy_dir(legacy)
+    store = await EdgeVectorStore.open(tmp_path / "qdrant-edge", dim=8)
+    # An earlier attempt that stopped half-way: a partial copy, the old directory still in place.
+    await store.ensure_factchecks("fc__1")
+    await store.upsert_factchecks("fc__1", [_point(99, "stray", vecs[0])])
+    assert await migrate_legacy_dir(legacy, store) == {"fc__1": 30, "messages": 5}
+    assert not legacy.exists() and (tmp_path / "qdrant.pre-edge" / "meta.json").exists()
+    assert await store.collection_names() == ["fc__1", "messages"]  # the orphan is not carried over
+    assert await store.physical_name("fc") == "fc__1" and await store.count("fc") == 30
+    assert await store.factchecks_current("fc")
+    hits = await store.search_factchecks("fc", vecs[4], query_vector("x"), limit=3)
+    assert hits[0].payload["claim"] == "claim 4"
+    assert await migrate_legacy_dir(legacy, store) == {}  # once
+    await store.aclose()
+
+
+async def test_a_data_dir_moves_onto_a_server_whole(tmp_path):
+    from qdrant_client import AsyncQdrantClient
+
+    from storage.qdrant_remote import RemoteVectorStore
+    from storage.vector_migration import copy_store
+
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(20, 8)).astype(np.float32)
+    local = await EdgeVectorStore.open(tmp_path / "q", dim=8)
+    await local.ensure_factchecks("fc__a")
+    await local.upsert_factchecks("fc__a", [_point(i, f"claim {i} topic", v) for i, v in enumerate(vecs)])
+    await local.swap_alias("fc", "fc__a")
+    server = RemoteVectorStore(AsyncQdrantClient(location=":memory:"), 8, payload_indexes=False)
+    assert await copy_store(local, server) == {"fc__a": 20}
+    with pytest.raises(VectorStoreError, match="already has fc__a"):
+        await copy_store(local, server)
+    assert await server.physical_name("fc") == "fc__a" and await server.count("fc") == 20
+    a = await local.search_factchecks("fc", vecs[2], query_vector("topic"), 5)
+    b = await server.search_factchecks("fc", vecs[2], query_vector("topic"), 5)
+    assert [h.id for h in a if "claim" in h.ranks] == [h.id for h in b if "claim" in h.ranks]
+    await local.aclose()
+    await server.aclose()

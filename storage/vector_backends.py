@@ -1,0 +1,32 @@
+"""The composition root's one choice of vector backend (bot/app.py calls this once).
+
+A Qdrant server when a URL is configured, else Qdrant Edge in the data dir; a data dir written by
+qdrant-client's local mode (the embedded store before Edge) is moved over on the first start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from storage.edge_store import EdgeVectorStore
+from storage.qdrant_remote import RemoteVectorStore
+from storage.vector_migration import migrate_legacy_dir
+from storage.vectors import VectorStore, VectorStoreError
+
+
+async def open_vector_store(*, dim: int, multi_dim: int | None = None, path: Path | None = None,
+                            url: str | None = None, api_key: str | None = None,
+                            legacy_path: Path | None = None) -> VectorStore:
+    if url:
+        return await RemoteVectorStore.connect(url, api_key=api_key, dim=dim, multi_dim=multi_dim)
+    if path is None:
+        raise VectorStoreError("no vector store configured: set TIPLINE_DATA_DIR or TIPLINE_QDRANT_URL")
+    store = await EdgeVectorStore.open(path, dim=dim, multi_dim=multi_dim)
+    try:
+        if legacy_path is not None:
+            await migrate_legacy_dir(legacy_path, store)
+        await store.maintain()
+    except BaseException:
+        await store.aclose()
+        raise
+    return store
