@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 
 from bot.ingest_files import read_source
@@ -28,6 +29,7 @@ class RefreshReport:
     added: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     bad_rows: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)  # why items were refused: "no rating" -> 3
     swapped: bool = False
 
 
@@ -51,6 +53,7 @@ class FeedRefresher:
                 continue
             items += [r.factcheck for r in rows if r.factcheck is not None]
             report.bad_rows += sum(1 for r in rows if r.error)
+            report.skipped.update(r.reason for r in rows if r.reason)
         report.fetched = len(items)
         if items:
             run_id = await self.kb.db.start_ingest_run("feeds: " + ", ".join(self.feeds)[:500])
@@ -58,8 +61,9 @@ class FeedRefresher:
             report.swapped = True
             await self.kb.db.finish_ingest_run(run_id, status="done", added=report.added, skipped=report.bad_rows,
                                                errors=[f"{u}: {e}" for u, e in report.failed.items()])
-        log.info("feeds refreshed: %d items, %d new, %d feed(s) failed", report.fetched, report.added,
-                 len(report.failed))
+        log.info("feeds refreshed: %d items, %d new, %d feed(s) failed, %d item(s) skipped%s", report.fetched,
+                 report.added, len(report.failed), report.bad_rows,
+                 "".join(f"; {n} {why}" for why, n in report.skipped.most_common()))
         self.last = report
         return report
 

@@ -7,6 +7,7 @@ so they are trusted (the SSRF guard is for links that arrive in messages).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,13 @@ class SourceReport:
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
     failed: str | None = None
+    reasons: Counter[str] = field(default_factory=Counter)  # why rows were skipped: "no rating" -> 3
+
+    def summary(self) -> str:
+        """`3 new, 0 updated, 2 skipped (1 no rating, 1 rating without a source URL)`."""
+        why = ", ".join(f"{n} {reason}" for reason, n in self.reasons.most_common())
+        return (f"{self.added} new, {self.updated} updated, {self.skipped} skipped"
+                + (f" ({why})" if why else ""))
 
 
 async def read_source(source: str, max_bytes: int = MAX_BYTES) -> tuple[str, bytes]:
@@ -71,6 +79,7 @@ async def ingest_source(kb: KnowledgeBase, source: str, mapping: dict[str, str] 
         if r.error:
             msg = f"{source}:{r.line}: {r.error}" if r.line else f"{source}: {r.error}"
             report.errors.append(msg)
+            report.reasons[r.reason or r.error] += 1
             if on_row_error:
                 on_row_error(msg)
     report.skipped = len(report.errors)

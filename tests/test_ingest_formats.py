@@ -230,19 +230,20 @@ def test_csv_with_bom_multiline_cells_and_bad_rows() -> None:
 
 
 def test_tsv_and_semicolon_csv() -> None:
-    tsv = "claim\trating\tdate\nМост построили за месяц\tЛожь\t01.02.2023\n".encode()
+    tsv = "claim\trating\tdate\turl\nМост построили за месяц\tЛожь\t01.02.2023\thttps://p.example/most\n".encode()
     assert detect_format("ru.tsv", tsv) == "tsv"
     (fc,) = good(parse_bytes("ru.tsv", tsv))
     assert (fc.claim, fc.verdict, fc.published_at) == ("Мост построили за месяц", Verdict.REFUTED, date(2023, 2, 1))
-    semi = "text;verdict;lang\nDer Zug fährt nie pünktlich;Irreführend;de\n".encode()
+    semi = "text;verdict;lang;link\nDer Zug fährt nie pünktlich;Irreführend;de;https://f.example/zug\n".encode()
     (fc,) = good(parse_bytes("de.csv", semi))
     assert (fc.claim, fc.verdict, fc.language) == ("Der Zug fährt nie pünktlich", Verdict.MISLEADING, "de")
 
 
 def test_csv_column_mapping() -> None:
-    data = b"aussage,bewertung,quelle,wann,links\nEnergy bills fell 40%,Falsch,Faktenteam,2023-01-05,https://a.example/1 https://b.example/2\n"
+    data = (b"aussage,bewertung,quelle,wann,links,artikel\nEnergy bills fell 40%,Falsch,Faktenteam,2023-01-05,"
+            b"https://a.example/1 https://b.example/2,https://faktenteam.example/energie\n")
     mapping = {"claim": "Aussage", "rating_text": "bewertung", "publisher": "quelle", "date": "wann",
-               "appearances": "links"}
+               "appearances": "links", "url": "artikel"}
     (fc,) = good(parse_bytes("map.csv", data, mapping))
     assert (fc.claim, fc.verdict, fc.publisher, fc.published_at, fc.appearances) == (
         "Energy bills fell 40%", Verdict.REFUTED, "Faktenteam", date(2023, 1, 5),
@@ -256,7 +257,8 @@ def test_csv_column_mapping() -> None:
 
 
 def test_csv_numeric_rating_columns() -> None:
-    data = b"claim,ratingValue,bestRating,worstRating\nThe dam is leaking,1,5,1\nThe dam is new,5,5,1\n"
+    data = (b"claim,ratingValue,bestRating,worstRating,url\nThe dam is leaking,1,5,1,https://d.example/1\n"
+            b"The dam is new,5,5,1,https://d.example/2\n")
     assert [fc.verdict for fc in good(parse_bytes("n.csv", data))] == [Verdict.REFUTED, Verdict.SUPPORTED]
 
 
@@ -269,9 +271,11 @@ def test_jsonl_rows_bad_lines_and_claimreview_lines() -> None:
         json.dumps({"rating": "True"}),
         json.dumps(["a", "list"]),
         json.dumps(_review("Moon landing filmed in a studio", {"alternateName": "Four Pinocchios"},
+                           url="https://wp.example/moon",
                            itemReviewed={"@type": "Claim", "appearance": [{"url": "https://v.example/m"}]})),
         # U+2028 unescaped inside a string must not split the line
-        json.dumps({"text": "Rain\u2028tomorrow", "verdict": "Research in progress"}, ensure_ascii=False),
+        json.dumps({"text": "Rain\u2028tomorrow", "verdict": "Research in progress", "link": "https://r.example/1"},
+                   ensure_ascii=False),
     ]
     data = ("\n".join(lines) + "\n").encode()
     assert detect_format("dump.jsonl", data) == "jsonl"
@@ -286,10 +290,12 @@ def test_jsonl_rows_bad_lines_and_claimreview_lines() -> None:
 
 
 def test_jsonl_with_mapping_and_json_array_of_records() -> None:
-    data = b'{"q": "Parks close at 6pm", "r": "Correct"}\n{"q": "Parks close at noon", "r": "Incorrect"}\n'
-    assert [fc.verdict for fc in good(parse_bytes("m.jsonl", data, {"claim": "q", "rating_text": "r"}))] == [
-        Verdict.SUPPORTED, Verdict.REFUTED]
-    array = json.dumps([{"claim": "Buses are free", "rating": "Satire"}, {"rating": "False"}]).encode()
+    data = (b'{"q": "Parks close at 6pm", "r": "Correct", "u": "https://p.example/6"}\n'
+            b'{"q": "Parks close at noon", "r": "Incorrect", "u": "https://p.example/12"}\n')
+    mapping = {"claim": "q", "rating_text": "r", "url": "u"}
+    assert [fc.verdict for fc in good(parse_bytes("m.jsonl", data, mapping))] == [Verdict.SUPPORTED, Verdict.REFUTED]
+    array = json.dumps([{"claim": "Buses are free", "rating": "Satire", "url": "https://s.example/bus"},
+                        {"rating": "False"}]).encode()
     assert detect_format("records.json", array) == "json_rows"
     rows = parse_bytes("records.json", array)
     assert good(rows)[0].verdict is Verdict.NOT_CHECKABLE
@@ -321,8 +327,10 @@ def test_rss_feed_entries() -> None:
     data = RSS.encode()
     assert detect_format("feed.xml", data) == "feed"
     rows = parse_bytes("feed.xml", data)
-    assert errors(rows) == [(6, "entry #6: no title")]
-    airport, bread, scooters, comet, taxes = good(rows)
+    # An entry that rates nothing is not a fact-check tipline could cite: refused, with the reason.
+    assert errors(rows) == [(5, "entry #5: no rating"), (6, "entry #6: no title")]
+    assert [r.reason for r in rows if r.error] == ["no rating", "no title"]
+    airport, bread, scooters, comet = good(rows)
     assert (airport.claim, airport.title, airport.verdict, airport.rating_text) == (
         "Photo shows flooded airport in 2024", "Fact Check: FALSE: Photo shows flooded airport in 2024",
         Verdict.REFUTED, "FALSE")
@@ -332,8 +340,7 @@ def test_rss_feed_entries() -> None:
         "Chart of bread prices leaves out inflation", Verdict.MISLEADING, date(2024, 3, 5))
     assert (scooters.verdict, scooters.rating_text, scooters.published_at) == (Verdict.MIXED, "Half True", None)
     assert (comet.claim, comet.verdict) == ("a comet will hit in May", Verdict.REFUTED)
-    # A stray "true" in prose is not a rating.
-    assert (taxes.verdict, taxes.rating_text) == (Verdict.NOT_ENOUGH_EVIDENCE, "")
+    # A stray "true" in prose is not a rating: the taxes entry (#5) is the one refused above.
 
 
 ATOM = """<?xml version="1.0" encoding="utf-8"?>
@@ -424,3 +431,50 @@ def test_field_helpers() -> None:
     assert language_code("pt-BR") == "pt" and language_code("English") == "en"
     assert language_code({"@type": "Language", "name": "Spanish", "alternateName": "es"}) == "es"
     assert language_code("not a language") is None
+
+
+# --- half-facts: a claim without its verdict, or a verdict without its article --------------------------
+
+HALF_FACTS_CSV = (
+    "claim,rating,url\n"
+    "Tea cures colds,False,https://ok.example/tea\n"
+    "Tea causes colds,,https://ok.example/tea2\n"
+    "Tea is banned in Wales,False,\n"
+    "Tea was invented in 1990,,\n"
+)
+
+
+def test_rows_without_a_rating_or_without_a_source_url_are_refused_with_line_and_reason() -> None:
+    rows = parse_bytes("half.csv", HALF_FACTS_CSV.encode())
+    assert [fc.claim for fc in good(rows)] == ["Tea cures colds"]
+    assert errors(rows) == [(3, "line 3: no rating"), (4, "line 4: rating without a source URL"),
+                            (5, "line 5: no rating")]
+
+
+def test_claimreview_and_fact_check_api_items_without_a_link_or_rating_are_refused() -> None:
+    no_url = {k: v for k, v in CLAIMREVIEW.items() if k not in ("url", "@id")}
+    no_rating = {**CLAIMREVIEW, "reviewRating": {"@type": "Rating"}}
+    rows = parse_bytes("reviews.json", json.dumps([CLAIMREVIEW, no_url, no_rating]).encode())
+    assert len(good(rows)) == 1
+    assert errors(rows) == [(2, "ClaimReview #2: rating without a source URL"), (3, "ClaimReview #3: no rating")]
+    api = {"claims": [{"text": "Snow is hot", "claimReview": [
+        {"publisher": {"name": "A"}, "url": "https://a.example/snow", "textualRating": "False"},
+        {"publisher": {"name": "B"}, "textualRating": "False"},
+        {"publisher": {"name": "C"}, "url": "https://c.example/snow"}]}]}
+    rows = parse_bytes("api.json", json.dumps(api).encode())
+    assert [fc.publisher for fc in good(rows)] == ["A"]
+    assert [r.reason for r in rows if r.error] == ["rating without a source URL", "no rating"]
+
+
+async def test_the_ingest_summary_counts_skipped_rows_and_why(app, tmp_path) -> None:
+    from bot.ingest_files import ingest_source
+
+    path = tmp_path / "half.csv"
+    path.write_text(HALF_FACTS_CSV, encoding="utf-8")
+    report = await ingest_source(app.kb, str(path))
+    assert (report.added, report.skipped) == (1, 3)
+    assert report.reasons == {"no rating": 2, "rating without a source URL": 1}
+    assert report.summary() == "1 new, 0 updated, 3 skipped (2 no rating, 1 rating without a source URL)"
+    assert report.errors[0] == f"{path}:3: line 3: no rating"
+    stored = await app.db.factchecks_by_urls(["https://ok.example/tea", "https://ok.example/tea2"])
+    assert [fc.claim for fc in stored] == ["Tea cures colds"]

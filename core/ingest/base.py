@@ -28,6 +28,14 @@ class ParsedRow:
     error: str | None
 
     @property
+    def reason(self) -> str | None:
+        """The error without its position ("no rating"), to count skipped rows by cause. Every
+        parser writes errors as "<where>: <reason>", and no <where> holds ": "."""
+        if self.error is None:
+            return None
+        return self.error.split(": ", 1)[1] if ": " in self.error else self.error
+
+    @property
     def ok(self) -> bool:
         return self.factcheck is not None and self.error is None
 

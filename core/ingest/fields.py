@@ -158,6 +158,10 @@ def split_urls(value: Any) -> list[str]:
     return urls
 
 
+NO_RATING = "no rating"
+NO_URL = "rating without a source URL"
+
+
 def build_factcheck(
     *,
     claim: Any,
@@ -179,10 +183,18 @@ def build_factcheck(
     if not claim_text:
         raise RowError("missing claim text")
     rating = clean_text(rating_text)
+    # A fact-check is a claim, a verdict and the article that gives it. Without the verdict there is
+    # nothing to inherit, and a verdict without its article cannot be cited: stored, either one came
+    # back as "❌ False · 99 %" citing no link. Such half-facts are refused, with the reason.
+    if not rating and as_float(rating_value) is None:
+        raise RowError(NO_RATING)
+    source_url = clean_text(url)
+    if not source_url:
+        raise RowError(NO_URL)
     fields: dict[str, Any] = dict(
         claim=claim_text,
         title=clean_text(title),
-        url=clean_text(url),
+        url=source_url,
         publisher=clean_text(publisher),
         published_at=parse_date(published_at),
         rating_text=rating,
