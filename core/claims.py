@@ -128,13 +128,14 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in out if any(ch.isalnum() for ch in s)]
 
 
-_TRUTH_QUESTION = re.compile(
-    r"^(?:is it true|is it a fact|did you know|правда ли|верно ли|это правда)(?:,)?\s*(?:that|что)?\s*,?\s*",
+TRUTH_QUESTION_RE = re.compile(
+    r"^(?:is it true|is it a fact|did you know|правда ли|верно ли|это правда|чи правда|чи це правда|це правда)(?:,)?\s*(?:that|что)?\s*,?\s*",
     re.IGNORECASE)
-_QUESTION_START = re.compile(
+QUESTION_START_RE = re.compile(
     r"^(?:who|what|when|where|why|how|which|whose|is|are|was|were|do|does|did|can|could|should|would|will|"
-    r"кто|что|когда|где|почему|зачем|как|какой|какая|какие|сколько|можно|разве)\b", re.IGNORECASE)
-_OPINION = re.compile(
+    r"кто|что|когда|где|почему|зачем|как|какой|какая|какие|сколько|можно|разве|"
+    r"хто|що|коли|чому|навіщо|який|яка|які|скільки|чи)\b", re.IGNORECASE)
+OPINION_RE = re.compile(
     r"\b(?:i think|i believe|i feel|i guess|in my opinion|imo|imho|i love|i hate|i like|best|worst|beautiful|"
     r"ugly|awesome|terrible|amazing|awful|boring|delicious|disgusting|overrated|underrated|stupid|great|"
     r"я думаю|я считаю|я верю|мне кажется|по-моему|по моему|на мой взгляд|я люблю|ненавижу|"
@@ -162,7 +163,7 @@ _FIRST_WORD_STOP = {"the", "a", "an", "it", "this", "that", "they", "we", "he", 
                     "это", "он", "она", "они", "мы", "я", "в", "на"}
 
 
-def _entities(sentence: str) -> list[str]:
+def entities(sentence: str) -> list[str]:
     ents: list[str] = []
     for m in _CAPWORD.finditer(sentence):
         words = m.group(0).split()
@@ -180,7 +181,8 @@ def _entities(sentence: str) -> list[str]:
     return ents
 
 
-def _score(sentence: str) -> int:
+def checkworthiness(sentence: str) -> int:
+    """Numbers, dates, factual verbs and names: how much a sentence looks like a checkable statement."""
     score = 0
     if _NUMBER.search(sentence):
         score += 2
@@ -191,7 +193,7 @@ def _score(sentence: str) -> int:
     elif _VERB.search(sentence):
         score += 1
     # capitalised words other than the sentence's first: likely names, places, organisations
-    score += min(len(_entities(sentence)), 3)
+    score += min(len(entities(sentence)), 3)
     return score
 
 
@@ -201,17 +203,17 @@ def offline_extract(text: str) -> ClaimExtraction:
     mixed = False
     for i, raw in enumerate(split_sentences(text)):
         sentence = raw
-        truth_q = _TRUTH_QUESTION.match(sentence)
+        truth_q = TRUTH_QUESTION_RE.match(sentence)
         if truth_q:  # "Is it true that X?" asks to check X
             sentence = sentence[truth_q.end():].rstrip("?").strip()
             sentence = sentence[:1].upper() + sentence[1:]
-        elif sentence.rstrip("\"'»”)] ").endswith("?") or _QUESTION_START.match(sentence):
+        elif sentence.rstrip("\"'»”)] ").endswith("?") or QUESTION_START_RE.match(sentence):
             questions += 1
             continue
         if not sentence:
             continue
-        score = _score(sentence)
-        if _OPINION.search(sentence):
+        score = checkworthiness(sentence)
+        if OPINION_RE.search(sentence):
             # an opinion word plus hard facts (numbers, dates) is MIXED; otherwise it's a pure opinion
             if not (_NUMBER.search(sentence) or _DATE.search(sentence)):
                 opinions += 1
@@ -221,7 +223,7 @@ def offline_extract(text: str) -> ClaimExtraction:
             continue
         date = _DATE.search(sentence)
         where = next((m for m in _WHERE.finditer(sentence) if not _DATE.match(m.group(1))), None)
-        scored.append((score, i, Claim(text=sentence, entities=_entities(sentence),
+        scored.append((score, i, Claim(text=sentence, entities=entities(sentence),
                                        when=date.group(0) if date else None,
                                        where=where.group(1) if where else None)))
     scored.sort(key=lambda t: (-t[0], t[1]))

@@ -1,7 +1,10 @@
 """Intake: turn whatever a user sent into clean text the rest of the engine can trust.
 
 Unicode NFC, control characters and NUL bytes removed, whitespace collapsed, a length cap with a note
-(never a silent cut), URLs pulled out, and the language guessed so replies follow the user's.
+(never a silent cut), URLs pulled out, and the language guessed so replies follow the user's. A message
+over the cap is first reduced to its distinct sentences, then to its most check-worthy ones, and only
+then cut: 100 KB of one refuted sentence used to be cut to its first 4,096 characters and come back
+"Unverified 79 %", while the sentence alone is a 1.00 match.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+
+from core.claims import checkworthiness, split_sentences
 
 URL_RE = re.compile(r"""(?i)\b((?:https?://|www\.)[^\s<>"'«»]+)""")
 _TRAILING_PUNCT = ".,;:!?)]}>'\"…"
@@ -56,6 +61,38 @@ def clean(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
+_NOT_WORD = re.compile(r"\W+")
+
+
+def _sentence_key(sentence: str) -> str:
+    return _NOT_WORD.sub(" ", sentence.casefold()).strip()
+
+
+def reduce_long(text: str, max_chars: int) -> tuple[str, str] | None:
+    """A text over `max_chars` as its distinct sentences (first occurrence of each, in order) or, when
+    those are still too long, as the most check-worthy of them that fit (in their original order).
+    Returns (text, what was done) or None when nothing fits (one sentence longer than the cap)."""
+    distinct: dict[str, str] = {}
+    for sentence in split_sentences(text):
+        distinct.setdefault(_sentence_key(sentence), sentence)
+    sentences = list(distinct.values())
+    joined = " ".join(sentences)
+    if len(joined) <= max_chars:
+        return (joined, f"{len(sentences)} distinct sentence(s)") if joined else None
+    ranked = sorted(range(len(sentences)), key=lambda i: (-checkworthiness(sentences[i]), i))
+    keep: list[int] = []
+    used = 0
+    for i in ranked:
+        cost = len(sentences[i]) + (1 if keep else 0)
+        if used + cost <= max_chars:
+            keep.append(i)
+            used += cost
+    if not keep:
+        return None
+    return " ".join(sentences[i] for i in sorted(keep)), (
+        f"the {len(keep)} most check-worthy of its {len(sentences)} distinct sentences")
+
+
 def intake(raw: str | bytes, max_chars: int = 4096) -> Intake:
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", errors="replace")
@@ -64,10 +101,17 @@ def intake(raw: str | bytes, max_chars: int = 4096) -> Intake:
         raise EmptyInput("There is no text to check: send the message or claim you want checked.")
     notes: list[str] = []
     truncated = False
+    urls = extract_urls(text)  # from the whole message: a link in a dropped sentence still counts
     if len(text) > max_chars:
-        cut = text.rfind(" ", 0, max_chars)
-        text = text[: cut if cut > max_chars * 0.8 else max_chars].rstrip()
         truncated = True
-        notes.append(f"The message was longer than {max_chars} characters; only the first {len(text)} were checked.")
-    return Intake(text=text, urls=extract_urls(text), language=detect_language(text), notes=notes,
+        reduced = reduce_long(text, max_chars)
+        if reduced is not None and any(ch.isalnum() for ch in reduced[0]):
+            text = reduced[0]
+            notes.append(f"The message was longer than {max_chars} characters; {reduced[1]} were checked "
+                         f"({len(text)} characters).")
+        else:
+            cut = text.rfind(" ", 0, max_chars)
+            text = text[: cut if cut > max_chars * 0.8 else max_chars].rstrip()
+            notes.append(f"The message was longer than {max_chars} characters; only the first {len(text)} were checked.")
+    return Intake(text=text, urls=urls, language=detect_language(text), notes=notes,
                   truncated=truncated)
