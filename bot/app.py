@@ -19,8 +19,8 @@ from core.engine import Engine
 from core.evidence.evidence_index import EvidenceIndex
 from core.evidence.registry import EvidenceSources
 from core.evidence.resilient import protect_sources
-from core.llm import LLM, OpenAICompatibleLLM
 from core.knowledge import KnowledgeBase
+from core.llm import LLM, OpenAICompatibleLLM
 from core.matching import ClaimMatcher
 from core.model_files import prepare_default_model
 from core.multilingual import E5Encoder, MultilingualEncoder, WithPrecomputedPassages
@@ -33,7 +33,6 @@ from storage.messages import MessageStore
 from storage.sqlite import Database
 from storage.vector_backends import open_vector_store
 from storage.vectors import VectorStore
-
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -162,7 +162,7 @@ class _Stats:
 
 
 def _secs(at: datetime) -> float:
-    return at.timestamp() if at.tzinfo else at.replace(tzinfo=timezone.utc).timestamp()
+    return at.timestamp() if at.tzinfo else at.replace(tzinfo=UTC).timestamp()
 
 
 class Corroborator:

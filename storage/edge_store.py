@@ -136,11 +136,11 @@ class EdgeVectorStore(VectorStore):
     # --- opening and closing -------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, root: Path, *, dim: int, multi_dim: int | None = None) -> "EdgeVectorStore":
+    async def open(cls, root: Path, *, dim: int, multi_dim: int | None = None) -> EdgeVectorStore:
         return await asyncio.to_thread(cls._open_sync, root, dim, multi_dim)
 
     @classmethod
-    def _open_sync(cls, root: Path, dim: int, multi_dim: int | None) -> "EdgeVectorStore":
+    def _open_sync(cls, root: Path, dim: int, multi_dim: int | None) -> EdgeVectorStore:
         try:
             (root / "collections").mkdir(parents=True, exist_ok=True)
             fd = os.open(root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -255,7 +255,10 @@ class EdgeVectorStore(VectorStore):
                 vectors={f: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine) for f, d in spec.dense.items()},
                 sparse_vectors={f: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for f in spec.sparse},
                 # Payloads are small (a fact-check's texts, a message's ids and terms) and read by every search.
-                payload_memory=qe.Memory.Cached)
+                payload_memory=qe.Memory.Cached,
+                # One thread builds the graph: on 2 cores the other stays free for searches and the models.
+                hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000,
+                                               max_indexing_threads=1))
             edge = qe.EdgeShard.create(str(path), config)
             for fld, kind in spec.indexes.items():
                 edge.update(qe.UpdateOperation.create_field_index(fld, _INDEX_KINDS[kind]))
@@ -441,10 +444,15 @@ class EdgeVectorStore(VectorStore):
         await asyncio.to_thread(build)
 
     async def settle(self) -> None:
+        """Wait for the builds running, then build whatever is still unindexed (benchmarks, tests, moving
+        a data dir): afterwards every point of a shard past OPTIMIZE_AT is in an indexed segment."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        with self._guard:
+            due = [s for s in self._shards.values() if s.written > 0 and not s.retired]
+            for s in due:
+                s.written = 0
+                s.users += 1
+        for s in due:
+            await self._optimize(s)
 
-    async def optimize_now(self, name: str) -> None:
-        """Build the indexes of `name` now and wait for it (benchmarks; moving a data dir)."""
-        await self.settle()
-        await self._call(name, lambda e: e.optimize())

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storage.vectors import AnyOf, Between, CollectionSpec, Point, Query, VectorStore, Where
+from storage.vectors import (
+    AnyOf,
+    Between,
+    CollectionSpec,
+    Point,
+    Query,
+    VectorStore,
+    Where,
+)
 
 VECTOR = "text"
 _NS = uuid.UUID("0b7d3f4e-9c1a-4b6e-8f21-5a3c9e7d1b20")  # message key -> stable point id
@@ -66,7 +74,7 @@ class StoredMessageVector:
     complete: bool = True  # False for a point written before the story fields existed (an older data dir)
 
     @classmethod
-    def of(cls, payload: dict, score: float = 0.0) -> "StoredMessageVector":
+    def of(cls, payload: dict, score: float = 0.0) -> StoredMessageVector:
         ts = float(payload.get("ts", 0.0))
         key = str(payload.get("key", ""))
         return cls(key, str(payload.get("chat", "")), ts, str(payload.get("story") or key),

@@ -81,7 +81,7 @@ class RemoteVectorStore(VectorStore):
 
     @classmethod
     async def connect(cls, url: str, *, api_key: str | None, dim: int,
-                      multi_dim: int | None = None) -> "RemoteVectorStore":
+                      multi_dim: int | None = None) -> RemoteVectorStore:
         client = AsyncQdrantClient(url=url, api_key=api_key, timeout=30)
         try:
             await client.get_collections()  # fail now, with a clear message, if the server is unreachable
@@ -99,6 +99,7 @@ class RemoteVectorStore(VectorStore):
     # --- collections -----------------------------------------------------------------------------
 
     async def spec_of(self, name: str) -> CollectionSpec | None:
+        name = (await self.aliases()).get(name, name)
         if not await self._client.collection_exists(name):
             return None
         info = await self._client.get_collection(name)

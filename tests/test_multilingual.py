@@ -17,7 +17,9 @@ from core.knowledge import load_seed_factchecks
 from core.matchfeatures import doc_text, latin_script
 from core.models import Verdict
 from core.multilingual import SEED_VECTORS, E5Encoder
+from storage.edge_store import EdgeVectorStore
 from storage.sqlite import Database
+from storage.vectors import CollectionSpec
 from tests.conftest import isolated_settings
 
 
@@ -166,16 +168,17 @@ async def test_a_model_change_reembeds_aside_and_an_interruption_loses_nothing(t
     with pytest.raises(Interrupt):
         async with build_app(settings, progress=stop_half_way):
             pass
-    # The old collection is untouched: still every point, still the old vectors only.
-    client = QdrantClient(path=str(settings.qdrant_path))
-    assert client.count(settings.factchecks_collection).count == n
-    names = {c.name for c in client.get_collections().collections}
+    # The old collection (moved into the Qdrant Edge store as it was) is untouched: still every point,
+    # still the old vectors only.
+    store = await EdgeVectorStore.open(settings.qdrant_path.with_name("qdrant-edge"), dim=384)
+    assert await store.count(settings.factchecks_collection) == n
+    assert not await store.factchecks_current(settings.factchecks_collection)
+    names = await store.collection_names()
     # What a process killed mid-way leaves behind (an exception cleans up after itself): a half-built
     # collection nothing points at.
     assert not any(name.startswith(settings.factchecks_collection + "__") for name in names)
-    client.create_collection(settings.factchecks_collection + "__killed", vectors_config={
-        "claim": models.VectorParams(size=384, distance=models.Distance.COSINE)})
-    client.close()
+    await store.create_collection(settings.factchecks_collection + "__killed", CollectionSpec(dense={"claim": 384}))
+    await store.aclose()
 
     seen: list[tuple[int, int]] = []
     async with build_app(settings, progress=lambda d, t: seen.append((d, t))) as app:

@@ -6,8 +6,8 @@ import pytest
 
 from core.models import FactCheck, Result, Verdict
 from core.sparse import document_vector, query_vector
-from storage.sqlite import MIGRATIONS, Database, normalize_url
 from storage.edge_store import EdgeVectorStore
+from storage.sqlite import MIGRATIONS, Database, normalize_url
 from storage.vectors import FactCheckPoint, VectorStoreError
 
 

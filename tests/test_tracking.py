@@ -7,10 +7,9 @@ each other's messages (lookups exclude nothing else).
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
 import pytest_asyncio
 
@@ -18,17 +17,16 @@ from bot.app import build_app
 from bot.chat_settings import ChatCommands, ChatSettingsRequest, CheckExtras
 from bot.render import to_reply
 from bot.repeats import RepeatTracker, fingerprint
-from bot.settings import Settings
 from core.corroboration import pair_score, prepare_text
 from core.models import Result, Verdict
-from core.tracking import Corroborator, TrackedMessage
-from storage.message_vectors import MessageVectors
+from core.tracking import Corroborator, TrackedMessage, _row_of
+from storage.message_vectors import MessageVectors, StoredMessageVector
 from storage.messages import MessageStore, resolve_story
 from tests.conftest import isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 _ids = itertools.count(1)
 
 STORY = "Explosions reported in Kyiv this morning, air defence is active over the city"
@@ -108,7 +106,7 @@ async def test_reopened_corroborator_loads_stories_from_qdrant_and_sqlite(app):
     await app.corroborator.ingest(msg(a, METRO[0], NOW - timedelta(hours=2)))
     fresh = Corroborator(app.corroborator.store, app.corroborator.vectors, app.embedder)
     await fresh.open()
-    assert len(fresh.index) == len(app.corroborator.index)
+    assert fresh.indexed == app.corroborator.indexed == await app.corroborator.vectors.count()
     found = await fresh.lookup(METRO[1], exclude_chats=[("telegram", b)], at=NOW)
     assert found is not None and [i.chat_id for i in found.items] == [a]
 
@@ -166,7 +164,7 @@ async def test_retention_cleanup_removes_old_messages(app):
     removed = await c.cleanup()
     assert removed >= 1
     assert set(await c.store.get([old.key, new.key])) == {new.key}
-    assert old.key not in c.index.row and new.key in c.index.row
+    assert set(await c.vectors.scoring_data([old.key, new.key])) == {new.key}
     found = await c.lookup("Dnipro bridge closed for repairs until spring", exclude_chats=[("telegram", b)],
                            at=NOW - timedelta(days=31))
     assert found is None
@@ -190,15 +188,16 @@ async def test_tiers_follow_agreement_and_contradiction(app):
 
 
 async def test_live_features_equal_the_evaluated_detector(app):
-    """The live index scores a pair exactly as the fitted StoryDetector does (same features, IDF)."""
-    # not opened: an empty index, so the IDF comes from these two messages as in pair_score
+    """The live scoring gives a pair exactly what the fitted StoryDetector does (same features, IDF)."""
+    # not opened: empty term statistics, so the IDF comes from these two messages as in pair_score
     c = Corroborator(MessageStore(app.db), MessageVectors(app.vectors, "unused"), app.embedder)
     a_text, b_text = STORY, STORY_2
     va, vb = app.embedder.embed_sync([prepare_text(a_text), prepare_text(b_text)])
+    ra, rb = _row_of(prepare_text(a_text)), _row_of(prepare_text(b_text))
+    c._count_many([ra.terms, rb.terms], +1)
+    stored_a = StoredMessageVector("a", "x:a", 0.0, "a", 0.0, ra.entities, ra.terms, ra.denies, float(va @ vb))
     with c._lock:
-        c._add_row("a", va, 0.0, "x:a", prepare_text(a_text), "a")
-        c._add_row("b", vb, 0.0, "x:b", prepare_text(b_text), "b")
-        feats = c._features(c.index.extras[1], np.array([0]), np.array([float(va @ vb)]))
+        feats = c._features(rb, [stored_a])
     expected = pair_score(prepare_text(a_text), va, prepare_text(b_text), vb)
     assert float(c.model.score(feats)[0]) == pytest.approx(expected, abs=1e-6)
 
@@ -286,38 +285,6 @@ async def test_the_forwarded_channel_is_not_its_own_corroboration(app):
     for origin in ("Morning Wire", f"@chan{a[-4:]}"):  # a forward names the channel by title or handle
         found = await c.lookup(text, at=NOW, exclude_names=[origin])
         assert [i.chat_id for i in found.items] == [b]
-
-
-@pytest.mark.filterwarnings("ignore::pytest.PytestWarning")
-def test_window_index_finds_the_same_rows_whatever_the_arrival_order():
-    """Out-of-order arrivals (tail), re-sorts and deletions never change what a search returns."""
-    from storage.message_vectors import WindowIndex
-
-    rng = np.random.default_rng(3)
-    n, dim = 6000, 8
-    vecs = rng.normal(size=(n, dim)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    times = rng.uniform(0, 30 * 86400, n)
-    chats = [f"c{i % 7}" for i in range(n)]
-    in_order, shuffled = WindowIndex(dim), WindowIndex(dim)
-    for i in np.argsort(times):
-        in_order.add(f"k{i}", vecs[i], times[i], chats[i], i)
-    for i in range(n):
-        shuffled.add(f"k{i}", vecs[i], times[i], chats[i], i)
-    gone = [f"k{i}" for i in range(0, n, 3)]
-    assert [x for x in in_order.remove(gone)] and len(shuffled.remove(gone)) == len(gone)
-    for idx in (in_order, shuffled):
-        assert all(idx.extras[idx.row[f"k{i}"]] == i for i in range(1, n, 3))
-    q = vecs[5]
-    t, w = 15 * 86400.0, 7 * 86400.0
-    expect = {f"k{i}" for i in range(n) if i % 3 and abs(times[i] - t) <= w and chats[i] != "c2"
-              and float(vecs[i] @ q) >= 0.2}
-    for idx in (in_order, shuffled):
-        rows, cos = idx.search(q, t=t, window_s=w, exclude_chats=["c2"], floor=0.2, limit=10_000)
-        assert {idx.keys[r] for r in rows} == expect
-        assert list(cos) == sorted(cos, reverse=True)
-        top, _ = idx.search(q, t=t, window_s=w, exclude_chats=["c2"], floor=0.2, limit=5)
-        assert [idx.keys[r] for r in top] == [idx.keys[r] for r in rows[:5]]
 
 
 async def test_stored_rows_carry_author_link_time_and_language(app):

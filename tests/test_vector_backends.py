@@ -20,8 +20,7 @@ from storage.qdrant_remote import RemoteVectorStore
 from storage.vectors import AnyOf, Between, FactCheckPoint, VectorStore, Where
 
 DIM = 16
-WORDS = ("vaccine chip tracking moon landing studio fake water boil sea level 5g virus outbreak grain ship "
-         "port drone kyiv metro power plant election fraud ballot mail climate ice arctic").split()
+WORDS = ["vaccine", "chip", "tracking", "moon", "landing", "studio", "fake", "water", "boil", "sea", "level", "5g", "virus", "outbreak", "grain", "ship", "port", "drone", "kyiv", "metro", "power", "plant", "election", "fraud", "ballot", "mail", "climate", "ice", "arctic"]
 
 
 async def _edge(tmp_path) -> VectorStore:
@@ -62,8 +61,8 @@ def _factchecks(n: int = 300, seed: int = 5) -> tuple[list[FactCheckPoint], np.n
 
 
 def _ranked(hits, list_name: str) -> list[tuple[str, float]]:
-    return sorted(((h.id, h.scores[list_name]) for h in hits if list_name in h.ranks),
-                  key=lambda x: [h.ranks[list_name] for h in hits if h.id == x[0]][0])
+    found = sorted((h for h in hits if list_name in h.ranks), key=lambda h: h.ranks[list_name])
+    return [(h.id, h.scores[list_name]) for h in found]
 
 
 async def test_hybrid_factcheck_candidates_agree(stores):
@@ -86,7 +85,7 @@ async def test_hybrid_factcheck_candidates_agree(stores):
         # Sparse scores tie often (the same words): the same scores, and the same ids per score.
         e, r = _ranked(edge_hits, "terms"), _ranked(remote_hits, "terms")
         assert e and [s for _, s in e] == pytest.approx([s for _, s in r], rel=1e-4)
-        group = lambda xs: {round(s, 3): set() for _, s in xs}  # noqa: E731
+        group = lambda xs: {round(s, 3): set() for _, s in xs}
         ge, gr = group(e), group(r)
         for i, s in e:
             ge[round(s, 3)].add(i)
@@ -107,7 +106,6 @@ async def test_filters_scroll_delete_and_payload_updates_agree(stores):
     n = 400
     vecs = _unit(rng, n, DIM)
     times = rng.uniform(0, 30 * 86400, n)
-    chats = [f"telegram:c{i % 7}" for i in range(n)]
     outcomes = []
     for store in stores:
         mv = MessageVectors(store, "messages")
