@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from typing import Protocol
 
 from core.budget import BudgetExceeded, llm_check
+from core.checkability import ClaimGate, not_checkable_result
 from core.claims import Claim, ClaimExtraction, extract_claims
 from core.credibility import DomainRules
 from core.embeddings import Embedder
@@ -77,8 +78,9 @@ class Engine:
                  source_policy: SourcePolicy | None = None, embedder: Embedder | None = None,
                  llm: LLM | None = None, sources: Sequence[EvidenceSource] = (),
                  evidence_store: EvidenceStore | None = None, source_timeout_s: float = 10.0,
-                 deadline_s: float = 60.0, evidence_limit: int = 8):
+                 deadline_s: float = 60.0, evidence_limit: int = 8, claim_gate: ClaimGate | None = None):
         self.db = db
+        self.claim_gate = claim_gate
         self.matcher = matcher
         self.max_input_chars = max_input_chars
         self.source_policy = source_policy
@@ -139,6 +141,17 @@ class Engine:
         if llm is not None and await self._over_budget():
             llm = None
             notes.append(BudgetExceeded.user_message)
+
+        if llm is None and self.claim_gate is not None and not msg.urls:
+            # Offline, a message with no factual claim ("hello", an opinion, an advert) is answered
+            # NOT_CHECKABLE before any search (core/checkability.py); with an LLM, the LLM decides. The
+            # gate's e5 vector is the matcher's, cached: a checkable message costs no extra model call.
+            t0 = time.perf_counter()
+            gate = await self.claim_gate.assess(msg.text)
+            steps.append(Step(name="checkability", ms=round((time.perf_counter() - t0) * 1000, 2),
+                              detail=f"p_claim {gate.p_claim:.2f}"))
+            if not gate.checkable:
+                return not_checkable_result(check_id, msg.text, lang, gate, notes, steps)
 
         # The knowledge-base match needs only the message: it runs while the LLM extracts the claims,
         # so its embedding and search are off the critical path.

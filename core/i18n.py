@@ -19,6 +19,7 @@ _STRINGS: dict[str, dict[str, str]] = {
     "label.NOT_CHECKABLE": {"en": "Not checkable", "ru": "Не проверяется"},
     # the card
     "card.confidence": {"en": "confidence {pct}%", "ru": "уверенность {pct}%"},
+    "card.no_verdict": {"en": "no verdict", "ru": "без вердикта"},
     "card.sources": {"en": "Sources", "ru": "Источники"},
     "card.checked": {"en": "Checked: “{text}”", "ru": "Проверено: «{text}»"},
     "card.forwarded_from": {"en": "forwarded from {who}", "ru": "переслано от {who}"},
@@ -45,7 +46,7 @@ _STRINGS: dict[str, dict[str, str]] = {
         "en": "This is a claim {who} has already fact-checked{when}: “{claim}” — rated “{rating}” [1].",
         "ru": "Это утверждение уже проверял(а) {who}{when}: «{claim}» — оценка «{rating}» [1]."},
     "offline.when": {"en": " on {date}", "ru": " {date}"},
-    "offline.a_factchecker": {"en": "A fact-checker", "ru": "фактчекер"},
+    "offline.a_factchecker": {"en": "a fact-checker", "ru": "фактчекер"},
     "offline.more_agree": {"en": " {n} more matching fact-check(s) agree {refs}.",
                            "ru": " Ещё проверок с тем же выводом: {n} {refs}."},
     "offline.conflict": {
@@ -62,6 +63,11 @@ _STRINGS: dict[str, dict[str, str]] = {
               "the web, so there is no verdict.",
         "ru": "В базе нет проверки, совпадающей с этим утверждением, а в офлайн-режиме поиск в интернете "
               "недоступен, поэтому вердикта нет."},
+    "offline.negated": {
+        "en": "This claim was fact-checked by {who}{when}: “{claim}” — rated “{rating}” [1]. Your message seems to "
+              "state the opposite, so that rating is not applied to it and there is no verdict.",
+        "ru": "Это утверждение проверял(а) {who}{when}: «{claim}» — оценка «{rating}» [1]. Ваше сообщение, похоже, "
+              "утверждает обратное, поэтому эта оценка к нему не применена и вердикта нет."},
     "note.offline": {"en": "Offline mode: verdicts come only from matching previously fact-checked claims.",
                      "ru": "Офлайн-режим: вердикт возможен только по совпадению с уже проверенными утверждениями."},
     "note.negated": {
@@ -82,6 +88,20 @@ _STRINGS: dict[str, dict[str, str]] = {
               "Tower was built in 1889\".",
         "ru": "Я не нашёл в сообщении утверждения для проверки. Пришлите утверждение о фактах, например "
               "«Эйфелеву башню построили в 1889 году»."},
+    "notcheckable.QUESTION": {
+        "en": "This is a question that states no fact, so there is nothing to fact-check. To check a claim, "
+              "send the claim itself.",
+        "ru": "Это вопрос, в котором нет утверждения о фактах, поэтому проверять нечего. Чтобы проверить "
+              "утверждение, пришлите само утверждение."},
+    "notcheckable.PROMO": {
+        "en": "This reads as an advertisement or a call to action, not a statement of fact, so there is "
+              "nothing to fact-check.",
+        "ru": "Это похоже на рекламу или призыв, а не на утверждение о фактах, поэтому проверять нечего."},
+    "note.notcheckable_offline": {
+        "en": "Offline mode: a small model found no factual claim here (probability of a claim {pct}%). If you "
+              "meant one, send it as a plain statement.",
+        "ru": "Офлайн-режим: небольшая модель не нашла здесь утверждения о фактах (вероятность утверждения "
+              "{pct}%). Если вы имели в виду утверждение, пришлите его простой фразой."},
     "note.disagree": {"en": "Matching fact-checks disagree.", "ru": "Подходящие проверки расходятся в оценках."},
 }
 
