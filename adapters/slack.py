@@ -12,13 +12,12 @@ with `chat.update` as stages finish (throttled), then turned into the verdict ca
 from __future__ import annotations
 
 import asyncio
-import html
 import logging
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
@@ -28,21 +27,17 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from core.i18n import t
-from bot.chat_settings import CHAT_COMMANDS, ChatCommands, ChatSettingsRequest, CheckExtras, tracked_message
-from bot.domains import GLOBAL, DomainCommands, DomainsRequest, command_args
+from bot.chat import ERROR_TEXT, CheckRequest, IncomingMessage, Info, route
+from bot.chat_app import ChatApp, Ticket
+from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest, tracked_message
+from bot.domains import GLOBAL, DomainsRequest, command_args
+from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, evidence_arg, evidence_lines,
+                          give_feedback, load_check)
 from bot.notify import Asker, ReviewNotice, notice_text
-from bot.review import ReviewCommands, ReviewRequest
-from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, evidence_arg, evidence_lines, give_feedback, load_check
 from bot.render import AlsoReportedLine, Reply, Reporter
-from core.tracking import Corroborator
-from bot.chat import ERROR_TEXT, CheckRequest, CheckService, Info, IncomingMessage, route
-from core.engine import Engine
+from bot.review import ReviewRequest
+from core.i18n import t
 from core.models import Result
-from storage.sqlite import Database
-
-if TYPE_CHECKING:
-    from bot.queue import JobQueue
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +84,6 @@ class SlackConfig:
     host: str = "127.0.0.1"
     port: int = 8080  # 0 = any free port (tests); the bound port is `SlackBot.port`
     path: str = "/slack/events"
-    max_concurrency: int = 4
-    progress_interval: float = 1.0
-    admins: tuple[str, ...] = ()  # configured admins (Settings.admins): Slack user ids
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,6 +388,13 @@ class SlackResponder:
     async def say(self, text: str) -> None:
         await self._put(text)  # our own fixed texts (they use mrkdwn on purpose)
 
+    async def answer(self, text: str) -> None:
+        await self._put(esc(text))  # a command's answer carries user input (domains, ids)
+
+    async def evidence(self, result: Result) -> None:
+        for blocks, text in render_evidence(result):
+            await self.post_new(text, blocks)
+
     async def post_new(self, text: str, blocks: list[dict[str, Any]]) -> None:
         """A new message in the thread (never an edit)."""
         kw: dict[str, Any] = dict(channel=self.channel, text=text, blocks=blocks, unfurl_links=False,
@@ -473,19 +472,9 @@ class SlackResponderFactory:
 class SlackBot:
     """A bolt `AsyncApp` behind an aiohttp server; every check runs in a `CheckService` task."""
 
-    def __init__(self, config: SlackConfig, engine: Engine, *, db: Database | None = None,
-                 queue: JobQueue | None = None, corroborator: Corroborator | None = None):
+    def __init__(self, config: SlackConfig, chat: ChatApp):
         self.config = config
-        self.queue = queue
-        self.service = CheckService(engine, max_concurrency=config.max_concurrency,
-                                    progress_interval=config.progress_interval)
-        self.db = db if db is not None else engine.db
-        self.domains = DomainCommands(self.db, config.admins)
-        # /track, /auto, /forget, /stats; with a corroborator also "also reported by" + repeat reuse.
-        self.corroborator = corroborator
-        self.chat_commands = ChatCommands(self.db, config.admins, corroborator)
-        if corroborator is not None:
-            self.service.extras = CheckExtras(self.db, "slack", corroborator)
+        self.chat = chat
         client_kw: dict[str, Any] = {"token": config.bot_token}
         if config.api_url:
             client_kw["base_url"] = config.api_url
@@ -494,14 +483,9 @@ class SlackBot:
         # Durable mode: bolt answers Slack only after the listener returned, i.e. after the check is
         # persisted (listeners only persist or spawn, so the ack still comes in milliseconds).
         self.app = AsyncApp(client=self.client, signing_secret=config.signing_secret, name="tipline",
-                            process_before_response=queue is not None)
-        if queue is not None:
-            queue.register("slack", SlackResponderFactory(self.client))
-        # /review tells the askers through the notifiers of every adapter sharing the queue (or only ours).
-        notifiers: dict[str, Any] = queue.notifiers if queue is not None else {}
-        notifiers["slack"] = SlackNotifier(self.client)
-        kb = getattr(getattr(engine, "matcher", None), "kb", None)
-        self.review = ReviewCommands(self.db, kb.add if kb is not None else None, config.admins, notifiers)
+                            process_before_response=chat.queue is not None)
+        chat.register("slack", responders=SlackResponderFactory(self.client), notifier=SlackNotifier(self.client),
+                      info=SLACK_INFO)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.app.command("/check")(self._on_check_command)
@@ -527,7 +511,7 @@ class SlackBot:
         return web_app
 
     async def _handle_http(self, request: web.Request) -> web.Response:
-        if self.queue is None and request.headers.get("X-Slack-Retry-Reason") == "http_timeout":
+        if self.chat.queue is None and request.headers.get("X-Slack-Retry-Reason") == "http_timeout":
             # Slack retries when we were slow to answer; the first delivery is already being handled.
             return web.Response(status=200, headers={"X-Slack-No-Retry": "1"})
         bolt_req = await to_bolt_request(request)
@@ -546,7 +530,7 @@ class SlackBot:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        await self.service.aclose()
+        await self.chat.aclose()  # the checks and commands already running finish (shared: idempotent)
 
     async def run_forever(self, stop: asyncio.Event | None = None) -> None:
         await self.start()
@@ -574,7 +558,7 @@ class SlackBot:
                 await responder.say(text)
             except Exception:
                 log.exception("slack: could not answer in %s", responder.channel)
-        self.service.spawn(say(), name="tipline-slack-say")
+        self.chat.service.spawn(say(), name="tipline-slack-say")
 
     def _receive(self, body: dict[str, Any], event: dict[str, Any], context: Any,
                  client: Any) -> tuple[IncomingMessage, str, SlackResponder] | None:
@@ -605,37 +589,31 @@ class SlackBot:
             # Channel messages are checked only as @mentions (app_mention); here they are only stored
             # (tracked channels) or, with /auto on, checked silently.
             if not is_ignored(event, context.bot_user_id) and self._first_time(body):
-                self.service.spawn(self._observe(event, context.bot_user_id, client), name="tipline-slack-observe")
+                self.chat.service.spawn(self._observe(event, context.bot_user_id, client), name="tipline-slack-observe")
             return
         received = self._receive(body, event, context, client)
         if received is None:
             return
         msg, thread_ts, responder = received
+        msg = replace(msg, thread_id=thread_ts)  # every answer in a DM goes in the message's thread
         args = command_args(domain_text(event.get("text", "")), bare=True)
-        if args is not None:  # `/domains …` or `domains …` in a DM: global rules, configured admins only
-            req = DomainsRequest(platform="slack", chat_id=msg.chat_id, target_id=msg.message_id,
-                                 user_id=msg.sender_id, scope=GLOBAL, args=args, thread_id=thread_ts)
-
-            async def answer() -> None:
-                await responder.say(esc(await self._domains_answer(req)))
-            self.service.spawn(answer(), name="tipline-slack-domains")
-            return
         ev = _EVIDENCE_DM.match(msg.text.strip())
-        if ev:
-            self.service.spawn(self._evidence(evidence_arg(ev["args"] or ""), responder), name="tipline-slack-evidence")
-            return
-        if msg.text.strip().lower() in ("help", "start", "hi", "hello"):
-            self._say(responder, SLACK_HELP)
-            return
-        action = route(msg, bot_username="tipline")
+        action: Any
+        if args is not None:  # `/domains …` or `domains …` in a DM: global rules, configured admins only
+            action = DomainsRequest(platform="slack", chat_id=msg.chat_id, target_id=msg.message_id,
+                                    user_id=msg.sender_id, scope=GLOBAL, args=args, thread_id=thread_ts)
+        elif ev:
+            action = EvidenceRequest(check_id=evidence_arg(ev["args"] or ""), chat_id=msg.chat_id,
+                                     target_id=msg.message_id, thread_id=thread_ts)
+        elif msg.text.strip().lower() in ("help", "start", "hi", "hello"):
+            action = Info("help", chat_id=msg.chat_id, target_id=msg.message_id, thread_id=thread_ts)
+        else:
+            # Slack commands are never addressed to a bot by name (`/check@name` is Telegram's).
+            action = route(msg, bot_username=None)
         if action is None:
             return
-        if isinstance(action, Info):
-            self._say(responder, SLACK_INFO[action.kind])
-            return
-        await self._dispatch_check(body, CheckRequest(text=action.text, chat_id=action.chat_id,
-                                                      target_id=action.target_id, thread_id=thread_ts,
-                                                      requested_by=action.requested_by), responder)
+        await self.chat.dispatch("slack", action, responder, ticket=self._ticket(body, action, responder)
+                                 if isinstance(action, CheckRequest) else None)
 
     async def _on_check_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
         text = slack_to_plain(command.get("text", "")).strip()
@@ -670,7 +648,7 @@ class SlackBot:
                     await self._tell(client, channel, user, body.get("response_url"), NOTHING_TO_CHECK)
                 except Exception:
                     log.exception("slack: could not answer the shortcut in %s", channel)
-            self.service.spawn(usage(), name="tipline-slack-shortcut-usage")
+            self.chat.service.spawn(usage(), name="tipline-slack-shortcut-usage")
             return
         req = CheckRequest(text=text, chat_id=channel, target_id=ts, thread_id=thread_ts, requested_by=user)
         await self._dispatch_check({"event_id": f"shortcut:{body.get('trigger_id') or channel + ':' + ts}"},
@@ -692,61 +670,41 @@ class SlackBot:
         req = ReviewRequest(platform="slack", chat_id=command.get("channel_id", ""),
                             target_id=command.get("trigger_id", ""), user_id=command.get("user_id"),
                             args=review_text(command.get("text", "")).strip())
-        if not req.args or not self.review.is_admin("slack", req.user_id):
-            try:
-                answer = await self.review.handle(req)
-            except Exception:
-                log.exception("slack: /review failed")
-                answer = ERROR_TEXT
-            await ack(text=esc(answer), response_type="ephemeral")
+        if not req.args or not self.chat.review.is_admin("slack", req.user_id):
+            await ack(text=esc(await self.chat.answer(req)), response_type="ephemeral")
             return
         await ack(text="⏳ Recording the verdict…", response_type="ephemeral")
 
         async def record() -> None:
-            try:
-                answer = await self.review.handle(req)
-            except Exception:
-                log.exception("slack: /review failed")
-                answer = ERROR_TEXT
+            answer = await self.chat.answer(req)
             try:
                 await self._tell(client, req.chat_id, req.user_id, command.get("response_url"), esc(answer))  # type: ignore[arg-type]
             except Exception:
                 log.exception("slack: could not answer /review in %s", req.chat_id)
-        self.service.spawn(record(), name="tipline-slack-review")
+        self.chat.service.spawn(record(), name="tipline-slack-review")
+
+    @staticmethod
+    def _ticket(body: dict[str, Any], req: CheckRequest, responder: SlackResponder) -> Ticket:
+        """The idempotency key is the event id, the same in every retry Slack sends (X-Slack-Retry-Num),
+        so a retry finds the job and nothing is answered twice."""
+        event_id = str(body.get("event_id") or "")
+        return Ticket(f"slack:{event_id or str(req.chat_id) + ':' + str(req.target_id)}", "slack",
+                      SlackResponderFactory.where(responder))
 
     async def _dispatch_check(self, body: dict[str, Any], req: CheckRequest, responder: SlackResponder) -> None:
         """Run the check in the background, or (durable mode) persist it before bolt acks the request.
-
-        The idempotency key is the event id, the same in every retry Slack sends (X-Slack-Retry-Num),
-        so a retry finds the job and nothing is answered twice. If persisting fails the event id is
-        forgotten again and the error propagates: Slack gets a 500 and retries."""
-        if self.queue is None:
-            self.service.submit(req, responder)
-            return
-        event_id = str(body.get("event_id") or "")
+        If persisting fails the event id is forgotten again and the error propagates: Slack gets a 500
+        and retries."""
         try:
-            await self.queue.submit(f"slack:{event_id or req.chat_id + ':' + str(req.target_id)}", "slack", req,
-                                    SlackResponderFactory.where(responder))
+            await self.chat.submit(req, responder, self._ticket(body, req, responder))
         except Exception:
-            self._seen.pop(event_id, None)
+            self._seen.pop(str(body.get("event_id") or ""), None)
             raise
-
-    async def _evidence(self, check_id: str, responder: SlackResponder) -> None:
-        """Post the evidence view of `check_id` in the responder's thread (or one sentence why not)."""
-        try:
-            result = await load_check(self.db, check_id) if check_id else None
-            if result is None:
-                await responder.say(esc(UNKNOWN_CHECK if check_id else EVIDENCE_USAGE))
-                return
-            for blocks, text in render_evidence(result):
-                await responder.post_new(text, blocks)
-        except Exception:
-            log.exception("slack: could not send the evidence of check %r", check_id)
 
     async def _on_evidence_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
         """`/evidence <id>`: the first message in the ack (ephemeral), any further parts as ephemeral posts."""
         check_id = evidence_arg(slack_to_plain(command.get("text", "")))
-        result = await load_check(self.db, check_id) if check_id else None
+        result = await load_check(self.chat.db, check_id) if check_id else None
         if result is None:
             await ack(text=esc(UNKNOWN_CHECK if check_id else EVIDENCE_USAGE), response_type="ephemeral")
             return
@@ -775,14 +733,14 @@ class SlackBot:
         await ack()
         channel, thread_ts, _, check_id = self._action_place(body)
         responder = SlackResponder(client, channel, thread_ts)
-        self.service.spawn(self._evidence(check_id, responder), name="tipline-slack-sources")
+        self.chat.service.spawn(self.chat.evidence(check_id, responder), name="tipline-slack-sources")
 
     async def _on_vote(self, ack: Any, body: dict[str, Any], client: Any) -> None:
         await ack()
         channel, thread_ts, user, check_id = self._action_place(body)
         action_id = (body.get("actions") or [{}])[0].get("action_id")
         try:
-            answer = await give_feedback(self.db, check_id, "slack", user, 1 if action_id == ACTION_UP else -1)
+            answer = await give_feedback(self.chat.db, check_id, "slack", user, 1 if action_id == ACTION_UP else -1)
         except Exception:
             log.exception("slack: could not store feedback on %r", check_id)
             answer = ERROR_TEXT
@@ -794,43 +752,28 @@ class SlackBot:
         except Exception:
             log.exception("slack: could not answer the vote on %r", check_id)
 
-    async def _domains_answer(self, req: DomainsRequest) -> str:
-        try:
-            return await self.domains.handle(req)
-        except Exception:
-            log.exception("slack: domains command failed")
-            return ERROR_TEXT
-
     async def _on_domains_command(self, ack: Any, command: dict[str, Any]) -> None:
         """`/domains …`: global rules, configured admins only; answered ephemerally in the ack."""
         req = DomainsRequest(platform="slack", chat_id=command.get("channel_id", ""),
                              target_id=command.get("trigger_id", ""), user_id=command.get("user_id"),
                              scope=GLOBAL, args=domain_text(command.get("text", "")).strip())
-        await ack(text=esc(await self._domains_answer(req)), response_type="ephemeral")
+        await ack(text=esc(await self.chat.answer(req)), response_type="ephemeral")
 
     async def _observe(self, event: dict[str, Any], bot_user_id: str | None, client: Any) -> None:
         msg = to_incoming(event, bot_user_id)
         text = msg.text.strip()
         if not text:
             return
-        try:
-            if self.corroborator is not None:
-                ts = str(event.get("ts", ""))
-                at = datetime.fromtimestamp(float(ts), timezone.utc) if ts else datetime.now(timezone.utc)
-                await self.corroborator.ingest(tracked_message("slack", msg.chat_id, ts, text, at,
-                                                               author=f"#{msg.chat_id}", kind="group"))
-        except Exception:
-            log.exception("slack: could not store message %s of %s", event.get("ts"), msg.chat_id)
-        mentioned = bool(bot_user_id) and f"<@{bot_user_id}" in event.get("text", "")
-        if mentioned or not await self.chat_commands.store.is_auto("slack", msg.chat_id):
-            return  # a mention is answered by the app_mention listener
+        ts = str(event.get("ts", ""))
+        at = datetime.fromtimestamp(float(ts), timezone.utc) if ts else datetime.now(timezone.utc)
+        tracked = tracked_message("slack", msg.chat_id, ts, text, at, author=f"#{msg.chat_id}", kind="group")
         thread_ts = event.get("thread_ts") or event.get("ts")
         req = CheckRequest(text=text, chat_id=msg.chat_id, target_id=msg.message_id, thread_id=thread_ts,
                            requested_by=msg.sender_id)
-        try:
-            await self.service.auto_check(req, SlackResponder(client, str(msg.chat_id), thread_ts))
-        except Exception:
-            log.exception("slack: auto check failed in %s", msg.chat_id)
+        # A mention is answered by the app_mention listener, never also as an auto check.
+        mentioned = bool(bot_user_id) and f"<@{bot_user_id}" in event.get("text", "")
+        await self.chat.observe("slack", tracked, req, SlackResponder(client, str(msg.chat_id), thread_ts),
+                                auto=not mentioned)
 
     async def _on_chat_command(self, ack: Any, command: dict[str, Any]) -> None:
         """`/track on|off`, `/auto on|off`, `/forget`, `/stats` in a channel: configured admins only
@@ -842,12 +785,7 @@ class SlackBot:
                                   target_id=command.get("trigger_id", ""), user_id=command.get("user_id"),
                                   command=name, args=slack_to_plain(command.get("text", "")).strip(),
                                   title=command.get("channel_name", ""))
-        try:
-            answer = await self.chat_commands.handle(req)
-        except Exception:
-            log.exception("slack: /%s failed", name)
-            answer = ERROR_TEXT
-        await ack(text=esc(answer), response_type="ephemeral")
+        await ack(text=esc(await self.chat.answer(req)), response_type="ephemeral")
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
         log.error("slack: error while handling a request", exc_info=error)

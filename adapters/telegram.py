@@ -37,20 +37,14 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHand
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from bot.queue import JobQueue
-
-from bot.chat_settings import ChatCommands, ChatSettingsRequest, CheckExtras, tracked_message
-from bot.domains import DomainCommands, DomainsRequest
+from bot.chat import COMMANDS, ERROR_TEXT, CheckRequest, IncomingMessage, route
+from bot.chat_app import ChatApp, Ticket
+from bot.chat_settings import ChatSettingsRequest, tracked_message
+from bot.evidence import callback_data, evidence_lines, give_feedback, parse_callback
 from bot.notify import Asker, ReviewNotice, notice_text
-from bot.review import ReviewCommands, ReviewRequest
-from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, callback_data, evidence_lines,
-                          give_feedback, load_check, parse_callback)
+from bot.queue import SilentResponder
 from bot.render import AlsoReportedLine, Reply
-from core.tracking import Corroborator
 from core.models import Result
-from bot.chat import ERROR_TEXT, CheckRequest, CheckService, COMMANDS, Info, IncomingMessage, route
-from core.engine import Engine
-from storage.sqlite import Database
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +58,6 @@ class TelegramConfig:
     base_url: str | None = None  # e.g. "http://127.0.0.1:8081/bot"; PTB appends "<token>/<method>"
     base_file_url: str | None = None
     poll_timeout: float = 10.0  # getUpdates long-poll seconds
-    max_concurrency: int = 4
-    progress_interval: float = 1.0  # at most one progress edit per this many seconds
-    admins: tuple[str, ...] = ()  # configured admins (Settings.admins): user ids, may change global rules
     webhook_url: str | None = None  # public HTTPS URL: webhook mode instead of long polling (needs a queue)
     webhook_secret: str | None = None  # sent by Telegram in X-Telegram-Bot-Api-Secret-Token
 
@@ -386,6 +377,12 @@ class TelegramResponder:
         for part in rest:
             await self._send(part, ParseMode.HTML)
 
+    async def answer(self, text: str) -> None:
+        await self.say(text)  # sent without a parse mode: nothing in it is markup
+
+    async def evidence(self, result: Result) -> None:
+        await self.send_html(render_evidence_html(result))
+
     async def send_html(self, parts: list[str]) -> None:
         """New messages (HTML), each a reply to the target message."""
         for part in parts:
@@ -449,21 +446,19 @@ class _DurableIntake:
 
     config: TelegramConfig
     application: Application
-    queue: JobQueue | None
+    chat: ChatApp
     username: str
-    service: CheckService
     _poller: asyncio.Task[None] | None
 
     async def persist(self, update: Update) -> None:
         """Queue the check this update asks for (if any). Raises if it could not be persisted."""
-        assert self.queue is not None
         message = update.message or update.channel_post
         if message is None:
             return
         action = route(to_incoming(message), self.username)
         if isinstance(action, CheckRequest):
-            await self.queue.submit(idempotency_key(update, message), "telegram", action,
-                                    TelegramResponderFactory.where(action))
+            await self.chat.submit(action, SilentResponder(), Ticket(idempotency_key(update, message), "telegram",
+                                                                     TelegramResponderFactory.where(action)))
 
     async def _take(self, update: Update) -> None:
         await self.persist(update)
@@ -542,7 +537,7 @@ class _DurableIntake:
         except Exception:
             log.exception("telegram: could not persist update %s", update.update_id)
             return web.json_response({"error": "try again"}, status=503)
-        self.service.spawn(self._process(update), name="tipline-webhook-update")
+        self.chat.service.spawn(self._process(update), name="tipline-webhook-update")
         return web.json_response({})
 
     async def _process(self, update: Update) -> None:
@@ -570,37 +565,13 @@ def _chat_admin_check(bot: Any, message: Message, user_id: object) -> Callable[[
     return is_chat_admin
 
 
-async def _answer_command(responder: TelegramResponder, name: str, chat_id: object,
-                          produce: Awaitable[str]) -> None:
-    """Answer an admin command with the sentence it produced, or an apology if it failed; never raise."""
-    try:
-        text = await produce
-    except Exception:
-        log.exception("%s command failed in chat %s", name, chat_id)
-        text = ERROR_TEXT
-    try:
-        await responder.say(text)
-    except Exception:
-        log.exception("could not answer the %s command in chat %s", name, chat_id)
-
-
 class TelegramBot(_DurableIntake):
-    """A PTB `Application` that routes every message to a `CheckService` (or, given a `JobQueue`,
-    persists every check request before confirming the update: see `_DurableIntake`)."""
+    """A PTB `Application` that hands every routed message to the shared `ChatApp` (with a queue, every
+    check request is persisted before the update is confirmed: see `_DurableIntake`)."""
 
-    def __init__(self, config: TelegramConfig, engine: Engine, *, db: Database | None = None,
-                 queue: JobQueue | None = None, corroborator: Corroborator | None = None):
+    def __init__(self, config: TelegramConfig, chat: ChatApp):
         self.config = config
-        self.queue = queue  # durable mode: checks are persisted before the update is confirmed
-        self.service = CheckService(engine, max_concurrency=config.max_concurrency,
-                                    progress_interval=config.progress_interval)
-        self.db = db if db is not None else engine.db
-        self.domains = DomainCommands(self.db, config.admins)
-        # Tracking, /auto, /forget, /stats; with a corroborator also "also reported by" + repeat reuse.
-        self.corroborator = corroborator
-        self.chat_commands = ChatCommands(self.db, config.admins, corroborator)
-        if corroborator is not None:
-            self.service.extras = CheckExtras(self.db, "telegram", corroborator)
+        self.chat = chat
         builder = ApplicationBuilder().token(config.token)
         if config.base_url:
             builder = builder.base_url(config.base_url)
@@ -613,17 +584,12 @@ class TelegramBot(_DurableIntake):
         self.application.add_error_handler(self._on_error)
         self.username: str = ""
         self._poller: asyncio.Task[None] | None = None
-        if queue is not None:
-            queue.register("telegram", TelegramResponderFactory(self.application.bot))
-        # /review tells the askers through the notifiers of every adapter sharing the queue (or only ours).
-        notifiers: dict[str, Any] = queue.notifiers if queue is not None else {}
-        notifiers["telegram"] = TelegramNotifier(self.application.bot)
-        kb = getattr(getattr(engine, "matcher", None), "kb", None)
-        self.review = ReviewCommands(self.db, kb.add if kb is not None else None, config.admins, notifiers)
+        chat.register("telegram", responders=TelegramResponderFactory(self.application.bot),
+                      notifier=TelegramNotifier(self.application.bot))
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.callback_query is not None:
-            self.service.spawn(self._callback(context.bot, update.callback_query), name="tipline-callback")
+            self.chat.service.spawn(self._callback(context.bot, update.callback_query), name="tipline-callback")
             return
         message = update.message or update.channel_post
         if message is None:
@@ -632,39 +598,19 @@ class TelegramBot(_DurableIntake):
         action = route(incoming, self.username or context.bot.username)
         if action is None:
             if incoming.chat_kind != "private" and incoming.text.strip():
-                self.service.spawn(self._observe(context.bot, message, incoming), name="tipline-observe")
+                self.chat.service.spawn(self._observe(context.bot, message, incoming), name="tipline-observe")
             return
-        if isinstance(action, ChatSettingsRequest):
-            self.service.spawn(self._chat_settings(context.bot, action, message), name="tipline-chat-settings")
-            return
+        if isinstance(action, ChatSettingsRequest):  # the chat's name, for /stats and "also reported by"
+            chat = message.chat
+            action = replace(action, title=chat.title or "", handle=f"@{chat.username}" if chat.username else "")
         responder = TelegramResponder(context.bot, action.chat_id, action.target_id, action.thread_id)
-        if isinstance(action, DomainsRequest):
-            self.service.spawn(self._domains(context.bot, action, message, responder), name="tipline-domains")
-            return
-        if isinstance(action, EvidenceRequest):
-            self.service.spawn(self._evidence(action.check_id, responder), name="tipline-evidence")
-            return
-        if isinstance(action, ReviewRequest):
-            self.service.spawn(self._review(action, responder), name="tipline-review")
-            return
-        if self.queue is None:  # in durable mode the check was queued by `persist` already
-            self.service.submit(action, responder)
-
-    async def _evidence(self, check_id: str, responder: TelegramResponder) -> bool:
-        """Send the evidence view of `check_id` (or one sentence why not); False if there is no such check."""
-        try:
-            if not check_id:
-                await responder.say(EVIDENCE_USAGE)
-                return False
-            result = await load_check(self.db, check_id)
-            if result is None:
-                await responder.say(UNKNOWN_CHECK)
-                return False
-            await responder.send_html(render_evidence_html(result))
-            return True
-        except Exception:
-            log.exception("could not send the evidence of check %r", check_id)
-            return False
+        is_chat_admin = None if message.chat.type == "private" else \
+            _chat_admin_check(context.bot, message, incoming.sender_id)
+        # In durable mode `persist` queued the check already; the same key finds that job.
+        await self.chat.dispatch("telegram", action, responder, is_chat_admin=is_chat_admin,
+                                 ticket=Ticket(idempotency_key(update, message), "telegram",
+                                               TelegramResponderFactory.where(action))
+                                 if isinstance(action, CheckRequest) else None)
 
     async def _callback(self, bot: Any, query: CallbackQuery) -> None:
         """A button under a verdict card: Sources -> the evidence in the thread; 👍/👎 -> a stored vote."""
@@ -681,11 +627,11 @@ class TelegramBot(_DurableIntake):
                     await bot.answer_callback_query(query.id)
                     thread = message.message_thread_id if message.is_topic_message else None
                     responder = TelegramResponder(bot, message.chat_id, message.message_id, thread)
-                    await self._evidence(parsed[1], responder)
+                    await self.chat.evidence(parsed[1], responder)
                     return
             else:
                 kind, check_id = parsed
-                answer = await give_feedback(self.db, check_id, "telegram", query.from_user.id,
+                answer = await give_feedback(self.chat.db, check_id, "telegram", query.from_user.id,
                                              1 if kind == "up" else -1)
         except Exception:
             log.exception("callback %r failed", query.data)
@@ -695,63 +641,28 @@ class TelegramBot(_DurableIntake):
         except Exception:
             log.exception("could not answer callback query %s", query.id)
 
-    async def _domains(self, bot: Any, req: DomainsRequest, message: Message, responder: TelegramResponder) -> None:
-        """A /domains command; in groups the chat's administrators may change the chat's rules."""
-        is_chat_admin = _chat_admin_check(bot, message, req.user_id)
-
-        await _answer_command(responder, "domains", req.chat_id, self.domains.handle(
-            req, is_chat_admin=None if message.chat.type == "private" else is_chat_admin))
-
     async def _observe(self, bot: Any, message: Message, incoming: IncomingMessage) -> None:
         """An ordinary group message or channel post: stored if the chat is tracked; in a group with
         /auto on, checked silently and answered only for a strong match. The bot never posts in channels."""
         chat = message.chat
         if incoming.text.lstrip().startswith("/"):
             return  # a command for another bot: neither news nor a claim
-        try:
-            if self.corroborator is not None:
-                await self.corroborator.ingest(tracked_message(
-                    "telegram", message.chat_id, message.message_id, incoming.text, message.date,
-                    author=f"@{chat.username}" if chat.username else (chat.title or str(chat.id)),
-                    permalink=telegram_permalink(chat, message.message_id), kind=incoming.chat_kind))
-        except Exception:
-            log.exception("could not store message %s of chat %s", message.message_id, message.chat_id)
-        if incoming.chat_kind != "group" or not await self.chat_commands.store.is_auto("telegram", message.chat_id):
-            return
+        tracked = tracked_message(
+            "telegram", message.chat_id, message.message_id, incoming.text, message.date,
+            author=f"@{chat.username}" if chat.username else (chat.title or str(chat.id)),
+            permalink=telegram_permalink(chat, message.message_id), kind=incoming.chat_kind)
         req = CheckRequest(text=incoming.text, chat_id=incoming.chat_id, target_id=incoming.message_id,
                            thread_id=incoming.thread_id, forwarded_from=incoming.forwarded_from,
                            requested_by=incoming.sender_id, scope=f"telegram:{incoming.chat_id}")
-        try:
-            await self.service.auto_check(req, TelegramResponder(bot, req.chat_id, req.target_id, req.thread_id))
-        except Exception:
-            log.exception("auto check failed in chat %s", message.chat_id)
-
-    async def _chat_settings(self, bot: Any, req: ChatSettingsRequest, message: Message) -> None:
-        """/track, /auto, /forget, /stats. In a channel the post itself is by an admin and nothing is
-        answered (the bot never posts there); in groups the chat's administrators count as admins."""
-        chat = message.chat
-        req = replace(req, title=chat.title or "", handle=f"@{chat.username}" if chat.username else "")
-
-        is_chat_admin = _chat_admin_check(bot, message, req.user_id)
-
-        produce = self.chat_commands.handle(req, is_chat_admin=None if req.chat_kind == "private" else is_chat_admin)
-        if req.chat_kind == "channel":
-            try:
-                log.info("channel %s: %s", req.chat_id, await produce)
-            except Exception:
-                log.exception("%s command failed in channel %s", req.command, req.chat_id)
-            return
-        responder = TelegramResponder(bot, req.chat_id, req.target_id, req.thread_id)
-        await _answer_command(responder, req.command, req.chat_id, produce)
-
-    async def _review(self, req: ReviewRequest, responder: TelegramResponder) -> None:
-        await _answer_command(responder, "review", req.chat_id, self.review.handle(req))
+        await self.chat.observe("telegram", tracked, req, TelegramResponder(bot, req.chat_id, req.target_id,
+                                                                            req.thread_id),
+                                auto=incoming.chat_kind == "group")
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("error while handling an update", exc_info=context.error)
 
     async def start(self) -> None:
-        if self.queue is not None:
+        if self.chat.queue is not None:
             await self._start_durable()
             return
         app = self.application
@@ -771,7 +682,7 @@ class TelegramBot(_DurableIntake):
             await app.updater.stop()
         if app.running:
             await app.stop()
-        await self.service.aclose()
+        await self.chat.aclose()  # the checks and commands already running finish (shared: idempotent)
         if app._initialized:  # type: ignore[attr-defined]
             await app.shutdown()
 
@@ -783,6 +694,5 @@ class TelegramBot(_DurableIntake):
             await self.stop()
 
 
-__all__ = ["TelegramBot", "TelegramResponderFactory", "TelegramNotifier", "TelegramConfig", "TelegramResponder", "render_html", "split_html", "to_incoming",
-           "render_evidence_html", "feedback_keyboard",
-           "forward_origin", "CheckRequest", "Info"]
+__all__ = ["TelegramBot", "TelegramResponderFactory", "TelegramNotifier", "TelegramConfig", "TelegramResponder",
+           "render_html", "split_html", "to_incoming", "render_evidence_html", "feedback_keyboard", "forward_origin"]

@@ -1,6 +1,6 @@
 """Peak memory beside time for whole `tipline` processes: `check`, `ingest` and `run`.
 
-Each command runs as its own child process (the same interpreter, `python -m bot.cli`) against a data
+Each command runs as its own child process (the same interpreter, `python -m adapters.main`) against a data
 dir and the fake providers of `tipline bench pipeline`. Its peak resident set size is the kernel's
 high-water mark for the process's memory (VmHWM in /proc/PID/status), read every 50 ms until it exits:
 ru_maxrss (os.wait4, RUSAGE_CHILDREN) would not do, since a child forked from this process inherits
@@ -91,7 +91,7 @@ class _Child:
         with open(self.errlog, "wb") as err:
             self.t0 = time.perf_counter()
             # cwd is a scratch dir, so no developer's .env is read by the child.
-            self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", *args], env=env, cwd=cwd,
+            self.proc = subprocess.Popen([sys.executable, "-m", "adapters.main", *args], env=env, cwd=cwd,
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         self._watch = asyncio.get_running_loop().create_task(self._watch_memory())
 

@@ -76,7 +76,7 @@ class Info:
     thread_id: int | str | None = None
 
 
-Action = CheckRequest | Info | DomainsRequest | EvidenceRequest | ChatSettingsRequest | None
+Action = CheckRequest | Info | DomainsRequest | EvidenceRequest | ChatSettingsRequest | ReviewRequest | None
 
 COMMANDS: list[tuple[str, str]] = [
     ("start", "What this bot does"),
@@ -98,8 +98,14 @@ def _mention(bot_username: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w@])@{re.escape(bot_username)}\b", re.IGNORECASE)
 
 
-def route(msg: IncomingMessage, bot_username: str) -> Action:
-    """Decide what an incoming message asks for.
+def _addressed_elsewhere(addressed: str | None, bot_username: str | None) -> bool:
+    """`/cmd@name` for another bot; on a platform without bot names in commands (None) any `@name` is."""
+    return bool(addressed) and (bot_username is None or addressed.lower() != bot_username.lower())
+
+
+def route(msg: IncomingMessage, bot_username: str | None) -> Action:
+    """Decide what an incoming message asks for (`bot_username`: how commands and mentions name this
+    bot on the platform, None where they never do).
 
     Private chats: /start, /help, /check [text]; anything else with text (including forwards) is
     checked. Groups: only /check (as a reply, or with text), /start, /help and mentions of the bot
@@ -126,14 +132,13 @@ def route(msg: IncomingMessage, bot_username: str) -> Action:
     if msg.chat_kind == "channel":
         # The bot never posts in channels: only the admins' chat commands (/track, /forget) count there;
         # other posts of tracked channels are stored for corroboration by the adapter, not routed.
-        if m and m["cmd"].lower() in CHAT_COMMANDS and (not m["bot"] or m["bot"].lower() == bot_username.lower()):
+        if m and m["cmd"].lower() in CHAT_COMMANDS and not _addressed_elsewhere(m["bot"], bot_username):
             return ChatSettingsRequest(platform=msg.platform, chat_id=msg.chat_id, chat_kind="channel",
                                        target_id=msg.message_id, user_id=msg.sender_id, command=m["cmd"].lower(),
                                        args=text[m.end():].strip())
         return None
     if m:
-        addressed = m["bot"]
-        if addressed and addressed.lower() != bot_username.lower():
+        if _addressed_elsewhere(m["bot"], bot_username):
             return None  # a command for another bot in the group
         cmd = m["cmd"].lower()
         if cmd in ("start", "help"):
@@ -169,6 +174,8 @@ def route(msg: IncomingMessage, bot_username: str) -> Action:
     if msg.chat_kind == "private":
         return check(text) if text else Info("usage", target_id=msg.message_id, **where)
 
+    if bot_username is None:
+        return None
     mention = _mention(bot_username)
     if mention.search(text):
         return check(mention.sub(" ", text))

@@ -1,7 +1,7 @@
 """Prometheus metrics and the `/metrics` route (prometheus_client, text exposition format).
 
 One `Metrics` object per process, each with its own registry (so tests and two apps in one process
-don't collide on the global one). Wiring, in the composition root (bot/run.py):
+don't collide on the global one). Wiring, in the composition root (adapters/run.py):
 
     metrics = Metrics()
     add_metrics_routes(web_app, metrics)                  # GET /metrics on the shared aiohttp server

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import build_parser, main
+from adapters.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 CLEF = ROOT / "tests" / "data" / "bench_clef"

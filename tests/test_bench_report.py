@@ -11,7 +11,7 @@ import pytest
 from bot.bench import Spread
 from bot.bench_markdown import BLOCKS
 from bot.bench_report import write_blocks
-from bot.cli import build_parser, main
+from adapters.main import build_parser, main
 from core.evaluation import EvalDataError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TIPLINE = [sys.executable, "-m", "bot.cli"]
+TIPLINE = [sys.executable, "-m", "adapters.main"]
 
 
 def run(args, env_extra, stdin=None, timeout=180):

@@ -15,6 +15,7 @@ import pytest
 import pytest_asyncio
 
 from adapters.slack import SlackBot, SlackConfig
+from bot.chat_app import ChatApp
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.domains import (REFUSED, USAGE, DomainCommands, DomainsRequest, InvalidDomain, command_args,
                          domain_matches, effective_rules, normalize_domain)
@@ -181,8 +182,9 @@ def test_route_gives_global_scope_in_private_and_chat_scope_in_groups():
 async def tg(db):
     fake = await FakeTelegram().start()
     config = TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
-                            poll_timeout=1.0, admins=(str(ADMIN_TG),))
-    bot = TelegramBot(config, SimpleNamespace(db=db), db=db)  # no engine needed for /domains
+                            poll_timeout=1.0)
+    # no engine needed for /domains
+    bot = TelegramBot(config, ChatApp(SimpleNamespace(db=db), admins=(str(ADMIN_TG),), db=db))
     await bot.start()
     yield fake, bot
     await bot.stop()
@@ -234,9 +236,8 @@ async def test_telegram_group_admin_sets_chat_rule_member_cannot(tg, db):
 @pytest_asyncio.fixture
 async def slack(db):
     fake = await FakeSlack().start()
-    config = SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0,
-                         progress_interval=0.0, admins=(ADMIN_SLACK,))
-    bot = SlackBot(config, SimpleNamespace(db=db), db=db)
+    config = SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0)
+    bot = SlackBot(config, ChatApp(SimpleNamespace(db=db), admins=(ADMIN_SLACK,), db=db))
     await bot.start()
     yield fake, bot
     await bot.stop()

@@ -25,6 +25,7 @@ import pytest_asyncio
 from aiohttp import web
 
 from adapters.http_api import HttpApi
+from bot.chat_app import ChatApp
 from adapters.slack import SlackBot, SlackConfig
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
@@ -199,7 +200,7 @@ def tipline_env(fake: FakeTelegram, data_dir: Path, model_dir: Path, **extra: st
 
 
 def start_tipline(env: dict[str, str], log: Path, *options: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", *options, "run"], env=env, cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "adapters.main", *options, "run"], env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=log.open("ab"))
 
 
@@ -410,7 +411,7 @@ async def settle(fake: FakeTelegram, n: int, timeout: float = 60) -> None:
 
 async def test_telegram_updates_delivered_again_after_a_restart_get_one_reply(tg, q_app, jobs_db):
     queue = make_queue(q_app, jobs_db, workers=2)
-    first = TelegramBot(tg_config(tg), q_app.engine, queue=queue)
+    first = TelegramBot(tg_config(tg), ChatApp(q_app.engine, queue=queue))
     await first.start()
     await queue.start()
     msgs = [user_message(tg, CLAIMS[n], 7000 + n) for n in range(3)]
@@ -421,7 +422,7 @@ async def test_telegram_updates_delivered_again_after_a_restart_get_one_reply(tg
         # A crash between persisting and confirming: Telegram delivers the same updates again.
         async with tg._changed:
             tg.updates.extend(json.loads(json.dumps(updates)))
-        second = TelegramBot(tg_config(tg), q_app.engine, queue=queue)
+        second = TelegramBot(tg_config(tg), ChatApp(q_app.engine, queue=queue))
         await second.start()
         try:
             await wait_until(lambda: not tg.updates, 30)  # the fake drops them once they are confirmed
@@ -440,7 +441,7 @@ async def test_telegram_updates_delivered_again_after_a_restart_get_one_reply(tg
 async def test_telegram_webhook_checks_the_secret_and_dedupes(tg, q_app, jobs_db):
     queue = make_queue(q_app, jobs_db, workers=2)
     bot = TelegramBot(tg_config(tg, webhook_url="https://bot.example.org/tg/hook", webhook_secret="s3cr3t-_x"),
-                      q_app.engine, queue=queue)
+                      ChatApp(q_app.engine, queue=queue))
     web_app = web.Application()
     bot.add_webhook_route(web_app)
     await bot.start()
@@ -482,8 +483,8 @@ def slack_headers(body: str, **extra: str) -> dict[str, str]:
 async def test_slack_event_and_its_retries_get_one_reply(q_app, jobs_db):
     fake = await FakeSlack().start()
     queue = make_queue(q_app, jobs_db, workers=2)
-    bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SLACK_SECRET, api_url=fake.base_url, port=0,
-                               progress_interval=0.0), q_app.engine, queue=queue)
+    bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SLACK_SECRET, api_url=fake.base_url, port=0),
+                   ChatApp(q_app.engine, queue=queue))
     await bot.start()
     await queue.start()
     ts = f"{int(time.time())}.000777"
@@ -515,7 +516,7 @@ async def test_slack_event_and_its_retries_get_one_reply(q_app, jobs_db):
 async def test_burst_past_queue_max_is_told_its_place_and_nothing_is_dropped(tg, q_app, jobs_db):
     queue = make_queue(q_app, jobs_db, workers=2, queue_max=3, hard_cap=6,
                        limiter=RateLimiter(user_per_minute=2, chat_per_minute=100))
-    bot = TelegramBot(tg_config(tg), q_app.engine, queue=queue)
+    bot = TelegramBot(tg_config(tg), ChatApp(q_app.engine, queue=queue))
     await bot.start()
     msgs = [user_message(tg, f"{CLAIMS[n % len(CLAIMS)]} ({n})", 7200 + n) for n in range(9)]
     msgs += [user_message(tg, f"{CLAIMS[n]} (again {n})", 7299) for n in range(3)]  # one user, three times
@@ -648,7 +649,7 @@ async def test_tipline_run_in_webhook_mode(tg, settings):
     from pydantic import SecretStr
 
     from bot.app import SetupError
-    from bot.run import run
+    from adapters.run import run
 
     base = settings.model_copy(update={"telegram_token": SecretStr(tg.token), "telegram_api_url": tg.base_url,
                                        "telegram_webhook_url": "https://bot.example.org/tg/hook"})

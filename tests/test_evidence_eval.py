@@ -223,14 +223,14 @@ def test_cli_prints_and_writes_the_report(data, model_dir, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
     env.update({"TIPLINE_DATA_DIR": str(tmp_path / "data"), "TIPLINE_EMBED_MODEL_DIR": str(model_dir)})
     out = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "bot.cli", "eval", "evidence", "--data", str(data), "--split", "all",
+    proc = subprocess.run([sys.executable, "-m", "adapters.main", "eval", "evidence", "--data", str(data), "--split", "all",
                            "--out", str(out)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "recall@5" in proc.stdout and "macro-F1" in proc.stdout
     assert json.loads(out.read_text())["policy"]["all"]["policy"]["accuracy"] == 0.8
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n")
-    proc = subprocess.run([sys.executable, "-m", "bot.cli", "eval", "evidence", "--data", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "adapters.main", "eval", "evidence", "--data", str(bad)],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "not a CLIMATE-FEVER line" in proc.stderr

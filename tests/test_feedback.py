@@ -15,9 +15,10 @@ import pytest
 import pytest_asyncio
 
 from adapters.slack import SECTION_LIMIT, SlackBot, SlackConfig, render_evidence
+from bot.chat_app import ChatApp
 from adapters.telegram import TelegramBot, TelegramConfig, render_evidence_html, tg_len
 from bot.evidence import FEEDBACK_THANKS, UNKNOWN_CHECK, parse_callback
-from bot.chat import CHECKING
+from bot.chat import CHECKING, CheckService
 from core.models import Citation, Match, Result, Step, Verdict, new_check_id
 from storage.feedback import UNMATCHED_REASON, FeedbackStore
 from storage.sqlite import Database
@@ -136,8 +137,9 @@ def test_evidence_views_escape_and_split_under_the_limits():
 async def tg(db):
     fake = await FakeTelegram().start()
     config = TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
-                            poll_timeout=1.0, progress_interval=0.0)
-    bot = TelegramBot(config, StandInEngine(db))
+                            poll_timeout=1.0)
+    engine = StandInEngine(db)
+    bot = TelegramBot(config, ChatApp(engine, service=CheckService(engine, progress_interval=0.0)))
     await bot.start()
     yield fake, bot
     await bot.stop()
@@ -215,9 +217,9 @@ async def test_telegram_evidence_command_known_and_unknown_id(tg, db):
 @pytest_asyncio.fixture
 async def slack(db):
     fake = await FakeSlack().start()
-    config = SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0,
-                         progress_interval=0.0)
-    bot = SlackBot(config, StandInEngine(db))
+    config = SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0)
+    engine = StandInEngine(db)
+    bot = SlackBot(config, ChatApp(engine, service=CheckService(engine, progress_interval=0.0)))
     await bot.start()
     yield fake, bot
     await bot.stop()

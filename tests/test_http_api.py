@@ -7,7 +7,7 @@ import socket
 import aiohttp
 import pytest
 
-from bot.run import NoAdapterConfigured, run
+from adapters.run import NoAdapterConfigured, run
 
 TOKEN = "s3cret-token"
 

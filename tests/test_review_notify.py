@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 
 from adapters.slack import SlackBot, SlackConfig
+from bot.chat_app import ChatApp
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
 from bot.notify import ReviewNotices
@@ -64,10 +65,10 @@ async def bots(n_app, tg: FakeTelegram, sl: FakeSlack):
     """Both adapters on one durable queue, as `tipline run` wires them."""
     queue = JobQueue(JobStore(n_app.db), CheckService(n_app.engine, progress_interval=0.0), workers=2)
     admins = (str(ADMIN), SLACK_ADMIN)
+    chat = ChatApp(n_app.engine, queue=queue, admins=admins, add_factchecks=n_app.kb.add)
     tb = TelegramBot(TelegramConfig(token=tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url,
-                                    poll_timeout=1.0, admins=admins), n_app.engine, queue=queue)
-    sb = SlackBot(SlackConfig(bot_token=sl.token, signing_secret=SECRET, api_url=sl.base_url, port=0,
-                              progress_interval=0.0, admins=admins), n_app.engine, queue=queue)
+                                    poll_timeout=1.0), chat)
+    sb = SlackBot(SlackConfig(bot_token=sl.token, signing_secret=SECRET, api_url=sl.base_url, port=0), chat)
     await tb.start()
     await sb.start()
     await queue.start()

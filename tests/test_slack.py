@@ -22,9 +22,10 @@ import pytest
 import pytest_asyncio
 
 from adapters.slack import SlackBot, SlackConfig, link, render_blocks, slack_to_plain
+from bot.chat_app import ChatApp
 from bot.app import build_app
 from bot.render import Reply
-from bot.chat import CHECKING, CheckRequest
+from bot.chat import CHECKING, CheckRequest, CheckService
 from core.models import Citation, Verdict
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, TEAM_ID, Call, FakeSlack
 from tests.conftest import isolated_settings
@@ -59,9 +60,9 @@ async def fake():
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def bot(fake: FakeSlack, slack_app):
-    config = SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0,
-                         progress_interval=0.0)
-    sb = SlackBot(config, slack_app.engine)
+    config = SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0)
+    sb = SlackBot(config, ChatApp(slack_app.engine, service=CheckService(slack_app.engine, progress_interval=0.0),
+                                  add_factchecks=slack_app.kb.add))
     await sb.start()
     yield sb
     await sb.stop()
@@ -269,7 +270,7 @@ async def test_empty_check_command_answers_usage_only(fake, bot):
     assert not fake.called("chat.postMessage")
 
 
-# --- bot/run.py --------------------------------------------------------------------------------
+# --- adapters/run.py --------------------------------------------------------------------------------
 
 
 async def test_run_starts_slack_http_server_from_settings(fake, settings):
@@ -278,7 +279,7 @@ async def test_run_starts_slack_http_server_from_settings(fake, settings):
 
     from pydantic import SecretStr
 
-    from bot.run import run
+    from adapters.run import run
 
     with socket.socket() as s:  # a free port for the server run() starts
         s.bind(("127.0.0.1", 0))

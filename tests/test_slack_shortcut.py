@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 
 from adapters.slack import SHORTCUT_CHECK, SlackBot, SlackConfig
+from bot.chat_app import ChatApp
 from bot.app import build_app
 from bot.queue import JobQueue
 from bot.chat import CHECKING, CheckService
@@ -50,13 +51,13 @@ async def fake():
 
 
 def config(fake: FakeSlack) -> SlackConfig:
-    return SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0,
-                       progress_interval=0.0)
+    return SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0)
 
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def bot(fake: FakeSlack, s_app):
-    sb = SlackBot(config(fake), s_app.engine)
+    sb = SlackBot(config(fake), ChatApp(s_app.engine, service=CheckService(s_app.engine, progress_interval=0.0),
+                                        add_factchecks=s_app.kb.add))
     await sb.start()
     yield sb
     await sb.stop()
@@ -66,7 +67,7 @@ async def bot(fake: FakeSlack, s_app):
 async def durable(fake: FakeSlack, s_app):
     """The bot as `tipline run` runs it: every check a job in the durable queue."""
     queue = JobQueue(JobStore(s_app.db), CheckService(s_app.engine, progress_interval=0.0), workers=2)
-    sb = SlackBot(config(fake), s_app.engine, queue=queue)
+    sb = SlackBot(config(fake), ChatApp(s_app.engine, queue=queue, add_factchecks=s_app.kb.add))
     await sb.start()
     await queue.start()
     yield sb, queue
@@ -163,7 +164,8 @@ def check_command(text: str, response_url: str, channel: str) -> str:
 async def test_check_where_the_app_is_not_a_member_answers_privately(fake, s_app, mode):
     queue = JobQueue(JobStore(s_app.db), CheckService(s_app.engine, progress_interval=0.0), workers=1) \
         if mode == "durable" else None
-    sb = SlackBot(config(fake), s_app.engine, queue=queue)
+    sb = SlackBot(config(fake), ChatApp(s_app.engine, queue=queue, add_factchecks=s_app.kb.add,
+                                        service=CheckService(s_app.engine, progress_interval=0.0)))
     await sb.start()
     if queue is not None:
         await queue.start()

@@ -11,6 +11,8 @@ import pytest
 import pytest_asyncio
 
 from adapters.slack import SlackBot, SlackConfig
+from bot.chat_app import ChatApp
+from bot.chat import CheckService
 from adapters.slack_socket import SlackSocketMode
 from bot.app import build_app
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID
@@ -41,14 +43,15 @@ async def fake():
 async def socket_bot(fake: FakeSlackSocket, socket_app):
     # No signing secret is involved in Socket Mode: Slack authenticates the WebSocket instead.
     config = SlackConfig(bot_token=fake.token, signing_secret="unused-in-socket-mode", api_url=fake.base_url,
-                         port=0, progress_interval=0.0)
-    bot = SlackBot(config, socket_app.engine)
+                         port=0)
+    bot = SlackBot(config, ChatApp(socket_app.engine, service=CheckService(socket_app.engine, progress_interval=0.0),
+                                   add_factchecks=socket_app.kb.add))
     socket = SlackSocketMode(bot, fake.app_token, ping_interval=30)
     await socket.start()
     await fake.wait_for(lambda: fake.connected)
     yield bot
     await socket.stop()
-    await bot.service.aclose()
+    await bot.chat.aclose()
 
 
 def event_payload(event: dict) -> dict:

@@ -18,6 +18,7 @@ import pytest_asyncio
 from telegram import Bot
 
 from adapters.telegram import TelegramBot, TelegramConfig, TelegramResponder, render_html, split_html, tg_len
+from bot.chat_app import ChatApp
 from bot.app import build_app
 from bot.render import Reply
 from bot.chat import CHECKING, CheckRequest, ThrottledProgress
@@ -49,7 +50,7 @@ async def fake():
 async def bot(fake: FakeTelegram, tg_app):
     config = TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                             poll_timeout=1.0)
-    tb = TelegramBot(config, tg_app.engine)
+    tb = TelegramBot(config, ChatApp(tg_app.engine, add_factchecks=tg_app.kb.add))
     await tb.start()
     yield tb
     await tb.stop()
@@ -157,7 +158,7 @@ async def test_engine_failure_gets_an_apology_and_is_logged(fake, bot, tg_app, m
     with caplog.at_level(logging.ERROR):
         msg = await fake.send_user_message("The moon landings were faked in a studio")
         await fake.wait_for(lambda: [e for e in fake.called("editMessageText") if "Sorry" in e.params["text"]])
-        await bot.service.join()
+        await bot.chat.service.join()
     assert fake.replies_to(msg["message_id"])
     rec = [r for r in caplog.records if r.exc_info and "kaboom" in str(r.exc_info[1])]
     assert rec, "the failure was not logged with exc_info"
@@ -188,7 +189,7 @@ async def test_group_check_at_botname_with_text_and_chatter_is_ignored(fake, bot
     _, edit = await wait_card(fake, cmd["message_id"])
     stored = await tg_app.db.get_check(CHECK_ID.search(edit.params["text"])[1])
     assert stored.text == "Drinking bleach cures COVID-19"
-    await bot.service.join()
+    await bot.chat.service.join()
     assert not fake.replies_to(chatter["message_id"])
     assert not fake.replies_to(other_bot["message_id"])
     assert len(fake.called("sendMessage")) == 1
@@ -319,11 +320,11 @@ async def test_progress_edits_are_rate_limited():
     assert shown == [CHECKING, f"{CHECKING} matching against fact-checks"]
 
 
-# --- bot/run.py --------------------------------------------------------------------------------------
+# --- adapters/run.py --------------------------------------------------------------------------------------
 
 
 async def test_run_without_any_adapter_says_what_to_set(settings):
-    from bot.run import NoAdapterConfigured, run
+    from adapters.run import NoAdapterConfigured, run
 
     with pytest.raises(NoAdapterConfigured, match="TIPLINE_TELEGRAM_TOKEN"):
         await run(settings)
@@ -334,7 +335,7 @@ async def test_run_starts_telegram_polling_from_settings(fake, settings):
 
     from pydantic import SecretStr
 
-    from bot.run import run
+    from adapters.run import run
 
     # The test settings plus the bot token and the fake Bot API.
     configured = settings.model_copy(update={"telegram_token": SecretStr(fake.token),

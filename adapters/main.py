@@ -1,4 +1,5 @@
-"""The `tipline` command. Every failure a user can cause ends in one sentence and a non-zero exit.
+"""The `tipline` command (the entry point; `tipline run` wires the bots in adapters/run.py). Every
+failure a user can cause ends in one sentence and a non-zero exit.
 
     tipline chat                         interactive checks in the terminal (Ctrl-D exits)
     tipline run                          the chat bots that are configured (Telegram today)
@@ -72,7 +73,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 # --- commands -----------------------------------------------------------------------------------
 
 async def cmd_run(args: argparse.Namespace) -> int:
-    from bot.run import run
+    from adapters.run import run
 
     await run(_settings(args))
     return 0

@@ -1,7 +1,8 @@
-"""Run the bot: build the app, start every configured chat adapter, stop cleanly on a signal.
+"""The composition root of `tipline run`: settings -> app (storage, engine) -> chat app -> adapters,
+each built once; every configured adapter started, everything stopped cleanly on a signal.
 
     import asyncio
-    from bot.run import run
+    from adapters.run import run
     from bot.settings import Settings
     asyncio.run(run(Settings()))
 
@@ -10,7 +11,8 @@ Adapters: Telegram long polling (`TIPLINE_TELEGRAM_TOKEN`); one HTTP server on
 `TIPLINE_SLACK_BOT_TOKEN` and `TIPLINE_SLACK_SIGNING_SECRET`), the REST API (`/v1/checks`, enabled by
 `TIPLINE_API_TOKEN`) and `/healthz`, and the Telegram webhook in webhook mode.
 
-Every check request goes through one durable job queue (bot/queue.py) shared by all adapters: it is
+Every check request goes through one durable job queue (bot/queue.py) and its one `CheckService`,
+shared by all adapters through the one `ChatApp` (bot/chat_app.py): it is
 persisted before the platform is acknowledged and worked off by `TIPLINE_WORKERS` workers; checks
 left unfinished by a crash are resumed at the next start. Shutdown order on SIGTERM: stop taking
 updates/events, let running checks finish (or put them back in line), then close the adapters.
@@ -24,7 +26,8 @@ import signal
 from contextlib import AsyncExitStack, suppress
 from typing import Any
 
-from bot.app import SetupError, build_app
+from bot.app import App, SetupError, build_app
+from bot.chat_app import ChatApp, build_chat
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -52,20 +55,8 @@ def telegram_config(settings: Settings) -> Any | None:
     if settings.telegram_webhook_url and not webhook_secret:
         raise SetupError("TIPLINE_TELEGRAM_WEBHOOK_URL needs TIPLINE_TELEGRAM_WEBHOOK_SECRET (1-256 characters "
                          "A-Z, a-z, 0-9, _ and -): without it anyone could post fake updates to the webhook")
-    return TelegramConfig(token=token, base_url=settings.telegram_api_url or None, admins=tuple(settings.admins),
+    return TelegramConfig(token=token, base_url=settings.telegram_api_url or None,
                           webhook_url=settings.telegram_webhook_url or None, webhook_secret=webhook_secret)
-
-
-def job_queue(settings: Settings, app: Any) -> Any:
-    """The one durable job queue every adapter submits checks to."""
-    from bot.limits import RateLimiter
-    from bot.queue import JobQueue
-    from bot.chat import CheckService
-    from storage.jobs import JobStore
-
-    return JobQueue(JobStore(app.db), CheckService(app.engine), workers=settings.workers,
-                    queue_max=settings.queue_max,
-                    limiter=RateLimiter(settings.user_rate_per_minute, settings.chat_rate_per_minute))
 
 
 def slack_config(settings: Settings) -> Any | None:
@@ -86,7 +77,7 @@ def slack_config(settings: Settings) -> Any | None:
 
     return SlackConfig(bot_token=token, signing_secret=secret,
                        api_url=settings.slack_api_url or None,
-                       host=settings.http_host, port=settings.http_port, admins=tuple(settings.admins))
+                       host=settings.http_host, port=settings.http_port)
 
 
 async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
@@ -109,14 +100,17 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
     try:
         async with build_app(settings) as app, AsyncExitStack() as adapters:
             # Callbacks run in reverse: intake stops first, then the queue drains, then adapters close.
-            queue = job_queue(settings, app)
-            attach_corroboration(app, queue, stop, adapters)
-            attach_background(settings, app, queue, stop, adapters)
+            chat = build_chat(settings, app)
+            adapters.push_async_callback(chat.aclose)
+            queue = chat.queue
+            assert queue is not None
+            attach_retention(app, stop, adapters)
+            attach_background(settings, app, chat, stop, adapters)
             tg_bot = None
             if tg_config is not None:
                 from adapters.telegram import TelegramBot
 
-                tg_bot = TelegramBot(tg_config, app.engine, queue=queue, corroborator=app.corroborator)
+                tg_bot = TelegramBot(tg_config, chat)
                 adapters.push_async_callback(tg_bot.stop)
             adapters.push_async_callback(queue.stop)
             await queue.start()
@@ -127,12 +121,12 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
                 adapters.push_async_callback(tg_bot.stop_intake)
             socket_mode = sl_config is not None and bool(_secret(settings.slack_app_token))
             if socket_mode:
-                await _start_slack_socket(settings, app, sl_config, adapters, queue=queue)
+                await _start_slack_socket(settings, chat, sl_config, adapters)
             # The HTTP server also serves /healthz and /metrics, so it always starts; it is only
             # required when something arrives over HTTP (Slack HTTP mode, the REST API, a webhook).
             needed = (sl_config is not None and not socket_mode) or bool(api_token) or \
                 (tg_config is not None and bool(tg_config.webhook_url))
-            await _start_http(settings, app, None if socket_mode else sl_config, api_token, adapters, queue=queue,
+            await _start_http(settings, app, chat, None if socket_mode else sl_config, api_token, adapters,
                               telegram=tg_bot, required=needed)
             try:
                 await stop.wait()
@@ -143,13 +137,10 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             loop.remove_signal_handler(sig)
 
 
-def attach_corroboration(app: Any, queue: Any, stop: asyncio.Event, stack: AsyncExitStack) -> None:
-    """"Also reported by" + repeat reuse on the queue's checks, and the periodic retention cleanup."""
+def attach_retention(app: App, stop: asyncio.Event, stack: AsyncExitStack) -> None:
+    """The periodic deletion of tracked messages past their retention."""
     if app.corroborator is None:
         return
-    from bot.chat_settings import CheckExtras
-
-    queue.service.extras = CheckExtras(app.db, None, app.corroborator)
     retention = asyncio.create_task(app.corroborator.run_retention(stop), name="tipline-retention")
 
     async def end_retention() -> None:
@@ -158,13 +149,14 @@ def attach_corroboration(app: Any, queue: Any, stop: asyncio.Event, stack: Async
     stack.push_async_callback(end_retention)
 
 
-def attach_background(settings: Settings, app: Any, queue: Any, stop: asyncio.Event, stack: AsyncExitStack) -> None:
-    """Metrics for every check, the queue-depth gauge, feed refresh and cache expiry, as background tasks."""
+def attach_background(settings: Settings, app: App, chat: ChatApp, stop: asyncio.Event,
+                      stack: AsyncExitStack) -> None:
+    """The queue-depth gauge, feed refresh and cache expiry, as background tasks."""
     from bot.feeds import FeedRefresher
     from storage.cache import TTLCache
 
-    if app.metrics is not None:
-        queue.service.on_result = lambda result, seconds: app.metrics.observe_result(result, seconds)
+    queue = chat.queue
+    assert queue is not None
     tasks: list[asyncio.Task[None]] = []
 
     async def housekeeping() -> None:
@@ -191,20 +183,18 @@ def attach_background(settings: Settings, app: Any, queue: Any, stop: asyncio.Ev
     stack.push_async_callback(end)
 
 
-async def _start_slack_socket(settings: Settings, app: Any, sl_config: Any, stack: AsyncExitStack, *,
-                              queue: Any = None) -> None:
+async def _start_slack_socket(settings: Settings, chat: ChatApp, sl_config: Any, stack: AsyncExitStack) -> None:
     from adapters.slack import SlackBot
     from adapters.slack_socket import SlackSocketMode
 
-    slack = SlackBot(sl_config, app.engine, queue=queue, corroborator=app.corroborator)
+    slack = SlackBot(sl_config, chat)
     socket = SlackSocketMode(slack, _secret(settings.slack_app_token) or "")
-    stack.push_async_callback(slack.service.aclose)
     await socket.start()
     stack.push_async_callback(socket.stop)
 
 
-async def _start_http(settings: Settings, app, sl_config, api_token: str | None, stack: AsyncExitStack,
-                      *, queue: Any = None, telegram: Any = None, required: bool = True) -> None:
+async def _start_http(settings: Settings, app: App, chat: ChatApp, sl_config: Any, api_token: str | None,
+                      stack: AsyncExitStack, *, telegram: Any = None, required: bool = True) -> None:
     """One aiohttp server for everything that arrives over HTTP (Slack events, REST API, health)."""
     from aiohttp import web
 
@@ -213,14 +203,11 @@ async def _start_http(settings: Settings, app, sl_config, api_token: str | None,
     if sl_config is not None:
         from adapters.slack import SlackBot
 
-        slack = SlackBot(sl_config, app.engine, queue=queue, corroborator=app.corroborator)
-        stack.push_async_callback(slack.service.aclose)  # runs after the server stops taking events
-        web_app = slack.web_app()
+        web_app = SlackBot(sl_config, chat).web_app()
     else:
         web_app = web.Application()
-    HttpApi(app.engine, app.db, api_token, count_factchecks=app.kb.count, queue=queue,
-            on_result=(lambda r, sec: app.metrics.observe_result(r, sec)) if app.metrics is not None else None,
-            ).add_routes(web_app)
+    HttpApi(app.engine, app.db, api_token, count_factchecks=app.kb.count, queue=chat.queue,
+            on_result=chat.service.on_result).add_routes(web_app)
     if telegram is not None and telegram.config.webhook_url:
         telegram.add_webhook_route(web_app)
     if app.metrics is not None:

@@ -1,0 +1,192 @@
+"""The chat application, built once and handed to every adapter: one `CheckService`, one queue, the
+commands, and the one place that decides what each routed request does.
+
+Adapters only translate: a platform event becomes an `IncomingMessage` (then `route()` makes it a
+request) and they supply a `CommandResponder` (how to answer on their platform) and, where the
+platform has them, an "is this user an admin of this chat" check. Everything else is here:
+
+    CheckRequest         -> the durable queue (or, without one, a background task of the service)
+    Info                 -> the platform's fixed text (/start, /help, usage)
+    EvidenceRequest      -> the stored check's evidence view
+    DomainsRequest       -> DomainCommands        ChatSettingsRequest -> ChatCommands
+    ReviewRequest        -> ReviewCommands (its notices reach askers through every adapter's notifier)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from bot.chat import ERROR_TEXT, INFO_TEXT, CheckRequest, CheckService, Info, Responder
+from bot.chat_settings import ChatAdminCheck, ChatCommands, ChatSettingsRequest, CheckExtras
+from bot.domains import DomainCommands, DomainsRequest
+from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, load_check
+from bot.notify import Notifier
+from bot.queue import JobQueue, ResponderFactory
+from bot.review import AddFactChecks, ReviewCommands, ReviewRequest
+from core.engine import Engine
+from core.models import Result
+from core.tracking import Corroborator, TrackedMessage
+from storage.sqlite import Database
+
+if TYPE_CHECKING:
+    from bot.app import App
+    from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class CommandResponder(Responder, Protocol):
+    """A `Responder` that can also answer commands."""
+
+    async def answer(self, text: str) -> None:
+        """A command's answer: plain text that may carry user input (the responder escapes it)."""
+
+    async def evidence(self, result: Result) -> None:
+        """The evidence view of a stored check, as new messages in the thread."""
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """What the durable queue needs to persist a check: a key that is the same in every re-delivery of
+    the platform event, and `where` the answer goes (for the platform's `ResponderFactory`)."""
+
+    key: str
+    platform: str
+    where: Mapping[str, Any]
+
+
+class ChatApp:
+    """The application the adapters share. With a `queue`, checks are persisted before the platform is
+    acknowledged and worked off by its workers (through the queue's `CheckService`); without one (tests
+    of a single adapter) they run as background tasks of `service`."""
+
+    def __init__(self, engine: Engine, *, queue: JobQueue | None = None, service: CheckService | None = None,
+                 admins: Sequence[str] = (), add_factchecks: AddFactChecks | None = None,
+                 corroborator: Corroborator | None = None, db: Database | None = None):
+        self.engine = engine
+        self.db = db if db is not None else engine.db
+        self.queue = queue
+        self.service = queue.service if queue is not None else service or CheckService(engine)
+        self.corroborator = corroborator
+        if corroborator is not None and self.service.extras is None:
+            # No platform: one service serves every adapter (the extras exclude the asking chat on each).
+            self.service.extras = CheckExtras(self.db, None, corroborator)
+        self.domains = DomainCommands(self.db, admins)
+        self.chat_commands = ChatCommands(self.db, admins, corroborator)
+        # Per platform: how to tell an asker their claim was reviewed; shared, so a verdict recorded on
+        # one platform reaches askers on the others.
+        self.notifiers: dict[str, Notifier] = queue.notifiers if queue is not None else {}
+        self.review = ReviewCommands(self.db, add_factchecks, admins, self.notifiers)
+        self.info: dict[str, Mapping[str, str]] = {}
+        self._answer: dict[type, Callable[[Any, ChatAdminCheck | None], Awaitable[str]]] = {
+            DomainsRequest: lambda req, admin: self.domains.handle(req, is_chat_admin=admin),
+            ChatSettingsRequest: lambda req, admin: self.chat_commands.handle(req, is_chat_admin=admin),
+            ReviewRequest: lambda req, admin: self.review.handle(req),
+        }
+
+    def register(self, platform: str, *, responders: ResponderFactory | None = None,
+                 notifier: Notifier | None = None, info: Mapping[str, str] | None = None) -> None:
+        """An adapter joins: how to rebuild its responders (queue), tell its askers (review), its fixed texts."""
+        if responders is not None and self.queue is not None:
+            self.queue.register(platform, responders)
+        if notifier is not None:
+            self.notifiers[platform] = notifier
+        if info is not None:
+            self.info[platform] = info
+
+    # --- checks ------------------------------------------------------------------------------
+
+    async def submit(self, req: CheckRequest, responder: Responder, ticket: Ticket | None) -> None:
+        """Queue a check. With a queue this returns once the request is persisted (raises if it could not
+        be; a re-delivery with the same ticket key is recognised); without one it starts at once."""
+        if self.queue is not None and ticket is not None:
+            await self.queue.submit(ticket.key, ticket.platform, req, ticket.where)
+            return
+        self.service.submit(req, responder)
+
+    async def observe(self, platform: str, message: TrackedMessage | None, req: CheckRequest,
+                      responder: Responder, *, auto: bool = True) -> None:
+        """An ordinary group message: stored if its chat is tracked; with /auto on (and `auto`), checked
+        silently and answered only for a strong match."""
+        try:
+            if self.corroborator is not None and message is not None:
+                await self.corroborator.ingest(message)
+        except Exception:
+            log.exception("could not store message %s of chat %s", req.target_id, req.chat_id)
+        if not auto or not await self.chat_commands.store.is_auto(platform, req.chat_id):
+            return
+        try:
+            await self.service.auto_check(req, responder)
+        except Exception:
+            log.exception("auto check failed in chat %s", req.chat_id)
+
+    # --- commands ----------------------------------------------------------------------------
+
+    async def answer(self, request: DomainsRequest | ChatSettingsRequest | ReviewRequest, *,
+                     is_chat_admin: ChatAdminCheck | None = None) -> str:
+        """The sentence a command produces, or an apology if it failed; never raises."""
+        try:
+            return await self._answer[type(request)](request, is_chat_admin)
+        except Exception:
+            log.exception("%s failed in chat %s", type(request).__name__, request.chat_id)
+            return ERROR_TEXT
+
+    async def dispatch(self, platform: str, request: Any, responder: CommandResponder, *,
+                       is_chat_admin: ChatAdminCheck | None = None, ticket: Ticket | None = None) -> None:
+        """Do what a routed request asks, answering through `responder`; `is_chat_admin` (None in private
+        chats and on platforms without chat admins) lets a chat's own admins change its settings."""
+        if isinstance(request, CheckRequest):
+            await self.submit(request, responder, ticket)
+            return
+        self.service.spawn(self._command(platform, request, responder, is_chat_admin),
+                           name=f"tipline-{type(request).__name__}")
+
+    async def _command(self, platform: str, request: Any, responder: CommandResponder,
+                       is_chat_admin: ChatAdminCheck | None) -> None:
+        try:
+            if isinstance(request, Info):
+                await responder.say(self.info.get(platform, INFO_TEXT)[request.kind])
+            elif isinstance(request, EvidenceRequest):
+                await self.evidence(request.check_id, responder)
+            elif isinstance(request, ChatSettingsRequest) and request.chat_kind == "channel":
+                # The bot never posts in channels: a channel's post is by one of its admins; log the outcome.
+                log.info("channel %s: %s", request.chat_id, await self.answer(request, is_chat_admin=is_chat_admin))
+            else:
+                await responder.answer(await self.answer(request, is_chat_admin=is_chat_admin))
+        except Exception:
+            log.exception("could not answer %s in chat %s", type(request).__name__, request.chat_id)
+
+    async def evidence(self, check_id: str, responder: CommandResponder) -> bool:
+        """Send the evidence view of `check_id` (or one sentence why not); False if there is no such check."""
+        try:
+            result = await load_check(self.db, check_id) if check_id else None
+            if result is None:
+                await responder.answer(UNKNOWN_CHECK if check_id else EVIDENCE_USAGE)
+                return False
+            await responder.evidence(result)
+            return True
+        except Exception:
+            log.exception("could not send the evidence of check %r", check_id)
+            return False
+
+    async def aclose(self) -> None:
+        await self.service.aclose()
+
+
+def build_chat(settings: Settings, app: App) -> ChatApp:
+    """The chat application of a running `tipline run`: the one durable queue and its one `CheckService`,
+    with "also reported by", repeat reuse and metrics on every check."""
+    from bot.limits import RateLimiter
+    from storage.jobs import JobStore
+
+    service = CheckService(app.engine)
+    if app.metrics is not None:
+        metrics = app.metrics
+        service.on_result = lambda result, seconds: metrics.observe_result(result, seconds)
+    queue = JobQueue(JobStore(app.db), service, workers=settings.workers, queue_max=settings.queue_max,
+                     limiter=RateLimiter(settings.user_rate_per_minute, settings.chat_rate_per_minute))
+    return ChatApp(app.engine, queue=queue, admins=tuple(settings.admins), add_factchecks=app.kb.add,
+                   corroborator=app.corroborator, db=app.db)
