@@ -6,11 +6,12 @@ qdrant-client's local mode (the embedded store before Edge) is moved over on the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from storage.edge_store import EdgeVectorStore
 from storage.qdrant_remote import RemoteVectorStore
-from storage.vector_migration import migrate_legacy_dir
+from storage.vector_migration import copy_store, migrate_legacy_dir
 from storage.vectors import VectorStore, VectorStoreError
 
 
@@ -30,3 +31,20 @@ async def open_vector_store(*, dim: int, multi_dim: int | None = None, path: Pat
         await store.aclose()
         raise
     return store
+
+
+async def push_to_server(path: Path, url: str, *, api_key: str | None = None, legacy_path: Path | None = None,
+                         replace: bool = False, progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
+    """Copy a data dir's collections (and aliases) onto a Qdrant server: `tipline vectors push`, for
+    people who outgrow one machine. Then set TIPLINE_QDRANT_URL to use the server. The data dir is
+    left as it was. Returns points per collection."""
+    # The dimensions only shape new fact-check collections; copying takes each collection's own.
+    source = await open_vector_store(dim=1, path=path, legacy_path=legacy_path)
+    try:
+        target = await RemoteVectorStore.connect(url, api_key=api_key, dim=1)
+        try:
+            return await copy_store(source, target, replace=replace, progress=progress)
+        finally:
+            await target.aclose()
+    finally:
+        await source.aclose()
