@@ -17,7 +17,7 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
@@ -27,6 +27,7 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from bot.card import QUOTE_CHARS, Markup, card
 from bot.chat import ERROR_TEXT, CheckRequest, IncomingMessage, Info, route
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest, tracked_message
@@ -36,16 +37,13 @@ from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, eviden
 from bot.notify import Asker, ReviewNotice, notice_text
 from bot.render import AlsoReportedLine, Reply, Reporter
 from bot.review import ReviewRequest
-from core.i18n import t
 from core.models import Result
 
 log = logging.getLogger(__name__)
 
-MAX_CITATIONS = 5
 SECTION_LIMIT = 3000  # Block Kit: a section's text
 CONTEXT_LIMIT = 2000  # Block Kit: a context element's text
 FALLBACK_LIMIT = 4000  # chat.postMessage truncates `text` beyond 40k; keep notifications short
-QUOTE_CHARS = 160
 
 SLACK_USAGE = ("To check a claim, mention me with the text, e.g. "
                "`@tipline The 5G rollout caused the coronavirus outbreak`, "
@@ -92,15 +90,24 @@ class SlackConfig:
 _SLACK_TOKEN = re.compile(r"<([^<>]*)>")
 
 
-def slack_to_plain(text: str, bot_user_id: str | None = None) -> str:
+LinkStyle = Literal["both", "label", "url"]
+
+
+def slack_to_plain(text: str, bot_user_id: str | None = None, *, links: LinkStyle = "both") -> str:
     """Slack message markup -> the text a person sees; mentions of the bot are dropped.
 
-    `<@U1|name>` -> `@name`, `<#C1|general>` -> `#general`, `<!here>` -> `@here`, `<url|label>` ->
-    `label (url)`; then `&lt; &gt; &amp;` are unescaped (what users typed literally).
+    `<@U1|name>` -> `@name`, `<#C1|general>` -> `#general`, `<!here>` -> `@here`; a link `<url|label>`
+    -> `label (url)` (`links="both"`, a message to check), `label` (`"label"`: an auto-linked domain
+    in /domains is the domain) or `url` (`"url"`: /review wants the URL itself); then
+    `&lt; &gt; &amp;` are unescaped (what users typed literally).
     """
     def token(m: re.Match[str]) -> str:
         body = m[1]
         target, _, label = body.partition("|")
+        if links != "both":
+            if links == "url" and target.lower().startswith(("http://", "https://")):
+                return target
+            return label or target
         if target.startswith("@"):
             if bot_user_id and target[1:] == bot_user_id:
                 return " "
@@ -120,15 +127,6 @@ def slack_to_plain(text: str, bot_user_id: str | None = None) -> str:
     return plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-def domain_text(text: str) -> str:
-    """Slack markup -> text for a domains command: an auto-linked `<http://x.org|x.org>` becomes `x.org`."""
-    def token(m: re.Match[str]) -> str:
-        target, _, label = m[1].partition("|")
-        return label or target
-    plain = _SLACK_TOKEN.sub(token, text or "")
-    return plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-
-
 def _kind(event: dict[str, Any]) -> str:
     return "private" if event.get("channel_type") == "im" else "group"
 
@@ -139,15 +137,6 @@ def to_incoming(event: dict[str, Any], bot_user_id: str | None = None) -> Incomi
         message_id=event.get("ts", ""), text=slack_to_plain(event.get("text", ""), bot_user_id),
         thread_id=event.get("thread_ts"), sender_id=event.get("user"), raw=event,
     )
-
-
-def review_text(text: str) -> str:
-    """Slack markup -> `/review` arguments: an auto-linked `<https://x/y|x/y>` becomes the URL itself."""
-    def token(m: re.Match[str]) -> str:
-        target, _, label = m[1].partition("|")
-        return target if target.lower().startswith(("http://", "https://")) else (label or target)
-    plain = _SLACK_TOKEN.sub(token, text or "")
-    return plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 _HANDLED_SUBTYPES = {None, "file_share", "thread_broadcast"}
@@ -207,17 +196,6 @@ def _context(*texts: str) -> dict[str, Any]:
                                             for t in texts[:10]]}
 
 
-def _checked_line(request: CheckRequest | None, reply: Reply | None = None) -> str | None:
-    if request is None:
-        return None
-    text = _clip(" ".join(request.text.split()), QUOTE_CHARS)
-    say = reply.t if reply is not None else (lambda key, **kw: t(key, "en", **kw))
-    line = say("card.checked", text=esc(text))
-    if request.forwarded_from:
-        line += f" ({say('card.forwarded_from', who=esc(request.forwarded_from))})"
-    return line
-
-
 ACTION_SOURCES = "tipline_sources"
 ACTION_UP = "tipline_fb_up"
 ACTION_DOWN = "tipline_fb_down"
@@ -239,8 +217,7 @@ def render_evidence(result: Result) -> list[tuple[list[dict[str, Any]], str]]:
     Lines are packed into sections under SECTION_LIMIT (a longer line is clipped), sections into
     messages of at most EVIDENCE_BLOCKS blocks.
     """
-    lines = evidence_lines(result, esc=esc, link=lambda u, t: link(u, t, 300), bold=lambda t: f"*{t}*",
-                           code=lambda t: f"`{t}`")
+    lines = evidence_lines(result, MRKDWN_LONG)
     sections: list[str] = []
     cur = ""
     for line in lines:
@@ -261,46 +238,29 @@ def render_evidence(result: Result) -> list[tuple[list[dict[str, Any]], str]]:
     return out
 
 
+_CONTEXT = {"quote", "reported", "aside", "notes", "footer"}
+
+
 def render_blocks(reply: Reply, request: CheckRequest | None = None,
                   requester: str | None = None, *, buttons: bool = True) -> tuple[list[dict[str, Any]], str]:
-    """(blocks, fallback text): the verdict card. Everything from users or the web is escaped."""
-    blocks: list[dict[str, Any]] = [_section(f"*{esc(reply.headline)}*")]
-    checked = _checked_line(request, reply)
-    if requester and re.fullmatch(r"[UW][A-Z0-9]{2,20}", requester):
-        checked = (checked + " · " if checked else "") + f"asked by <@{requester}>"
-    if checked:
-        blocks.append(_context(checked))
-    if reply.reasoning:
-        blocks.append(_section(esc(reply.reasoning)))
-    if reply.claims:
-        lines = [f"*{esc(reply.t('card.claims'))}*"]
-        for i, c in enumerate(reply.claims, 1):
-            refs = "".join(f"[{n}]" for n in c.refs)
-            lines.append(f"{i}. {esc(c.emoji)} {esc(c.label)} — “{esc(_clip(c.claim, 300))}”" + (f" {refs}" if refs else ""))
-        blocks.append(_section("\n".join(lines)))
-    if reply.citations:
-        lines = [f"*{esc(reply.t('card.sources'))}*"]
-        for c in reply.citations[:MAX_CITATIONS]:
-            meta = " — ".join(x for x in (esc(c.publisher or ""),
-                                          c.published_at.isoformat() if c.published_at else "") if x)
-            rating = f" · {reply.t('card.rated', rating=esc(c.rating))}" if c.rating else ""
-            lines.append(f"[{c.n}] {link(c.url, c.title)}" + (f" — {meta}" if meta else "") + rating)
-        blocks.append(_section("\n".join(lines)))
-    if reply.related:
-        lines = [f"*{esc(reply.related_heading)}*"]
-        for r in reply.related:
-            who = f" — {esc(r.publisher)}" if r.publisher else ""
-            lines.append(f"• {link(r.url, r.claim)} ({esc(r.rating)}{who}, "
-                         f"{reply.t('card.match', score=f'{r.similarity:.2f}')})")
-        blocks.append(_section("\n".join(lines)))
-    if reply.also_reported is not None:
-        blocks.append(_context(also_reported_mrkdwn(reply.also_reported)))
-    if reply.repeat_note:
-        blocks.append(_context(esc(reply.repeat_note)))
-    if reply.notes:
-        blocks.append(_context(*[reply.t("card.note", note=esc(n)) for n in reply.notes[:9]]))
-    mode = reply.t("card.mode." + reply.mode) if reply.mode in ("offline", "llm") else reply.mode
-    blocks.append(_context(f"{esc(reply.t('card.check_id'))}: `{esc(reply.check_id)}` · {esc(mode)}"))
+    """(blocks, fallback text): the verdict card (bot/card.py) as Block Kit. Everything from users or the
+    web is escaped."""
+    blocks: list[dict[str, Any]] = []
+    sections = card(reply, MRKDWN, request)
+    for section in sections:
+        texts = [line.text for line in section.lines]
+        if section.kind == "quote" or not texts:
+            continue  # the checked text is drawn under the headline, with who asked
+        if section.kind in _CONTEXT:
+            blocks.append(_context(*texts[:9]))
+        else:
+            blocks.append(_section("\n".join(([section.heading] if section.heading else []) + texts)))
+        if section.kind == "headline":
+            checked = next((s.lines[0].text for s in sections if s.kind == "quote"), "")
+            if requester and re.fullmatch(r"[UW][A-Z0-9]{2,20}", requester):
+                checked = (checked + " · " if checked else "") + f"asked by <@{requester}>"
+            if checked:
+                blocks.append(_context(checked))
     if buttons:
         blocks.append(actions_block(reply.check_id))
 
@@ -324,8 +284,13 @@ def _reporter_mrkdwn(r: Reporter) -> str:
     return link(r.link, r.name) if r.link else esc(r.name)
 
 
+MRKDWN = Markup(text=esc, bold=lambda t: f"*{t}*", italic=lambda t: f"_{t}_", link=link,
+                code=lambda t: f"`{t}`", reporter=_reporter_mrkdwn, claim_chars=300)
+MRKDWN_LONG = replace(MRKDWN, link=lambda u, t: link(u, t, 300))  # the evidence view and notices
+
+
 def also_reported_mrkdwn(line: AlsoReportedLine) -> str:
-    return line.text(name=_reporter_mrkdwn, outlet=esc)
+    return line.text(name=MRKDWN.name, outlet=esc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,8 +394,7 @@ class SlackNotifier:
 
     async def notify(self, asker: Asker, notice: ReviewNotice) -> None:
         where = asker.where
-        text = notice_text(notice, esc=esc, link=lambda u, t: link(u, t, 300), bold=lambda t: f"*{t}*",
-                           code=lambda t: f"`{t}`")
+        text = notice_text(notice, MRKDWN_LONG)
         requester = str(where.get("requester") or asker.requested_by or "")
         if re.fullmatch(r"[UW][A-Z0-9]{2,20}", requester):
             text = f"<@{requester}> {text}"
@@ -596,7 +560,7 @@ class SlackBot:
             return
         msg, thread_ts, responder = received
         msg = replace(msg, thread_id=thread_ts)  # every answer in a DM goes in the message's thread
-        args = command_args(domain_text(event.get("text", "")), bare=True)
+        args = command_args(slack_to_plain(event.get("text", ""), links="label"), bare=True)
         ev = _EVIDENCE_DM.match(msg.text.strip())
         action: Any
         if args is not None:  # `/domains …` or `domains …` in a DM: global rules, configured admins only
@@ -669,7 +633,7 @@ class SlackBot:
         verdict is acked at once and the outcome follows through the response_url."""
         req = ReviewRequest(platform="slack", chat_id=command.get("channel_id", ""),
                             target_id=command.get("trigger_id", ""), user_id=command.get("user_id"),
-                            args=review_text(command.get("text", "")).strip())
+                            args=slack_to_plain(command.get("text", ""), links="url").strip())
         if not req.args or not self.chat.review.is_admin("slack", req.user_id):
             await ack(text=esc(await self.chat.answer(req)), response_type="ephemeral")
             return
@@ -756,7 +720,7 @@ class SlackBot:
         """`/domains …`: global rules, configured admins only; answered ephemerally in the ack."""
         req = DomainsRequest(platform="slack", chat_id=command.get("channel_id", ""),
                              target_id=command.get("trigger_id", ""), user_id=command.get("user_id"),
-                             scope=GLOBAL, args=domain_text(command.get("text", "")).strip())
+                             scope=GLOBAL, args=slack_to_plain(command.get("text", ""), links="label").strip())
         await ack(text=esc(await self.chat.answer(req)), response_type="ephemeral")
 
     async def _observe(self, event: dict[str, Any], bot_user_id: str | None, client: Any) -> None:

@@ -37,6 +37,7 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHand
 if TYPE_CHECKING:
     from aiohttp import web
 
+from bot.card import Markup, card
 from bot.chat import COMMANDS, ERROR_TEXT, CheckRequest, IncomingMessage, route
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import ChatSettingsRequest, tracked_message
@@ -49,7 +50,6 @@ from core.models import Result
 log = logging.getLogger(__name__)
 
 MAX_TEXT = MessageLimit.MAX_TEXT_LENGTH  # 4096, counted in UTF-16 code units
-MAX_CITATIONS = 5
 
 
 @dataclass(frozen=True)
@@ -135,59 +135,26 @@ def _link(url: str, title: str) -> str:
     return title
 
 
-QUOTE_CHARS = 160
-
-
-def _checked_line(request: CheckRequest | None, reply: Reply) -> str | None:
-    if request is None:
-        return None
-    text = " ".join(request.text.split())
-    if len(text) > QUOTE_CHARS:
-        text = text[:QUOTE_CHARS - 1].rstrip() + "…"
-    line = reply.t("card.checked", text=esc(text))
-    if request.forwarded_from:
-        line += f" ({reply.t('card.forwarded_from', who=esc(request.forwarded_from))})"
-    return f"<i>{line}</i>"
+HTML = Markup(text=esc, bold=lambda t: f"<b>{t}</b>", italic=lambda t: f"<i>{t}</i>", link=_link,
+              code=lambda t: f"<code>{t}</code>")
+_ITALIC = {"quote", "aside", "notes"}
 
 
 def render_html(reply: Reply, request: CheckRequest | None = None) -> str:
-    """The verdict card in Telegram's HTML subset; everything from users or the web is escaped."""
-    out = [f"<b>{esc(reply.headline)}</b>"]
-    if (checked := _checked_line(request, reply)) is not None:
-        out.append(checked)
-    if reply.reasoning:
-        out += ["", esc(reply.reasoning)]
-    if reply.claims:
-        out += ["", f"<b>{esc(reply.t('card.claims'))}</b>"]
-        for i, c in enumerate(reply.claims, 1):
-            refs = "".join(f"[{n}]" for n in c.refs)
-            out.append(f"{i}. {esc(c.emoji)} {esc(c.label)} — “{esc(c.claim)}”" + (f" {refs}" if refs else ""))
-    if reply.citations:
-        out += ["", f"<b>{esc(reply.t('card.sources'))}</b>"]
-        for c in reply.citations[:MAX_CITATIONS]:
-            meta = " — ".join(x for x in (esc(c.publisher), c.published_at.isoformat() if c.published_at else "") if x)
-            rating = f" · {reply.t('card.rated', rating=esc(c.rating))}" if c.rating else ""
-            out.append(f"[{c.n}] {_link(c.url, c.title)}" + (f" — {meta}" if meta else "") + rating)
-    if reply.related:
-        out += ["", f"<b>{esc(reply.related_heading)}</b>"]
-        for r in reply.related:
-            who = f" — {esc(r.publisher)}" if r.publisher else ""
-            claim = _link(r.url, r.claim) if r.url else esc(r.claim)
-            out.append(f"• {claim} ({esc(r.rating)}{who}, {reply.t('card.match', score=f'{r.similarity:.2f}')})")
-    if reply.also_reported is not None:
-        out += ["", also_reported_html(reply.also_reported)]
-    if reply.repeat_note:
-        out += ["", f"<i>{esc(reply.repeat_note)}</i>"]
-    if reply.notes:
-        out += [""] + [f"<i>{reply.t('card.note', note=esc(n))}</i>" for n in reply.notes]
-    out += ["", f"{esc(reply.t('card.check_id'))}: <code>{esc(reply.check_id)}</code> · "
-                f"{esc(reply.t('card.mode.' + reply.mode) if reply.mode in ('offline', 'llm') else reply.mode)}"]
+    """The verdict card (bot/card.py) in Telegram's HTML subset; everything from users or the web is escaped."""
+    out: list[str] = []
+    for section in card(reply, HTML, request):
+        if section.kind not in ("headline", "quote") and (section.lines or section.heading):
+            out.append("")
+        if section.heading:
+            out.append(section.heading)
+        out += [HTML.italic(line.text) if section.kind in _ITALIC else line.text for line in section.lines]
     return "\n".join(out)
 
 
 def also_reported_html(line: AlsoReportedLine) -> str:
     """The "Also reported by" line: each chat linked to its message where there is a t.me link."""
-    return line.text(name=lambda r: _link(r.link, r.name) if r.link else esc(r.name), outlet=esc)
+    return line.text(name=HTML.name, outlet=esc)
 
 
 def telegram_permalink(chat: Any, message_id: int) -> str:
@@ -212,8 +179,7 @@ def feedback_keyboard(check_id: str) -> InlineKeyboardMarkup:
 
 def render_evidence_html(result: Result) -> list[str]:
     """The full evidence view of a stored check as Telegram HTML, split into messages."""
-    lines = evidence_lines(result, esc=esc, link=_link, bold=lambda t: f"<b>{t}</b>",
-                           code=lambda t: f"<code>{t}</code>")
+    lines = evidence_lines(result, HTML)
     return split_html("\n".join(lines))
 
 
@@ -433,8 +399,7 @@ class TelegramNotifier:
     async def notify(self, asker: Asker, notice: ReviewNotice) -> None:
         where = asker.where
         responder = TelegramResponder(self.bot, where["chat_id"], where["reply_to"], where.get("thread_id"))
-        await responder.send_html(split_html(notice_text(
-            notice, esc=esc, link=_link, bold=lambda t: f"<b>{t}</b>", code=lambda t: f"<code>{t}</code>")))
+        await responder.send_html(split_html(notice_text(notice, HTML)))
 
 
 def idempotency_key(update: Update, message: Message) -> str:

@@ -7,9 +7,9 @@ platform's escaping and link functions), how button payloads look and what a vot
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from bot.card import Markup
 from core.models import Result
 from storage.feedback import FeedbackStore
 from storage.sqlite import Database
@@ -77,13 +77,11 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
-def evidence_lines(result: Result, *, esc: Callable[[object], str], link: Callable[[str, str], str],
-                   bold: Callable[[str], str], code: Callable[[str], str]) -> list[str]:
-    """The full evidence list and trace of a stored check, one display line per entry.
-
-    `esc` escapes user/web text for the platform, `link(url, title)` makes a safe link (or only the
-    escaped title), `bold`/`code` wrap already-escaped text.
-    """
+def evidence_lines(result: Result, m: Markup) -> list[str]:
+    """The full evidence list and trace of a stored check, one display line per entry, in the platform's
+    markup (bot/card.py: `text` escapes user/web text, `link` makes a safe link or only the escaped
+    title, `bold`/`code` wrap already-escaped text)."""
+    esc, link, bold, code = m.text, m.link, m.bold, m.code
     out = [bold(f"Evidence for check {code(esc(result.id))}"),
            f"Checked: “{esc(_clip(result.text, 300))}”",
            f"Verdict: {esc(result.label)} · confidence {round(result.confidence * 100)}% · "

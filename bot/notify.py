@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from bot.card import Markup
 from bot.render import VERDICT_EMOJI
 from bot.repeats import fingerprint
 from core.models import Verdict
@@ -66,9 +67,10 @@ class Notifier(Protocol):
 CLAIM_CHARS = 160
 
 
-def notice_text(notice: ReviewNotice, *, esc: Callable[[str], str], link: Callable[[str, str], str],
-                bold: Callable[[str], str], code: Callable[[str], str]) -> str:
-    """The notice in a platform's markup; every admin- or user-supplied string goes through `esc`/`link`."""
+def notice_text(notice: ReviewNotice, m: Markup) -> str:
+    """The notice in a platform's markup (bot/card.py); every admin- or user-supplied string goes through
+    `m.text`/`m.link`."""
+    esc, link, bold, code = m.text, m.link, m.bold, m.code
     claim = " ".join(notice.claim.split())
     if len(claim) > CLAIM_CHARS:
         claim = claim[:CLAIM_CHARS - 1].rstrip() + "…"
