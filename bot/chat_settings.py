@@ -30,7 +30,9 @@ from core.models import Repetition, Result
 from core.tracking import Corroborator, TrackedMessage
 from storage.domains import DomainStore
 from storage.messages import MessageStore
+from storage.repeats import RepeatStore
 from storage.sqlite import Database
+from storage.stats import check_stats
 
 log = logging.getLogger(__name__)
 
@@ -125,17 +127,11 @@ class ChatCommands:
         return "Auto mode is off: I answer only /check and mentions."
 
     async def stats(self) -> str:
-        conn = self.db._conn
         week = datetime.fromtimestamp(time.time() - 7 * 86400, timezone.utc).isoformat()
-        total = (await (await conn.execute("SELECT COUNT(*) FROM checks")).fetchone())[0]
-        recent = (await (await conn.execute("SELECT COUNT(*) FROM checks WHERE created_at >= ?", (week,))).fetchone())[0]
-        mix = await (await conn.execute(
-            "SELECT verdict, COUNT(*) FROM checks GROUP BY verdict ORDER BY COUNT(*) DESC")).fetchall()
-        matched = (await (await conn.execute(
-            """SELECT COUNT(*) FROM checks WHERE EXISTS (SELECT 1 FROM json_each(checks.result, '$.matches')
-               WHERE json_extract(value, '$.tier') IN ('auto', 'suggest'))""")).fetchone())[0]
-        repeats = (await (await conn.execute("SELECT COUNT(*) FROM check_repeats")).fetchone())[0]
-        distinct = (await (await conn.execute("SELECT COUNT(DISTINCT text_hash) FROM check_repeats")).fetchone())[0]
+        checks = await check_stats(self.db, week)
+        total, recent, mix, matched = checks.total, checks.since, checks.verdicts, checks.matched
+        counted = await RepeatStore(self.db).totals()
+        repeats, distinct = counted.checks, counted.texts
         tracked = await self.store.tracked_chats()
         stored = await self.store.count()
         lines = [f"Checks: {total} ({recent} in the last 7 days)"]

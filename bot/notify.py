@@ -17,17 +17,17 @@ takes the platform's escape and link functions).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from bot.card import Markup
 from bot.render import VERDICT_EMOJI
 from bot.repeats import fingerprint
 from core.models import Verdict
+from storage.jobs import JobStore
+from storage.notices import ReviewNoticeStore
 from storage.sqlite import Database
 
 log = logging.getLogger(__name__)
@@ -98,35 +98,25 @@ async def find_askers(db: Database, check_id: str) -> list[Asker]:
     if result is None:
         return []
     claim = fingerprint(result.text)
-    cur = await db._conn.execute(
-        "SELECT j.id, j.platform, j.chat_id, j.user_id, j.payload, j.reply_ref, j.check_id, c.text AS check_text "
-        "FROM jobs j LEFT JOIN checks c ON c.id = j.check_id "
-        "WHERE j.status = 'done' AND j.check_id IS NOT NULL ORDER BY j.id")
     askers: list[Asker] = []
     seen: set[tuple[str, str, str]] = set()
-    for row in await cur.fetchall():
-        try:
-            payload = json.loads(row["payload"])
-        except ValueError:
-            continue
-        asked = str((payload.get("request") or {}).get("text") or "")
-        same = row["check_id"] == check_id or any(
-            t and fingerprint(t) == claim for t in (row["check_text"], asked))
-        if not same or not isinstance(payload.get("where"), dict):
+    for job, check_text in await JobStore(db).askers(check_id, claim):
+        payload = job.payload
+        if job.text_hash is None:  # a job from before fingerprints were stored: match it by its texts
+            asked = str((payload.get("request") or {}).get("text") or "")
+            if job.check_id != check_id and not any(t and fingerprint(t) == claim for t in (check_text, asked)):
+                continue
+        if not isinstance(payload.get("where"), dict):
             continue
         target = _target(payload)
-        key = (row["platform"], row["chat_id"], target)
+        key = (job.platform, job.chat_id, target)
         if not target or key in seen:  # the same message asked twice (/check, then a mention) is one asker
             continue
         seen.add(key)
-        askers.append(Asker(job_id=row["id"], platform=row["platform"], chat_id=row["chat_id"], target=target,
-                            where=payload["where"], reply_ref=row["reply_ref"], check_id=row["check_id"],
-                            requested_by=None if row["user_id"] is None else str(row["user_id"])))
+        askers.append(Asker(job_id=job.id, platform=job.platform, chat_id=job.chat_id, target=target,
+                            where=payload["where"], reply_ref=job.reply_ref, check_id=job.check_id or "",
+                            requested_by=job.user_id))
     return askers
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
 
 
 class ReviewNotices:
@@ -134,21 +124,16 @@ class ReviewNotices:
 
     def __init__(self, db: Database, notifiers: Mapping[str, Notifier]):
         self.db = db
+        self.store = ReviewNoticeStore(db)
         # Shared with the job queue when there is one (every adapter of the process registers its
         # notifier there), so a review made on Telegram also reaches the Slack askers.
         self.notifiers = notifiers
 
     async def _claim(self, asker: Asker, reviewed: str) -> bool:
-        async with self.db.transaction() as conn:
-            cur = await conn.execute(
-                "INSERT OR IGNORE INTO review_notices (platform, chat_id, target, check_id, job_id, sent_at) "
-                "VALUES (?,?,?,?,?,?)", (asker.platform, asker.chat_id, asker.target, reviewed, asker.job_id, _now()))
-            return cur.rowcount == 1
+        return await self.store.claim(asker.platform, asker.chat_id, asker.target, reviewed, asker.job_id)
 
     async def _unclaim(self, asker: Asker) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute("DELETE FROM review_notices WHERE platform = ? AND chat_id = ? AND target = ?",
-                               (asker.platform, asker.chat_id, asker.target))
+        await self.store.unclaim(asker.platform, asker.chat_id, asker.target)
 
     async def send(self, notice: ReviewNotice) -> int:
         """Notify every asker not yet notified; returns how many were told now."""
@@ -172,6 +157,4 @@ class ReviewNotices:
 
     async def notified(self) -> list[tuple[str, str, str, str]]:
         """(platform, chat id, target, reviewed check id) of every notice sent (tests, audits)."""
-        cur = await self.db._conn.execute(
-            "SELECT platform, chat_id, target, check_id FROM review_notices ORDER BY sent_at, platform, chat_id")
-        return [tuple(r) for r in await cur.fetchall()]  # type: ignore[misc]
+        return await self.store.sent()

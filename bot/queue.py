@@ -27,6 +27,7 @@ from bot.limits import RateLimiter
 from bot.logs import job_context, set_check_id
 from bot.notify import Notifier
 from bot.render import Reply
+from bot.repeats import fingerprint
 from bot.chat import CheckRequest, CheckService, Responder
 from storage.jobs import Job, JobStore
 
@@ -139,8 +140,9 @@ class JobQueue:
         if existing is not None:
             return Admission(existing, "duplicate")
         payload = request_to_payload(req, where)
+        text_hash = fingerprint(req.text)  # how a later review finds who asked (bot/notify.py)
         enqueue = lambda status: self.store.enqueue(  # noqa: E731
-            idem_key, platform, req.chat_id, req.requested_by, payload, status=status)
+            idem_key, platform, req.chat_id, req.requested_by, payload, status=status, text_hash=text_hash)
         if self.limiter is not None:
             user_key = None if req.requested_by is None else f"{platform}:{req.requested_by}"
             limited = self.limiter.check(user_key, f"{platform}:{req.chat_id}")

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.textclean import clean_query
+from storage.repeats import RepeatStore
 from storage.sqlite import Database
 
 WEEK_S = 7 * 86400.0
@@ -45,36 +46,24 @@ class Seen:
 
 class RepeatTracker:
     def __init__(self, db: Database, clock: Callable[[], float] = time.time):
-        self.db = db
+        self.store = RepeatStore(db)
         self.clock = clock
 
     async def seen(self, text: str, scope: str) -> Seen | None:
         """The check to reuse for `text`, if it was checked within the reuse period."""
         now = self.clock()
         h = fingerprint(text)
-        cur = await self.db._conn.execute(
-            "SELECT check_id FROM check_repeats WHERE text_hash = ? AND scope = ? AND ts >= ? ORDER BY ts, id LIMIT 1",
-            (h, scope, now - REUSE_S))
-        row = await cur.fetchone()
-        if row is None:
+        check_id = await self.store.first_since(h, scope, now - REUSE_S)
+        if check_id is None:
             return None
-        cur = await self.db._conn.execute(
-            "SELECT COUNT(*) FROM check_repeats WHERE text_hash = ? AND scope = ? AND ts >= ?", (h, scope, now - WEEK_S))
-        return Seen(row[0], int((await cur.fetchone())[0]))
+        return Seen(check_id, await self.store.count_since(h, scope, now - WEEK_S))
 
     async def record(self, text: str, scope: str, check_id: str, platform: str | None = None,
                      chat_id: object = None) -> int:
         """Count one check of `text`; returns the checks of it in the last 7 days, this one included."""
         now = self.clock()
-        h = fingerprint(text)
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO check_repeats (text_hash, scope, check_id, platform, chat_id, ts) VALUES (?,?,?,?,?,?)",
-                (h, scope, check_id, platform, None if chat_id is None else str(chat_id), now))
-            cur = await conn.execute("SELECT COUNT(*) FROM check_repeats WHERE text_hash = ? AND scope = ? AND ts >= ?",
-                                     (h, scope, now - WEEK_S))
-            return int((await cur.fetchone())[0])
+        return await self.store.record(fingerprint(text), scope, check_id, platform, chat_id, now,
+                                       count_since_ts=now - WEEK_S)
 
     async def count_checks(self, since_ts: float) -> int:
-        cur = await self.db._conn.execute("SELECT COUNT(*) FROM check_repeats WHERE ts >= ?", (since_ts,))
-        return int((await cur.fetchone())[0])
+        return await self.store.count_all_since(since_ts)

@@ -34,7 +34,6 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Protocol, TypeVar
 
@@ -43,6 +42,7 @@ from pydantic import BaseModel
 from core.llm import LLM, LLMError
 from core.models import utcnow
 from storage.sqlite import Database
+from storage.usage import Spend, UsageStore
 
 log = logging.getLogger(__name__)
 
@@ -90,22 +90,9 @@ class CostObserver(Protocol):
     def llm_cost(self, name: str, prompt_tokens: int, completion_tokens: int, usd: float) -> None: ...
 
 
-@dataclass(frozen=True)
-class Spend:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    usd: float = 0.0
-    calls: int = 0
-
-
 def _month_of(at: datetime) -> str:
     at = at.astimezone(timezone.utc)
     return f"{at.year}-{at.month:02d}"
-
-
-def _stamp(at: datetime) -> str:
-    # Fixed-width UTC text so day and month ranges are plain string comparisons on the index.
-    return at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class BudgetedLLM:
@@ -113,6 +100,7 @@ class BudgetedLLM:
                  now: Callable[[], datetime] = utcnow, observer: CostObserver | None = None):
         self.llm = llm
         self.db = db
+        self.spending = UsageStore(db)
         self.settings = settings
         self.observer = observer
         self._now = now
@@ -190,11 +178,7 @@ class BudgetedLLM:
         self._seen = (prompt_now, completion_now)
         usd = self.cost(prompt, completion)
         now = self._now()
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO llm_usage (at, check_id, name, model, prompt_tokens, completion_tokens, usd, ok) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                (_stamp(now), current_check_id.get(), name, self.model, prompt, completion, usd, int(ok)))
+        await self.spending.record(now, current_check_id.get(), name, self.model, prompt, completion, usd, ok)
         if self._month_key == _month_of(now):
             self._month_usd_total += usd
         if self.observer is not None:
@@ -216,21 +200,14 @@ class BudgetedLLM:
             await self.db.set_kv(_WARNED_KEY, day)
         self._warned_day = day
 
-    async def _sum(self, where: str, args: tuple[object, ...]) -> Spend:
-        cur = await self.db._conn.execute(
-            "SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), "
-            f"COALESCE(SUM(usd), 0.0), COUNT(*) FROM llm_usage WHERE {where}", args)
-        p, c, usd, n = await cur.fetchone()
-        return Spend(int(p), int(c), float(usd), int(n))
-
     async def spent_on(self, day: date) -> Spend:
         start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
-        return await self._sum("at >= ? AND at < ?", (_stamp(start), _stamp(start + timedelta(days=1))))
+        return await self.spending.between(start, start + timedelta(days=1))
 
     async def spent_this_month(self) -> Spend:
         now = self._now().astimezone(timezone.utc)
         start = datetime(now.year, now.month, 1, tzinfo=timezone.utc)
-        return await self._sum("at >= ?", (_stamp(start),))
+        return await self.spending.since(start)
 
     async def spent_for_check(self, check_id: str) -> Spend:
-        return await self._sum("check_id = ?", (check_id,))
+        return await self.spending.for_check(check_id)

@@ -38,6 +38,19 @@ class Job:
     reply_ref: str | None
     check_id: str | None
     created_at: str
+    text_hash: str | None = None  # the fingerprint of the checked text (None: a job from before migration 8)
+
+
+# Every branch is an index search (jobs_check, jobs_text_hash, check_repeats_hash): tests/test_review.py
+# checks the query plan, because this runs on every review over a week of finished jobs.
+ASKERS_SQL = """SELECT j.*, c.text AS check_text FROM jobs j LEFT JOIN checks c ON c.id = j.check_id
+    WHERE j.id IN (SELECT id FROM jobs WHERE check_id = ? AND status = 'done'
+                   UNION SELECT id FROM jobs WHERE text_hash = ? AND status = 'done'
+                   UNION SELECT id FROM jobs WHERE text_hash IS NULL AND status = 'done'
+                   UNION SELECT id FROM jobs WHERE status = 'done' AND check_id IN
+                       (SELECT check_id FROM check_repeats WHERE text_hash = ?))
+      AND j.check_id IS NOT NULL
+    ORDER BY j.id"""
 
 
 def _now() -> str:
@@ -48,7 +61,7 @@ def _job(row: Any) -> Job:
     return Job(id=row["id"], idem_key=row["idem_key"], platform=row["platform"], chat_id=row["chat_id"],
                user_id=row["user_id"], payload=json.loads(row["payload"]), status=row["status"],
                attempts=row["attempts"], reply_ref=row["reply_ref"], check_id=row["check_id"],
-               created_at=row["created_at"])
+               created_at=row["created_at"], text_hash=row["text_hash"])
 
 
 class JobStore:
@@ -68,15 +81,17 @@ class JobStore:
         return _job(row) if row else None
 
     async def enqueue(self, idem_key: str, platform: str, chat_id: str | int, user_id: str | int | None,
-                      payload: dict[str, Any], *, status: Status = "pending") -> tuple[Job, bool]:
-        """Persist a job; (job, True) if it is new, (the existing job, False) for a known `idem_key`."""
+                      payload: dict[str, Any], *, status: Status = "pending",
+                      text_hash: str | None = None) -> tuple[Job, bool]:
+        """Persist a job; (job, True) if it is new, (the existing job, False) for a known `idem_key`.
+        `text_hash`: the fingerprint of the text to check, by which `askers` finds the job later."""
         async with self.db.transaction() as conn:
             cur = await conn.execute(
-                "INSERT INTO jobs (idem_key, platform, chat_id, user_id, payload, status, created_at, started_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING",
+                "INSERT INTO jobs (idem_key, platform, chat_id, user_id, payload, status, created_at, started_at, "
+                "text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(idem_key) DO NOTHING",
                 (idem_key, platform, str(chat_id), None if user_id is None else str(user_id),
                  json.dumps(payload, ensure_ascii=False), status, _now(),
-                 _now() if status == "running" else None))
+                 _now() if status == "running" else None, text_hash))
             created = cur.rowcount == 1
             row = await (await conn.execute("SELECT * FROM jobs WHERE idem_key = ?", (idem_key,))).fetchone()
         return _job(row), created
@@ -144,6 +159,14 @@ class JobStore:
             cur = await conn.execute("DELETE FROM jobs WHERE status IN ('done', 'failed', 'refused') "
                                      "AND created_at < ?", (cutoff.isoformat(),))
             return cur.rowcount
+
+    async def askers(self, check_id: str, text_hash: str) -> list[tuple[Job, str | None]]:
+        """Finished jobs that asked about a claim, oldest first, each with the text of the check it got:
+        those that produced `check_id`, asked about a text with fingerprint `text_hash`, or got a check
+        counted under that fingerprint (a reused verdict); all through indexes. Finished jobs from
+        before migration 8 carry no fingerprint: they come too, for the caller to match by their text."""
+        rows = await self.db.fetchall(ASKERS_SQL, (check_id, text_hash, text_hash))
+        return [(_job(r), r["check_text"]) for r in rows]
 
     async def pending_count(self) -> int:
         row = await (await self.db._conn.execute(

@@ -224,6 +224,15 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (platform, chat_id, target)
     );
     """,
+    # 8: who asked about a claim, found by index instead of reading every finished job's payload
+    # (storage/jobs.py `askers`): the fingerprint of the checked text (bot/repeats.py) and the check
+    # a job produced. Jobs from before this migration have no fingerprint and are read the old way
+    # until they are pruned (a week after they finished).
+    """
+    ALTER TABLE jobs ADD COLUMN text_hash TEXT;
+    CREATE INDEX jobs_text_hash ON jobs(text_hash, status);
+    CREATE INDEX jobs_check ON jobs(check_id, status);
+    """,
 )
 
 
@@ -314,6 +323,13 @@ class Database:
                 raise
             else:
                 await self._conn.commit()
+
+    async def fetchone(self, sql: str, args: Sequence[object] = ()) -> sqlite3.Row | None:
+        """One row of a read (for the storage modules' named queries)."""
+        return await (await self._conn.execute(sql, args)).fetchone()
+
+    async def fetchall(self, sql: str, args: Sequence[object] = ()) -> list[sqlite3.Row]:
+        return list(await (await self._conn.execute(sql, args)).fetchall())
 
     @property
     def schema_version(self) -> int:

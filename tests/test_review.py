@@ -54,3 +54,29 @@ def test_review_is_only_routed_in_private_chats():
     group = route(IncomingMessage("telegram", -100, "supergroup", 1, "/review"), "tiplinebot")
     assert isinstance(private, ReviewRequest) and private.args == ""
     assert group is None
+
+
+async def test_finding_who_asked_about_a_claim_searches_indexes_only(tmp_path):
+    """The askers of a reviewed claim are found by index (check id, text fingerprint, counted repeats),
+    never by reading every finished job's payload as the review queue grows."""
+    from storage.jobs import ASKERS_SQL, JobStore
+    from storage.sqlite import Database
+
+    db = await Database.open(tmp_path / "jobs.sqlite")
+    try:
+        store = JobStore(db)
+        for n in range(30):
+            job, _ = await store.enqueue(f"k{n}", "telegram", n % 3, 7, {"request": {"text": f"claim {n % 5}"},
+                                                                          "where": {"reply_to": n}},
+                                         text_hash=f"h{n % 5}")
+            await store.mark_done(job.id, f"c{n % 4}")
+        plan = [str(row[-1]) for row in await db.fetchall("EXPLAIN QUERY PLAN " + ASKERS_SQL, ("c1", "h2", "h2"))]
+        # every read of jobs is a lookup by check id or fingerprint (or by row id), never all done jobs
+        reads = [p for p in plan if p.startswith(("SCAN", "SEARCH")) and (" jobs " in p or " j " in p)]
+        assert reads and all("INDEX jobs_check " in p or "INDEX jobs_text_hash " in p or "PRIMARY KEY" in p
+                             for p in reads), plan
+        found = await store.askers("c1", "h2")
+        # check c1 (n % 4 == 1) or fingerprint h2 (n % 5 == 2), oldest first
+        assert [j.idem_key for j, _ in found] == [f"k{n}" for n in range(30) if n % 4 == 1 or n % 5 == 2]
+    finally:
+        await db.close()
