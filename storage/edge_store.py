@@ -6,16 +6,21 @@ atomically, so an alias swap is one rename and a shard directory the catalog doe
 interrupted create left behind (removed on open). A lock file keeps a second process out: Edge owns
 its files, one process per data dir.
 
-Edge calls block and burn CPU, so each runs in a worker thread; the shards are safe to query, update
-and optimize from several threads at once, so there is no store-wide lock (a lock guards only the
-table of open shards, for microseconds). A shard an alias swap retires is closed once the calls that
-already hold it finish.
+Edge calls block and burn CPU, so each runs in a worker thread. The shards answer queries from several
+threads at once, so there is no store-wide lock (a lock guards only the catalog and the table of open
+shards, for microseconds); writes to one collection go one at a time (an asyncio lock per collection).
+A shard an alias swap retires is closed once the calls that already hold it finish.
 
 Index building. Edge never optimizes on its own: points land in a plain segment that every search
-scans in full, fast while small (exact; 20,000 × 384 measured ~2 ms). Once a shard has
-`OPTIMIZE_AT` points and `OPTIMIZE_EVERY` more since the last build, `optimize()` (HNSW graphs,
-segment merges, vacuum of deleted points; 123 s for 100,000 × 384 here) runs in a background
-thread while searches and writes go on against the segments as they are.
+scans in full, exactly; fast while small. Once a shard has `OPTIMIZE_AT` points and `OPTIMIZE_EVERY`
+more since the last build, the shard is built again *in a child process* (storage/edge_build.py):
+`EdgeShard.optimize()` holds the GIL for the whole build (measured: a Python thread ticking every ms
+saw a 1.76 s gap during a 1.8 s build of 6,000 × 64-d points), so in a thread it would stall the event
+loop and every search. The parent flushes the shard and copies its directory (writes wait, searches go
+on), the child optimizes the copy (HNSW graphs on one core, segment merges, vacuum), and meanwhile the
+parent keeps answering from the original and records every write; then it opens the built copy,
+replays the recorded writes on it and swaps it in (a catalog entry), under the collection's write lock.
+Stopping tipline mid-build kills the child and loses nothing: the original was never touched.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -107,7 +113,7 @@ def _split(vector: Any) -> tuple[dict[str, np.ndarray], dict[str, Terms]]:
 
 
 class _Shard:
-    """An open shard, with the number of calls using it: one an alias swap retires is closed (and its
+    """An open shard, with the number of calls using it: one that a swap retires is closed (and its
     directory removed) by whichever finishes last, the swap or the last call."""
 
     def __init__(self, edge: qe.EdgeShard, path: Path):
@@ -116,7 +122,7 @@ class _Shard:
         self.users = 0
         self.retired = False
         self.written = 0  # points written since the last index build
-        self.optimizing: asyncio.Task[None] | None = None
+        self.replay: list[qe.UpdateOperation] | None = None  # writes made while a copy is being built
 
     def dispose(self) -> None:
         self.edge.close()
@@ -124,23 +130,30 @@ class _Shard:
 
 
 class EdgeVectorStore(VectorStore):
-    def __init__(self, root: Path, lock_fd: int, dim: int, multi_dim: int | None):
+    def __init__(self, root: Path, lock_fd: int, dim: int, multi_dim: int | None, optimize_at: int,
+                 optimize_every: int):
         super().__init__(dim, multi_dim)
         self.root = root
+        self.optimize_at = optimize_at
+        self.optimize_every = optimize_every
         self._lock_fd = lock_fd
         self._guard = threading.Lock()  # the catalog and the table of open shards; never held over an Edge call
         self._catalog: dict[str, Any] = {"collections": {}, "aliases": {}}
         self._shards: dict[str, _Shard] = {}
+        self._writing: dict[str, asyncio.Lock] = {}  # per physical collection: writes, and a build's copy and swap
         self._tasks: set[asyncio.Task[None]] = set()
+        self._building: set[str] = set()
 
     # --- opening and closing -------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, root: Path, *, dim: int, multi_dim: int | None = None) -> EdgeVectorStore:
-        return await asyncio.to_thread(cls._open_sync, root, dim, multi_dim)
+    async def open(cls, root: Path, *, dim: int, multi_dim: int | None = None, optimize_at: int = OPTIMIZE_AT,
+                   optimize_every: int = OPTIMIZE_EVERY) -> EdgeVectorStore:
+        return await asyncio.to_thread(cls._open_sync, root, dim, multi_dim, optimize_at, optimize_every)
 
     @classmethod
-    def _open_sync(cls, root: Path, dim: int, multi_dim: int | None) -> EdgeVectorStore:
+    def _open_sync(cls, root: Path, dim: int, multi_dim: int | None, optimize_at: int,
+                   optimize_every: int) -> EdgeVectorStore:
         try:
             (root / "collections").mkdir(parents=True, exist_ok=True)
             fd = os.open(root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -154,7 +167,7 @@ class EdgeVectorStore(VectorStore):
                 f"another tipline process is using {root}; the embedded vector store allows one process per "
                 "data dir (stop the other one, use another TIPLINE_DATA_DIR, or run a Qdrant server and set "
                 "TIPLINE_QDRANT_URL)") from exc
-        store = cls(root, fd, dim, multi_dim)
+        store = cls(root, fd, dim, multi_dim, optimize_at, optimize_every)
         try:
             store._load()
         except BaseException:
@@ -169,23 +182,25 @@ class EdgeVectorStore(VectorStore):
                 self._catalog = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise VectorStoreError(f"the vector store's catalog {path} is unreadable ({exc})") from exc
-        known = set(self._catalog["collections"])
+        known = {name: self._dir(name) for name in self._catalog["collections"]}
         for d in (self.root / "collections").iterdir():
-            if d.name not in known:  # a create or a migration interrupted before the catalog named it
+            if d not in known.values():  # a create, migration or build interrupted before the catalog named it
                 shutil.rmtree(d, ignore_errors=True)
-        for name in known:
+        for name, path in known.items():
             try:
-                edge = qe.EdgeShard.load(str(self._dir(name)))
+                edge = qe.EdgeShard.load(str(path))
             except Exception as exc:
                 raise VectorStoreError(f"cannot open the collection {name!r} in {self.root}: {exc}") from exc
-            shard = self._shards[name] = _Shard(edge, self._dir(name))
+            shard = self._shards[name] = _Shard(edge, path)
             # What the last process wrote and did not index yet counts towards the next build.
             info = edge.info()
             n_dense = max(1, len(self._catalog["collections"][name]["dense"]))
             shard.written = max(0, info.points_count - info.indexed_vectors_count // n_dense)
 
     def _dir(self, name: str) -> Path:
-        return self.root / "collections" / name
+        """Where a collection's shard lives now: its name, or the name and a build generation."""
+        entry = self._catalog["collections"].get(name, {})
+        return self.root / "collections" / entry.get("dir", name)
 
     def _save_catalog(self) -> None:
         tmp = self.root / f".catalog.{uuid.uuid4().hex}.tmp"
@@ -193,10 +208,10 @@ class EdgeVectorStore(VectorStore):
         os.replace(tmp, self.root / "catalog.json")  # atomic: readers see the old or the new catalog
 
     async def aclose(self) -> None:
-        # An index build cannot be interrupted; the shards close after it (data is safe either way).
-        if self._tasks:
-            log.warning("vector store: waiting for %d index build(s) to finish before closing", len(self._tasks))
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        # A build in progress is abandoned (its child killed, its copy removed): the original is intact.
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         await asyncio.to_thread(self._close_sync)
 
     def _close_sync(self) -> None:
@@ -218,6 +233,23 @@ class EdgeVectorStore(VectorStore):
         if shard is None:
             raise VectorStoreError(f"no collection {name!r} in the vector store")
         return shard
+
+    def _lock_of(self, name: str) -> asyncio.Lock:
+        physical = self._catalog["aliases"].get(name, name)
+        return self._writing.setdefault(physical, asyncio.Lock())
+
+    async def _update(self, name: str, op: qe.UpdateOperation, points: int = 0) -> None:
+        """Every write: one at a time per collection, recorded for replay while a build copy is out."""
+        async with self._lock_of(name):
+            def apply(edge: qe.EdgeShard) -> None:
+                edge.update(op)
+            with self._guard:
+                shard = self._resolve(name)
+            await self._call(name, apply)
+            if shard.replay is not None:
+                shard.replay.append(op)
+        if points:
+            self._wrote(name, points)
 
     async def _call(self, name: str, fn: Callable[[qe.EdgeShard], T]) -> T:
         with self._guard:
@@ -249,29 +281,32 @@ class EdgeVectorStore(VectorStore):
             raise VectorStoreError(f"invalid collection name {name!r}")
 
         def create() -> None:
-            path = self._dir(name)
+            path = self.root / "collections" / name
             shutil.rmtree(path, ignore_errors=True)
+            # Edge's own indexing threshold (KB of vectors per segment) sits below our trigger, so a build
+            # started at optimize_at points does index the segment.
+            threshold_kb = max(1, self.optimize_at * max(spec.dense.values(), default=1) * 4 // 1024 // 2)
             config = qe.EdgeConfig(
                 vectors={f: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine) for f, d in spec.dense.items()},
                 sparse_vectors={f: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for f in spec.sparse},
                 # Payloads are small (a fact-check's texts, a message's ids and terms) and read by every search.
                 payload_memory=qe.Memory.Cached,
                 # One thread builds the graph: on 2 cores the other stays free for searches and the models.
-                hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000,
-                                               max_indexing_threads=1))
+                hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=threshold_kb,
+                                               max_indexing_threads=1),
+                optimizers=qe.EdgeOptimizersConfig(indexing_threshold=threshold_kb))
             edge = qe.EdgeShard.create(str(path), config)
             for fld, kind in spec.indexes.items():
                 edge.update(qe.UpdateOperation.create_field_index(fld, _INDEX_KINDS[kind]))
             with self._guard:
                 self._shards[name] = _Shard(edge, path)
                 self._catalog["collections"][name] = {"dense": dict(spec.dense), "sparse": list(spec.sparse),
-                                                      "indexes": dict(spec.indexes)}
+                                                      "indexes": dict(spec.indexes), "dir": name}
                 self._save_catalog()
         await asyncio.to_thread(create)
 
     async def create_index(self, name: str, field_name: str, kind: str) -> None:
-        await self._call(name, lambda e: e.update(qe.UpdateOperation.create_field_index(field_name,
-                                                                                        _INDEX_KINDS[kind])))
+        await self._update(name, qe.UpdateOperation.create_field_index(field_name, _INDEX_KINDS[kind]))
 
         def record() -> None:
             with self._guard:
@@ -308,7 +343,7 @@ class EdgeVectorStore(VectorStore):
                 self._save_catalog()
                 shard = self._shards.pop(name)
                 shard.retired = True
-                now = shard.users == 0  # an index build counts as a user
+                now = shard.users == 0
             if now:
                 shard.dispose()
         await asyncio.to_thread(delete)
@@ -321,28 +356,27 @@ class EdgeVectorStore(VectorStore):
         edge_points = [qe.Point(p.id, {**{k: _edge_vector(v) for k, v in p.dense.items()},
                                        **{k: _edge_vector(v) for k, v in p.sparse.items()}}, p.payload)
                        for p in points]
-        await self._call(name, lambda e: e.update(qe.UpdateOperation.upsert_points(edge_points)))
-        self._wrote(name, len(points))
+        await self._update(name, qe.UpdateOperation.upsert_points(edge_points), len(points))
 
     async def delete(self, name: str, ids: Sequence[str]) -> None:
         if ids:
-            await self._call(name, lambda e: e.update(qe.UpdateOperation.delete_points(list(ids))))
+            await self._update(name, qe.UpdateOperation.delete_points(list(ids)))
 
     async def delete_where(self, name: str, where: Where) -> None:
         flt = _edge_filter(where)
         if flt is None:
             raise ValueError("delete_where needs a condition")
-        await self._call(name, lambda e: e.update(qe.UpdateOperation.delete_points_by_filter(flt)))
+        await self._update(name, qe.UpdateOperation.delete_points_by_filter(flt))
 
     async def set_payload(self, name: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
         if ids:
-            await self._call(name, lambda e: e.update(qe.UpdateOperation.set_payload(list(ids), payload)))
+            await self._update(name, qe.UpdateOperation.set_payload(list(ids), payload))
 
     async def set_payload_where(self, name: str, where: Where, payload: dict[str, Any]) -> None:
         flt = _edge_filter(where)
         if flt is None:
             raise ValueError("set_payload_where needs a condition")
-        await self._call(name, lambda e: e.update(qe.UpdateOperation.set_payload_by_filter(flt, payload)))
+        await self._update(name, qe.UpdateOperation.set_payload_by_filter(flt, payload))
 
     async def retrieve(self, name: str, ids: Sequence[str], *, payload: WithPayload = True,
                        vectors: WithVectors = False) -> list[Record]:
@@ -404,7 +438,7 @@ class EdgeVectorStore(VectorStore):
         flt = _edge_filter(where)
         return await self._call(name, lambda e: e.count(qe.CountRequest(exact=True, filter=flt)))
 
-    # --- index building --------------------------------------------------------------------------
+    # --- index building (see the module doc) --------------------------------------------------------
 
     async def maintain(self) -> None:
         """Start the index builds that are due (after open: a previous process may have stopped first)."""
@@ -413,46 +447,100 @@ class EdgeVectorStore(VectorStore):
 
     def _wrote(self, name: str, n: int) -> None:
         with self._guard:
-            shard = self._shards.get(self._catalog["aliases"].get(name, name))
+            physical = self._catalog["aliases"].get(name, name)
+            shard = self._shards.get(physical)
             if shard is None or shard.retired:
                 return
             shard.written += n
-            if shard.optimizing is not None and not shard.optimizing.done():
+            if physical in self._building or shard.written < self.optimize_every:
                 return
-            if shard.written < OPTIMIZE_EVERY:
-                return
-            shard.written = 0
-            shard.users += 1  # held by the build, so a swap cannot close the shard under it
-        task = asyncio.get_running_loop().create_task(self._optimize(shard), name=f"tipline-optimize-{name}")
-        shard.optimizing = task
+            self._building.add(physical)
+        task = asyncio.get_running_loop().create_task(self._build(physical), name=f"tipline-index-{physical}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _optimize(self, shard: _Shard) -> None:
-        def build() -> None:
+    async def _build(self, name: str) -> None:
+        try:
+            await self._build_aside(name)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the original stays in place: searchable, by full scan where unindexed
+            log.exception("vector store: index build failed for %s", name)
+        finally:
+            with self._guard:
+                self._building.discard(name)
+
+    async def _build_aside(self, name: str) -> None:
+        lock = self._lock_of(name)
+        async with lock:
+            with self._guard:
+                shard = self._shards.get(name)
+                if shard is None or shard.retired:
+                    return
+                entry = self._catalog["collections"][name]
+                generation = int(entry.get("generation", 0)) + 1
+                shard.users += 1  # the copy reads its files
             try:
-                if shard.edge.count(qe.CountRequest(exact=False)) >= OPTIMIZE_AT:
-                    shard.edge.optimize()
-            except Exception:  # a failed build leaves the segments as they were: searchable, slower
-                log.exception("vector store: index build failed for %s", shard.path.name)
+                if await asyncio.to_thread(shard.edge.count, qe.CountRequest(exact=False)) < self.optimize_at:
+                    return
+                built = self.root / "collections" / f"{name}.g{generation}"
+                shutil.rmtree(built, ignore_errors=True)
+                await asyncio.to_thread(shard.edge.flush)
+                await asyncio.to_thread(shutil.copytree, shard.path, built)
+                shard.written = 0
+                shard.replay = []
             finally:
                 with self._guard:
                     shard.users -= 1
-                    last = shard.retired and shard.users == 0
-                if last:
-                    shard.dispose()
-        await asyncio.to_thread(build)
+        proc: asyncio.subprocess.Process | None = None
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "storage.edge_build", str(built),
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+            _, err = await proc.communicate()
+            if proc.returncode != 0:
+                raise VectorStoreError(f"index build of {name} failed: {err.decode(errors='replace')[-500:]}")
+            async with lock:
+                replay, shard.replay = shard.replay or [], None
+
+                def swap_in() -> qe.EdgeShard:
+                    fresh = qe.EdgeShard.load(str(built))
+                    for op in replay:
+                        fresh.update(op)
+                    return fresh
+                fresh = await asyncio.to_thread(swap_in)
+                with self._guard:
+                    if self._shards.get(name) is not shard:  # deleted meanwhile
+                        fresh.close()
+                        raise VectorStoreError(f"{name} went away during its index build")
+                    self._catalog["collections"][name].update(dir=built.name, generation=generation)
+                    self._save_catalog()
+                    self._shards[name] = _Shard(fresh, built)
+                    shard.retired = True
+                    now = shard.users == 0
+                if now:
+                    await asyncio.to_thread(shard.dispose)
+                log.info("vector store: %s re-indexed (%d writes replayed)", name, len(replay))
+        except BaseException:
+            shard.replay = None
+            if proc is not None and proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            if not (self._shards.get(name) is not shard and self._dir(name) == built):
+                shutil.rmtree(built, ignore_errors=True)
+            raise
+
+    async def indexed_vectors(self, name: str) -> int:
+        """Vectors in indexed (HNSW) segments; the rest are searched by full scan."""
+        return await self._call(name, lambda e: e.info().indexed_vectors_count)
 
     async def settle(self) -> None:
         """Wait for the builds running, then build whatever is still unindexed (benchmarks, tests, moving
-        a data dir): afterwards every point of a shard past OPTIMIZE_AT is in an indexed segment."""
+        a data dir): afterwards every point of a shard past optimize_at is in an indexed segment."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         with self._guard:
-            due = [s for s in self._shards.values() if s.written > 0 and not s.retired]
-            for s in due:
-                s.written = 0
-                s.users += 1
-        for s in due:
-            await self._optimize(s)
-
+            due = [name for name, s in self._shards.items() if s.written > 0 and not s.retired]
+            self._building.update(due)
+        for name in due:
+            await self._build(name)

@@ -8,6 +8,8 @@ test, `RemoteVectorStore`, is the one `TIPLINE_QDRANT_URL` uses.
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 from qdrant_client import AsyncQdrantClient
@@ -195,3 +197,38 @@ async def test_bad_calls_raise_clear_errors(tmp_path, backend):
     finally:
         await store.aclose()
 
+
+
+async def test_index_builds_run_in_the_background_and_searches_keep_answering(tmp_path):
+    """Past the threshold a write starts `optimize()` in a worker thread; searches answer (exactly)
+    meanwhile, the event loop keeps running, and afterwards the shard's vectors are indexed."""
+    rng = np.random.default_rng(11)
+    n, dim = 6000, 64
+    vecs = _unit(rng, n, dim)
+    store = await EdgeVectorStore.open(tmp_path / "edge", dim=dim, optimize_at=4000, optimize_every=4000)
+    try:
+        mv = MessageVectors(store, "messages")
+        await mv.ensure()
+        points = [MessagePoint(f"k{i}", vecs[i], "telegram", f"c{i % 5}", str(i), float(i), f"k{i}", float(i),
+                               frozenset(), frozenset(), False) for i in range(n)]
+        await mv.upsert(points[:3000])
+        assert not store._tasks  # below the threshold: nothing to build, searches scan in full
+        assert await store.indexed_vectors("messages") == 0
+        await mv.upsert(points[3000:])
+        building = list(store._tasks)
+        assert building, "the write past the threshold started a build"
+        ticks = 0
+        answers = []
+        while not all(t.done() for t in building):
+            ticks += 1
+            near = await mv.nearest(vecs[123], t=None, window_s=0, floor=0.0, limit=3)
+            answers.append(near[0].key)
+            await asyncio.sleep(0)
+        assert ticks >= 1 and set(answers) == {"k123"}
+        await store.settle()
+        assert await store.indexed_vectors("messages") >= n * 0.9
+        near = await mv.nearest(vecs[4567], t=4567.0, window_s=10.0, exclude_chats=["telegram:c1"], floor=0.0,
+                                limit=5)
+        assert near[0].key == "k4567" and all(m.chat != "telegram:c1" and abs(m.ts - 4567) <= 10 for m in near)
+    finally:
+        await store.aclose()
