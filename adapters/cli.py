@@ -6,7 +6,7 @@ import textwrap
 
 from bot.card import PLAIN, card
 from bot.render import Reply
-from core.models import Result
+from schema.models import Result
 
 WIDTH = 88
 

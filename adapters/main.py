@@ -34,7 +34,7 @@ from core.evaluation import EvalDataError
 from core.ingest import IngestFormatError
 from core.intake import EmptyInput
 from core.model_files import ModelFilesMissing
-from core.models import Result
+from schema.models import Result
 from storage.sqlite import StorageError
 from storage.vectors import VectorStoreError
 

@@ -37,7 +37,7 @@ from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, eviden
 from bot.notify import Asker, ReviewNotice, notice_text
 from bot.render import AlsoReportedLine, Reply, Reporter
 from bot.review import ReviewRequest
-from core.models import Result
+from schema.models import Result
 
 log = logging.getLogger(__name__)
 

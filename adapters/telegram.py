@@ -45,7 +45,7 @@ from bot.evidence import callback_data, evidence_lines, give_feedback, parse_cal
 from bot.notify import Asker, ReviewNotice, notice_text
 from bot.queue import SilentResponder
 from bot.render import AlsoReportedLine, Reply
-from core.models import Result
+from schema.models import Result
 
 log = logging.getLogger(__name__)
 

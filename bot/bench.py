@@ -22,7 +22,7 @@ import numpy as np
 
 from bot.settings import Settings
 from core.evaluation import read_verified_claims
-from core.models import FactCheck
+from schema.models import FactCheck
 
 
 def temp_settings(settings: Settings, data_dir: Path, **update) -> Settings:

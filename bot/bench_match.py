@@ -26,7 +26,7 @@ from bot.app import App, build_app
 from bot.bench import Spread, factchecks, mean, pct, temp_settings
 from bot.settings import Settings
 from core.evaluation import read_queries
-from core.models import FactCheck
+from schema.models import FactCheck
 from core.sparse import query_vector
 from core.textclean import clean_query
 

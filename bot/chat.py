@@ -23,7 +23,7 @@ from bot.domains import GLOBAL, DomainsRequest, chat_scope, command_args
 from bot.review import ReviewRequest
 from bot.evidence import EvidenceRequest, evidence_arg
 from bot.render import Reply, to_reply
-from core.models import Result
+from schema.models import Result
 from core.engine import Engine
 from core.intake import EmptyInput
 

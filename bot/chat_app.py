@@ -27,7 +27,7 @@ from bot.notify import Notifier
 from bot.queue import JobQueue, ResponderFactory
 from bot.review import AddFactChecks, ReviewCommands, ReviewRequest
 from core.engine import Engine
-from core.models import Result
+from schema.models import Result
 from core.tracking import Corroborator, TrackedMessage
 from storage.sqlite import Database
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from bot.admins import Admins
 from bot.repeats import RepeatTracker
-from core.models import Repetition, Result
+from schema.models import Repetition, Result
 from core.tracking import Corroborator, TrackedMessage
 from storage.domains import DomainStore
 from storage.messages import MessageStore

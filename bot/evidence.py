@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from bot.card import Markup
-from core.models import Result
+from schema.models import Result
 from storage.feedback import FeedbackStore
 from storage.sqlite import Database
 

@@ -43,7 +43,7 @@ from core.credibility import credibility
 from core.embeddings import Embedder
 from core.evaluation import EvalDataError, score_run
 from core.evidence.base import Evidence
-from core.models import Verdict
+from schema.models import Verdict
 from core.numeric import NumericCheck
 from core.ranking import MIN_RELEVANCE, UNKNOWN_RECENCY, Ranked, rank_score
 from core.sparse import bm25_scores

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from bot.ingest_files import read_source
 from core.ingest import IngestFormatError, parse_bytes
 from core.knowledge import KnowledgeBase
-from core.models import FactCheck
+from schema.models import FactCheck
 
 log = logging.getLogger(__name__)
 

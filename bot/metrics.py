@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from core.models import Result
+from schema.models import Result
 from core.resilience import BreakerState
 
 CIRCUIT_VALUES: dict[BreakerState, int] = {"closed": 0, "half_open": 1, "open": 2}

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from bot.card import Markup
 from bot.render import VERDICT_EMOJI
 from bot.repeats import fingerprint
-from core.models import Verdict
+from schema.models import Verdict
 from storage.jobs import JobStore
 from storage.notices import ReviewNoticeStore
 from storage.sqlite import Database

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from core.i18n import t
-from core.models import AlsoReported, Citation, Match, ReportedBy, Result, Verdict
+from schema.models import AlsoReported, Citation, Match, ReportedBy, Result, Verdict
 
 VERDICT_EMOJI: dict[Verdict, str] = {
     Verdict.SUPPORTED: "✅",

@@ -20,7 +20,7 @@ from datetime import date
 
 from bot.admins import Admins
 from bot.notify import Notifier, ReviewNotice, ReviewNotices
-from core.models import FactCheck, Verdict
+from schema.models import FactCheck, Verdict
 from core.ratings import match_rating
 from storage.domains import DomainStore
 from storage.feedback import FeedbackStore

@@ -27,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from core.llm import LLM, LLMError
-from core.models import Citation, Verdict
+from schema.models import Citation, Verdict
 from core.scoring import Features, Judged, Policy, confidence_cap, independent_refutation, independent_support
 
 log = logging.getLogger(__name__)

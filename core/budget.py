@@ -40,7 +40,7 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel
 
 from core.llm import LLM, LLMError
-from core.models import utcnow
+from schema.models import utcnow
 from storage.sqlite import Database
 from storage.usage import Spend, UsageStore
 

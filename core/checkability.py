@@ -27,7 +27,7 @@ import numpy as np
 
 from core.claims import OPINION_RE, QUESTION_START_RE, TRUTH_QUESTION_RE, entities, split_sentences
 from core.i18n import t
-from core.models import Result, Step, Verdict
+from schema.models import Result, Step, Verdict
 from core.multilingual import MultilingualEncoder
 from core.textclean import clean_query
 

@@ -36,7 +36,7 @@ from core.i18n import t
 from core.intake import Intake, intake
 from core.llm import LLM
 from core.matching import ClaimMatcher
-from core.models import (ClaimOutcome, EvidenceItem, LLMUsage, Match, Result, SourceTrace, Step, Verdict,
+from schema.models import (ClaimOutcome, EvidenceItem, LLMUsage, Match, Result, SourceTrace, Step, Verdict,
                          new_check_id)
 from core.offline_verdict import decide
 from core.queries import key_phrases, offline_queries, plan_queries

@@ -22,7 +22,7 @@ import numpy as np
 from core.embeddings import Embedder
 from core.matchfeatures import CorpusStats, doc_text
 from core.multilingual import MultilingualEncoder
-from core.models import FactCheck
+from schema.models import FactCheck
 from core.ratings import normalize_rating
 from core.sparse import SPARSE_VERSION, document_vector
 from storage.sqlite import Database

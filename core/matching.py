@@ -28,7 +28,7 @@ from core.knowledge import KnowledgeBase
 from core.matchfeatures import (
     FEATURE_NAMES, LISTS, candidate_features, latin_script, latin_share, prepare_query, without_english_model,
 )
-from core.models import FactCheck, Match, Verdict
+from schema.models import FactCheck, Match, Verdict
 from core.reranker import Reranker
 from core.sparse import query_vector
 from core.textclean import clean_query

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.i18n import t
-from core.models import Citation, Match, Verdict
+from schema.models import Citation, Match, Verdict
 from core.negation import contradicts
 
 

@@ -28,7 +28,7 @@ import math
 import re
 import unicodedata
 
-from core.models import Verdict
+from schema.models import Verdict
 
 _S = Verdict.SUPPORTED
 _R = Verdict.REFUTED

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from core.models import Verdict
+from schema.models import Verdict
 from core.numeric import NumericCheck
 from core.ranking import Ranked
 from core.stance import Stance

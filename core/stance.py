@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from core.evidence.base import Evidence
 from core.llm import LLM, LLMError
-from core.models import Verdict
+from schema.models import Verdict
 from core.numeric import compare
 
 log = logging.getLogger(__name__)

@@ -48,7 +48,7 @@ from core.corroboration import (
 )
 from core.embeddings import Embedder
 from core.intake import detect_language
-from core.models import AlsoReported, ReportedBy
+from schema.models import AlsoReported, ReportedBy
 from storage.message_vectors import MessagePoint, MessageVectors, StoredMessageVector
 from storage.messages import MessageStore, StoredMessage, message_key, resolve_story
 

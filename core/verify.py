@@ -44,7 +44,7 @@ from core.credibility import DomainRules
 from core.embeddings import Embedder
 from core.evidence.base import ClaimQuery, Evidence
 from core.llm import LLM
-from core.models import Citation, Verdict
+from schema.models import Citation, Verdict
 from core.numeric import NumericCheck, compare
 from core.ranking import rank_shortlist, shortlist
 from core.scoring import Features, Judged, compute_features, decide

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from core.models import Result, Verdict
+from schema.models import Result, Verdict
 from storage.sqlite import Database
 
 UNMATCHED_REASON = "thumbs down on an unmatched check"

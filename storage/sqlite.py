@@ -18,7 +18,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from core.models import FactCheck, Result, Verdict, utcnow
+from schema.models import FactCheck, Result, Verdict, utcnow
 
 # Each entry is one schema version. Never edit a shipped migration: append a new one.
 MIGRATIONS: tuple[str, ...] = (

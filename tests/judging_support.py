@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from core.evidence.base import Evidence
-from core.models import Verdict
+from schema.models import Verdict
 from core.numeric import NumericCheck
 from core.ranking import Ranked
 from core.scoring import Judged

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from core.adjudicate import adjudicate, clean_markers, select_citations
-from core.models import Verdict
+from schema.models import Verdict
 from core.scoring import compute_features, decide
 from tests.fakes.openai_api import user_text
 from tests.judging_support import judged, utc

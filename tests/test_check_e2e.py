@@ -7,7 +7,7 @@ from bot.app import build_app
 from adapters.cli import render_card
 from bot.render import to_reply
 from core.intake import EmptyInput
-from core.models import Result, Verdict
+from schema.models import Result, Verdict
 from tests.conftest import isolated_settings
 
 

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from bot.app import build_app
 from bot.settings import Settings
-from core.models import Result, Verdict
+from schema.models import Result, Verdict
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.search_api import FakeSearchAPI, factcheck_claim, gdelt_article, searx_result
 from tests.judging_support import stance_by_keyword

@@ -19,7 +19,7 @@ from core.evidence.knowledge import KnowledgeSource
 from core.evidence.registry import EvidenceSources, build_sources
 from core.evidence.searxng import SearxNGSource
 from core.evidence.staged import FACTCHECK_DOMAINS
-from core.models import Verdict
+from schema.models import Verdict
 from tests.fakes.search_api import (
     FakeSearchAPI, brave_result, factcheck_claim, gdelt_article, searx_result,
 )

@@ -19,7 +19,7 @@ from bot.chat_app import ChatApp
 from adapters.telegram import TelegramBot, TelegramConfig, render_evidence_html, tg_len
 from bot.evidence import FEEDBACK_THANKS, UNKNOWN_CHECK, parse_callback
 from bot.chat import CHECKING, CheckService
-from core.models import Citation, Match, Result, Step, Verdict, new_check_id
+from schema.models import Citation, Match, Result, Step, Verdict, new_check_id
 from storage.feedback import UNMATCHED_REASON, FeedbackStore
 from storage.sqlite import Database
 from tests.fakes.slack_api import TEAM_ID, FakeSlack

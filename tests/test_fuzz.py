@@ -19,7 +19,7 @@ from adapters.telegram import MAX_TEXT, render_html, split_html, tg_len
 from bot.render import RelatedItem, Reply
 from bot.chat import CheckRequest
 from core.intake import EmptyInput, intake
-from core.models import Citation
+from schema.models import Citation
 from core.textclean import clean_query
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,7 +10,7 @@ import pytest
 from core.ingest import IngestFormatError, ParsedRow, detect_format, parse_bytes
 from core.ingest.feeds import split_title
 from core.ingest.fields import clean_text, language_code, parse_date
-from core.models import FactCheck, Verdict
+from schema.models import FactCheck, Verdict
 
 
 def good(rows: list[ParsedRow]) -> list[FactCheck]:

@@ -16,7 +16,7 @@ from core.evidence.gather import gather_all
 from core.evidence.html_extract import best_passage, extract_page
 from core.evidence.links import LinkSource
 from core.evidence.ssrf import SSRFGuard
-from core.models import Verdict
+from schema.models import Verdict
 from tests.fakes.search_api import FakeSearchAPI
 
 CLAIM = "Drinking hot water cures the flu within a day"

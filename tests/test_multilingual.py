@@ -15,7 +15,7 @@ from bot.app import build_app
 from bot.render import to_reply
 from core.knowledge import load_seed_factchecks
 from core.matchfeatures import doc_text, latin_script
-from core.models import Verdict
+from schema.models import Verdict
 from core.multilingual import SEED_VECTORS, E5Encoder
 from storage.edge_store import EdgeVectorStore
 from storage.sqlite import Database

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from core.i18n import t
-from core.models import Match, Verdict
+from schema.models import Match, Verdict
 from core.negation import contradicts
 from core.offline_verdict import decide
 

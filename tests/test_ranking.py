@@ -6,7 +6,7 @@ import pytest
 
 from core.credibility import TOP, UNKNOWN, DomainRules, credibility, default_credibility, domain_of, site_of
 from core.embeddings import Embedder
-from core.models import Verdict
+from schema.models import Verdict
 from core.ranking import MIN_RELEVANCE, is_listing_page, normalize_url, rank, recency_weight, shortlist
 from tests.judging_support import ev, utc
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.models import Verdict
+from schema.models import Verdict
 from core.ratings import RATING_WORDS, match_rating, normalize_rating, rating_key, verdict_from_score
 
 S, R, M, X, N, C = (Verdict.SUPPORTED, Verdict.REFUTED, Verdict.MISLEADING, Verdict.MIXED,

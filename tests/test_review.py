@@ -3,7 +3,7 @@ the next identical forward matches at once."""
 
 from bot.review import REFUSED, ReviewCommands, ReviewRequest
 from bot.chat import IncomingMessage, route
-from core.models import Verdict
+from schema.models import Verdict
 from storage.domains import DomainStore
 from storage.feedback import FeedbackStore
 

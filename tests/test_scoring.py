@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from core.models import Verdict
+from schema.models import Verdict
 from core.scoring import Features, compute_features, confidence_cap, decide, score
 from tests.judging_support import judged
 

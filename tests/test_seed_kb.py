@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from core.models import FactCheck
+from schema.models import FactCheck
 
 SEED_PATH = Path(__file__).resolve().parents[1] / "core" / "data" / "seed_factchecks.jsonl"
 

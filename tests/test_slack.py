@@ -26,7 +26,7 @@ from bot.chat_app import ChatApp
 from bot.app import build_app
 from bot.render import Reply
 from bot.chat import CHECKING, CheckRequest, CheckService
-from core.models import Citation, Verdict
+from schema.models import Citation, Verdict
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, TEAM_ID, Call, FakeSlack
 from tests.conftest import isolated_settings
 

@@ -22,7 +22,7 @@ from bot.chat_app import ChatApp
 from bot.app import build_app
 from bot.queue import JobQueue
 from bot.chat import CHECKING, CheckService
-from core.models import Verdict
+from schema.models import Verdict
 from storage.jobs import JobStore
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.test_slack import SECRET, new_ts, post

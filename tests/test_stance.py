@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.models import Verdict
+from schema.models import Verdict
 from core.stance import FACTCHECK_MATCH, MATCH_PRECISION, judge_stances, offline_stance
 from tests.fakes.openai_api import user_text
 from tests.judging_support import ev, passages, stance_by_keyword

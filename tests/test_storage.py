@@ -4,7 +4,7 @@ from datetime import date
 import numpy as np
 import pytest
 
-from core.models import FactCheck, Result, Verdict
+from schema.models import FactCheck, Result, Verdict
 from core.sparse import document_vector, query_vector
 from storage.edge_store import EdgeVectorStore
 from storage.sqlite import MIGRATIONS, Database, normalize_url

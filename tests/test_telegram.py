@@ -22,7 +22,7 @@ from bot.chat_app import ChatApp
 from bot.app import build_app
 from bot.render import Reply
 from bot.chat import CHECKING, CheckRequest, ThrottledProgress
-from core.models import Citation, Verdict
+from schema.models import Citation, Verdict
 from tests.fakes.telegram_api import BOT_USER, FakeTelegram
 from tests.conftest import isolated_settings
 

@@ -18,7 +18,7 @@ from bot.chat_settings import ChatCommands, ChatSettingsRequest, CheckExtras
 from bot.render import to_reply
 from bot.repeats import RepeatTracker, fingerprint
 from core.corroboration import pair_score, prepare_text
-from core.models import Result, Verdict
+from schema.models import Result, Verdict
 from core.tracking import Corroborator, TrackedMessage, _row_of
 from storage.message_vectors import MessageVectors, StoredMessageVector
 from storage.messages import MessageStore, resolve_story

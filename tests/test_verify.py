@@ -9,7 +9,7 @@ import pytest
 from core.credibility import DomainRules
 from core.embeddings import Embedder
 from core.evidence.base import ClaimQuery
-from core.models import Citation, Verdict
+from schema.models import Citation, Verdict
 from core.scoring import Features
 from core.verify import ClaimVerdict, aggregate, sufficient, verify_claim
 from tests.judging_support import ev, stance_by_keyword, utc

@@ -11,7 +11,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from core.models import SourceTrace, Verdict
+from schema.models import SourceTrace, Verdict
 
 SourceType = Literal["factcheck", "news", "web", "page", "knowledge"]
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from html import unescape
 from typing import Any
 
-from core.models import Verdict
+from schema.models import Verdict
 from core.ratings import normalize_rating
 
 _SKIP = frozenset({"script", "style", "nav", "footer", "header", "aside", "noscript", "template", "svg",

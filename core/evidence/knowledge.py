@@ -15,7 +15,7 @@ from datetime import datetime, time, timezone
 from core.evidence.base import ClaimQuery, Evidence
 from core.evidence.text import domain_of
 from core.matching import ClaimMatcher
-from core.models import Match
+from schema.models import Match
 
 
 def match_evidence(m: Match, *, source: str = "knowledge") -> Evidence:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.models import FactCheck
+from schema.models import FactCheck
 
 
 class IngestFormatError(Exception):

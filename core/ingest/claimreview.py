@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from core.ingest.base import IngestFormatError, ParsedRow, RowError
 from core.ingest.fields import build_factcheck
-from core.models import FactCheck
+from schema.models import FactCheck
 
 _LD_JSON_BLOCK = re.compile(
     r"<script\b[^>]*\btype\s*=\s*[\"']?application/ld\+json[\"']?[^>]*>(.*?)</script\s*>",

@@ -19,7 +19,7 @@ import feedparser
 
 from core.ingest.base import IngestFormatError, ParsedRow, RowError
 from core.ingest.fields import build_factcheck, clean_text, parse_date
-from core.models import Verdict
+from schema.models import Verdict
 from core.ratings import match_rating, rating_key
 
 # Labels that announce a fact-check without rating it; dropped from the claim.

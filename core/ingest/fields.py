@@ -14,7 +14,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from core.ingest.base import RowError
-from core.models import FactCheck
+from schema.models import FactCheck
 from core.ratings import normalize_rating
 
 _SCRIPT_STYLE = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)

@@ -20,7 +20,7 @@ from typing import Any
 from core.ingest import claimreview
 from core.ingest.base import IngestFormatError, ParsedRow, RowError
 from core.ingest.fields import build_factcheck
-from core.models import FactCheck
+from schema.models import FactCheck
 
 # Claims and summaries can be long; the csv module's 128 KiB default cell limit is a whole-file crash.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
