@@ -259,6 +259,25 @@ async def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_vectors(args: argparse.Namespace) -> int:
+    """`tipline vectors push --url URL`: the data dir's collections onto a Qdrant server (storage/vector_backends.py)."""
+    from bot.app import edge_dir
+    from storage.vector_backends import push_to_server
+
+    settings = _settings(args)
+    url = args.url or settings.qdrant_url
+    if not url:
+        print("tipline: say which Qdrant server with --url (or TIPLINE_QDRANT_URL)", file=sys.stderr)
+        return EXIT_USAGE
+    key = args.api_key or (settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None)
+    copied = await push_to_server(edge_dir(settings), url, api_key=key, legacy_path=settings.qdrant_path,
+                                  replace=args.replace)
+    for name, n in copied.items():
+        print(f"{name}: {n} points")
+    print(f"Done; the data dir is unchanged. Set TIPLINE_QDRANT_URL={url} to use the server.")
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     schema = json.dumps(Result.model_json_schema(), indent=2, ensure_ascii=False) + "\n"
     if args.path == "-":
@@ -391,13 +410,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     _bench_parsers(sub, common)
 
+    v = sub.add_parser("vectors", parents=[common], help="move the data dir's vector collections")
+    vsub = v.add_subparsers(dest="action", required=True)
+    vp = vsub.add_parser("push", parents=[common], help="copy every collection onto a Qdrant server (re-upload)")
+    vp.add_argument("--url", help="the server (default TIPLINE_QDRANT_URL)")
+    vp.add_argument("--api-key", help="the server's API key (default TIPLINE_QDRANT_API_KEY)")
+    vp.add_argument("--replace", action="store_true", help="overwrite collections the server already has")
     s = sub.add_parser("schema", parents=[common], help="write the Result JSON schema")
     s.add_argument("path", nargs="?", default="docs/result.schema.json")
     return p
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    handlers = {"run": cmd_run, "check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "eval": cmd_eval, "bench": cmd_bench}
+    handlers = {"run": cmd_run, "check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "eval": cmd_eval, "bench": cmd_bench,
+                "vectors": cmd_vectors}
     return await handlers[args.command](args)
 
 

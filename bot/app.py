@@ -71,6 +71,11 @@ def check_data_dir(path: Path) -> None:
                          "set TIPLINE_DATA_DIR to a directory you can write to") from exc
 
 
+def edge_dir(settings: Settings) -> Path:
+    """The embedded vector store (Qdrant Edge); `settings.qdrant_path` holds what older versions wrote."""
+    return settings.qdrant_path.with_name("qdrant-edge")
+
+
 def load_embedder(settings: Settings) -> Embedder:
     if settings.uses_default_model:
         model_dir = prepare_default_model(settings.model_dir)
@@ -110,7 +115,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         stack.push_async_callback(db.close)
         # Qdrant Edge in the data dir, or a Qdrant server by URL; chosen here, once (storage/vector_backends.py).
         vectors = await open_vector_store(
-            dim=embedder.dim, multi_dim=multilingual.dim, path=settings.qdrant_path.with_name("qdrant-edge"),
+            dim=embedder.dim, multi_dim=multilingual.dim, path=edge_dir(settings),
             legacy_path=settings.qdrant_path, url=settings.qdrant_url,
             api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None)
         stack.push_async_callback(vectors.aclose)

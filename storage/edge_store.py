@@ -104,11 +104,14 @@ def _split(vector: Any) -> tuple[dict[str, np.ndarray], dict[str, Terms]]:
     dense: dict[str, np.ndarray] = {}
     sparse: dict[str, Terms] = {}
     if isinstance(vector, dict):
+        names = []
         for k, v in vector.items():
             if isinstance(v, qe.SparseVector):
                 sparse[k] = Terms(list(v.indices), list(v.values))
             else:
-                dense[k] = np.asarray(v, dtype=np.float32)
+                names.append(k)
+        if names:  # one conversion for all of a point's dense vectors (per-vector calls cost 2x)
+            dense = dict(zip(names, np.asarray([vector[k] for k in names], dtype=np.float32)))
     return dense, sparse
 
 
@@ -404,12 +407,18 @@ class EdgeVectorStore(VectorStore):
         def run(edge: qe.EdgeShard) -> list[list[Scored]]:
             results = edge.query_batch(qe.QueryBatchRequest(requests)) if len(requests) > 1 \
                 else [edge.query(requests[0])]
+            # A point found by several lists is converted once: reading a point's vectors out of the
+            # binding is most of a fact-check search's time (160 hits x 3 vectors: 7 of 15 ms).
+            seen: dict[str, tuple[dict[str, Any], dict[str, np.ndarray]]] = {}
             out = []
             for points in results:
                 row = []
                 for p in points:
-                    dense, _ = _split(p.vector)
-                    row.append(Scored(str(p.id), float(p.score), dict(p.payload or {}), dense))
+                    pid = str(p.id)
+                    known = seen.get(pid)
+                    if known is None:
+                        known = seen[pid] = (dict(p.payload or {}), _split(p.vector)[0] if vectors else {})
+                    row.append(Scored(pid, float(p.score), known[0], known[1]))
                 out.append(row)
             return out
         return await self._call(name, run)

@@ -232,3 +232,16 @@ async def test_index_builds_run_in_the_background_and_searches_keep_answering(tm
         assert near[0].key == "k4567" and all(m.chat != "telegram:c1" and abs(m.ts - 4567) <= 10 for m in near)
     finally:
         await store.aclose()
+
+
+def test_vectors_push_without_a_reachable_server_says_so_in_one_sentence(tmp_path, capsys, monkeypatch):
+    from adapters.main import main
+
+    for key in list(__import__("os").environ):
+        if key.startswith("TIPLINE_"):
+            monkeypatch.delenv(key)
+    assert main(["vectors", "push", "--data-dir", str(tmp_path / "data")]) == 2
+    assert "--url" in capsys.readouterr().err
+    assert main(["vectors", "push", "--data-dir", str(tmp_path / "data"), "--url", "http://127.0.0.1:9"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tipline: cannot reach the Qdrant server at http://127.0.0.1:9") and "\n" not in err
