@@ -18,10 +18,16 @@ from bot.chat_settings import ChatCommands, ChatSettingsRequest, CheckExtras
 from bot.render import to_reply
 from bot.repeats import RepeatTracker, fingerprint
 from core.corroboration import pair_score, prepare_text
+from core.tracking import Corroborator, TrackedMessage, _row_of, _secs
 from schema.models import Result, Verdict
-from core.tracking import Corroborator, TrackedMessage, _row_of
-from storage.message_vectors import MessageVectors, StoredMessageVector
+from storage.message_vectors import (
+    VECTOR,
+    MessageVectors,
+    StoredMessageVector,
+    point_id,
+)
 from storage.messages import MessageStore, resolve_story
+from storage.vectors import Point
 from tests.conftest import isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -109,6 +115,33 @@ async def test_reopened_corroborator_loads_stories_from_qdrant_and_sqlite(app):
     assert fresh.indexed == app.corroborator.indexed == await app.corroborator.vectors.count()
     found = await fresh.lookup(METRO[1], exclude_chats=[("telegram", b)], at=NOW)
     assert found is not None and [i.chat_id for i in found.items] == [a]
+
+
+async def test_open_reconciles_the_vectors_with_sqlite(app):
+    """A lost vector write is embedded again, a vector without its row is dropped, and a point written
+    before the story fields existed (an older data dir) gets them from its row."""
+    c = app.corroborator
+    a, b, x = await tracked(app, 3)
+    lost, old_style = msg(a, PORT[0], NOW - timedelta(hours=3)), msg(b, PORT[1], NOW - timedelta(hours=2))
+    await c.ingest(lost)
+    await c.ingest(old_style)
+    await c.vectors.delete([lost.key])
+    [vec] = (await c.vectors.vectors_of([old_style.key])).values()
+    await app.vectors.upsert(c.vectors.name, [Point(point_id(old_style.key), {VECTOR: vec}, {
+        "key": old_style.key, "platform": "telegram", "chat": f"telegram:{b}", "message_id": old_style.message_id,
+        "ts": _secs(old_style.at)})])
+    orphan = msg(x, PORT[2], NOW - timedelta(hours=1))
+    await app.vectors.upsert(c.vectors.name, [Point(point_id(orphan.key), {VECTOR: vec}, {
+        "key": orphan.key, "chat": f"telegram:{x}", "ts": _secs(orphan.at)})])
+
+    fresh = Corroborator(c.store, c.vectors, app.embedder)
+    await fresh.open()
+    stored = await c.vectors.scoring_data([lost.key, old_style.key, orphan.key])
+    assert set(stored) == {lost.key, old_style.key}
+    assert stored[old_style.key].complete and stored[old_style.key].story == stored[lost.key].story == lost.key
+    assert stored[old_style.key].terms and fresh.indexed == await c.vectors.count() == await c.store.count()
+    found = await fresh.lookup(PORT[2], exclude_chats=[("telegram", x)], at=NOW)
+    assert found is not None and {i.chat_id for i in found.items} == {a, b}
 
 
 async def test_opt_out_stops_storage_immediately(app):
