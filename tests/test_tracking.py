@@ -122,7 +122,10 @@ async def test_open_reconciles_the_vectors_with_sqlite(app):
     before the story fields existed (an older data dir) gets them from its row."""
     c = app.corroborator
     a, b, x = await tracked(app, 3)
-    lost, old_style = msg(a, PORT[0], NOW - timedelta(hours=3)), msg(b, PORT[1], NOW - timedelta(hours=2))
+    flood = ("Tram depot in Lviv flooded after the storm, tram lines 2 and 6 suspended until Friday",
+             "Storm floods Lviv tram depot; lines 2 and 6 stopped until Friday",
+             "Lviv: tram lines 2 and 6 suspended until Friday after the storm flooded the depot")
+    lost, old_style = msg(a, flood[0], NOW - timedelta(hours=3)), msg(b, flood[1], NOW - timedelta(hours=2))
     await c.ingest(lost)
     await c.ingest(old_style)
     await c.vectors.delete([lost.key])
@@ -130,7 +133,7 @@ async def test_open_reconciles_the_vectors_with_sqlite(app):
     await app.vectors.upsert(c.vectors.name, [Point(point_id(old_style.key), {VECTOR: vec}, {
         "key": old_style.key, "platform": "telegram", "chat": f"telegram:{b}", "message_id": old_style.message_id,
         "ts": _secs(old_style.at)})])
-    orphan = msg(x, PORT[2], NOW - timedelta(hours=1))
+    orphan = msg(x, flood[2], NOW - timedelta(hours=1))
     await app.vectors.upsert(c.vectors.name, [Point(point_id(orphan.key), {VECTOR: vec}, {
         "key": orphan.key, "chat": f"telegram:{x}", "ts": _secs(orphan.at)})])
 
@@ -140,7 +143,7 @@ async def test_open_reconciles_the_vectors_with_sqlite(app):
     assert set(stored) == {lost.key, old_style.key}
     assert stored[old_style.key].complete and stored[old_style.key].story == stored[lost.key].story == lost.key
     assert stored[old_style.key].terms and fresh.indexed == await c.vectors.count() == await c.store.count()
-    found = await fresh.lookup(PORT[2], exclude_chats=[("telegram", x)], at=NOW)
+    found = await fresh.lookup(flood[2], exclude_chats=[("telegram", x)], at=NOW)
     assert found is not None and {i.chat_id for i in found.items} == {a, b}
 
 
