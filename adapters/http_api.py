@@ -15,13 +15,13 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from core.engine import Engine
+from bot.chat import CheckService
 from core.intake import EmptyInput
+from schema.models import Result
 from storage.sqlite import Database
 
 if TYPE_CHECKING:
@@ -37,16 +37,15 @@ def _error(status: int, message: str) -> web.Response:
 
 
 class HttpApi:
-    def __init__(self, engine: Engine, db: Database, token: str | None, count_factchecks=None,
-                 queue: JobQueue | None = None, on_result=None):
+    def __init__(self, checks: CheckService, db: Database, token: str | None, count_factchecks=None,
+                 queue: JobQueue | None = None):
         self.queue = queue
-        self.on_result = on_result  # called with (Result, seconds) after each check: metrics
+        self.checks = checks  # runs, stores and counts (metrics) each check
         if queue is not None:
             from bot.queue import SilentResponderFactory
 
             # An API check cut short by a crash is finished by a worker; the client's retry finds it.
             queue.register("api", SilentResponderFactory())
-        self.engine = engine
         self.db = db
         self.token = token
         self._count = count_factchecks
@@ -98,12 +97,8 @@ class HttpApi:
         return web.Response(status=201, text=result.model_dump_json(), content_type="application/json",
                             headers={"Location": f"/v1/checks/{result.id}"})
 
-    async def _check(self, text: str):
-        started = time.monotonic()
-        result = await self.engine.check(text)
-        if self.on_result is not None:
-            self.on_result(result, time.monotonic() - started)
-        return result
+    async def _check(self, text: str) -> Result:
+        return await self.checks.check(text)
 
     async def _idempotent_check(self, key: str, text: str) -> web.Response:
         from bot.queue import request_to_payload

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from adapters.cli import render_card, render_json
 from bot.app import SetupError, build_app
+from bot.chat import CheckService
 from bot.render import to_reply
 from bot.settings import Settings
 from core.embeddings import EmbeddingError
@@ -82,7 +83,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
 async def cmd_check(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     async with build_app(_settings(args)) as app:
-        result = await app.engine.check(text)
+        result = await CheckService(app.engine).check(text)
     print(render_json(result) if args.json else render_card(to_reply(result)))
     return 0
 
@@ -103,6 +104,7 @@ async def cmd_chat(args: argparse.Namespace) -> int:
     settings = _settings(args)
     print("tipline: loading the model and the knowledge base…", file=sys.stderr)
     async with build_app(settings) as app:
+        checks = CheckService(app.engine)
         count = await app.kb.count()
         print(f"Ready: {count} fact-checks in the knowledge base, offline mode. Type or paste a message and press "
               "Enter; Ctrl-D exits.", file=sys.stderr)
@@ -115,7 +117,7 @@ async def cmd_chat(args: argparse.Namespace) -> int:
             if not line.strip():
                 continue
             try:
-                result = await app.engine.check(line)
+                result = await checks.check(line)
             except EmptyInput as exc:
                 print(str(exc))
                 continue

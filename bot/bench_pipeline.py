@@ -153,7 +153,7 @@ async def _one_level(app, fake: FakeProviders, texts: list[str]) -> dict:
 
     async def one(text: str) -> float:
         t0 = time.perf_counter()
-        result = await app.engine.check(text, save=False)
+        result = await app.engine.check(text)
         for st in result.steps:
             stages.setdefault(st.name, []).append(st.ms)
         return (time.perf_counter() - t0) * 1000
@@ -189,7 +189,7 @@ async def bench_pipeline(settings: Settings, *, levels: tuple[int, ...] = (1, 10
                 s = settings.model_copy(update={"data_dir": Path(tmp) / "data", "qdrant_url": None,
                                                 "embed_model_dir": settings.model_dir, **_provider_settings(fake)})
                 async with build_app(s) as app:
-                    await app.engine.check("Warm-up: the museum opened 3 new halls in 1999.", save=False)
+                    await app.engine.check("Warm-up: the museum opened 3 new halls in 1999.")
                     for n in levels:
                         runs[n].append(await _one_level(app, fake, fresh(n)))
                 if processes and r == repeats - 1:

@@ -24,8 +24,9 @@ from bot.review import ReviewRequest
 from bot.evidence import EvidenceRequest, evidence_arg
 from bot.render import Reply, to_reply
 from schema.models import Result
-from core.engine import Engine
+from core.engine import Engine, ProgressSink
 from core.intake import EmptyInput
+from storage.sqlite import Database
 
 if TYPE_CHECKING:
     from bot.chat_settings import CheckExtras  # noqa: F401 (annotation only)
@@ -287,8 +288,10 @@ INFO_TEXT = {"start": START_TEXT, "help": HELP_TEXT, "usage": USAGE_TEXT}
 class CheckService:
     """Runs checks as background tasks: kept referenced, at most `max_concurrency` at once."""
 
-    def __init__(self, engine: Engine, *, max_concurrency: int = 4, progress_interval: float = 1.0):
+    def __init__(self, engine: Engine, *, db: Database | None = None, max_concurrency: int = 4,
+                 progress_interval: float = 1.0):
         self.engine = engine
+        self.db = db if db is not None else engine.db
         self.progress_interval = progress_interval
         self._sem = asyncio.Semaphore(max_concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -325,11 +328,7 @@ class CheckService:
         progress = ThrottledProgress(responder, min_interval=self.progress_interval)
         await progress.start()
         try:
-            started = time.monotonic()
-            result = await self.engine.check(req.text, progress, scope=req.scope)
-            result = await self._enrich(req, result)
-            if self.on_result is not None:
-                self.on_result(result, time.monotonic() - started)
+            result = await self.check(req.text, progress, scope=req.scope, request=req)
         except EmptyInput:
             await responder.say(EMPTY_TEXT)
             return None
@@ -346,6 +345,23 @@ class CheckService:
             log.error("could not send the verdict card for check %s", result.id, exc_info=True)
             await responder.say(f"{ERROR_TEXT} (check id {result.id})")
         return result.id
+
+    async def check(self, text: str, progress: ProgressSink | None = None, *, scope: str = GLOBAL,
+                    request: CheckRequest | None = None) -> Result:
+        """The one place a check is made and kept: the engine decides, a chat's request adds what the
+        bot knows about chats (repeats, "also reported by"), and the Result is stored once, after that.
+        Raises `EmptyInput` when there is nothing to check."""
+        started = time.monotonic()
+        result = await self.engine.check(text, progress, scope=scope)
+        return await self._keep(result, request, started)
+
+    async def _keep(self, result: Result, request: CheckRequest | None, started: float) -> Result:
+        if request is not None:
+            result = await self._enrich(request, result)
+        await self.db.save_check(result)
+        if self.on_result is not None:
+            self.on_result(result, time.monotonic() - started)
+        return result
 
     # "Also reported by" and repeat forwards (bot/chat_settings.py): set `extras` to turn them on.
     extras: CheckExtras | None = None
@@ -374,15 +390,14 @@ class CheckService:
         """`/auto on` in a group: check an ordinary message silently and answer only if it matched a
         known fact-check at the `auto` tier (noise gets bots removed); returns the check id if answered."""
         # No repeat reuse here: it would count every silent check of chatter as a "check" of the text.
+        started = time.monotonic()
         try:
-            # not saved unless answered: ordinary chatter that matched nothing leaves no trace
-            result = await self.engine.check(req.text, None, save=False, scope=req.scope)
+            result = await self.engine.check(req.text, None, scope=req.scope)
         except EmptyInput:
             return None
         if not any(m.tier == "auto" for m in result.matches):
-            return None
-        await self.engine.db.save_check(result)
-        result = await self._enrich(req, result)
+            return None  # not stored: ordinary chatter that matched nothing leaves no trace
+        result = await self._keep(result, req, started)
         await responder.final(to_reply(result), req)
         return result.id
 

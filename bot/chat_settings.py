@@ -167,8 +167,8 @@ class CheckExtras:
     """The hook `CheckService` calls around `Engine.check` (the engine stays untouched).
 
     `reuse(...)`: a repeat of a recently checked text gets the stored Result back at once, with the
-    repetition counted. `enrich(...)`: counts the check and attaches "also reported by"; the stored
-    check is updated so /evidence shows the same.
+    repetition counted. `enrich(...)`: counts the check and attaches "also reported by" (the service
+    then stores the enriched Result, so /evidence shows the same).
     """
 
     def __init__(self, db: Database, platform: str | None = None, corroborator: Corroborator | None = None,
@@ -192,10 +192,7 @@ class CheckExtras:
     async def enrich(self, result: Result, text: str, scope: str, chat_id: object,
                      forwarded_from: str | None = None) -> Result:
         await self.repeats.record(text, scope, result.id, self.platform, chat_id)
-        enriched = await self._corroborate(result, chat_id, forwarded_from)
-        if enriched.also_reported is not None:
-            await self.db.save_check(enriched)
-        return enriched
+        return await self._corroborate(result, chat_id, forwarded_from)  # stored by the caller, once
 
     async def _corroborate(self, result: Result, chat_id: object, forwarded_from: str | None) -> Result:
         outlets = news_outlets(result)

@@ -95,6 +95,15 @@ def _month_of(at: datetime) -> str:
     return f"{at.year}-{at.month:02d}"
 
 
+class MeteredLLM(LLM, Protocol):
+    """An LLM that keeps its books (`BudgetedLLM`): what the engine is given, so it can answer offline
+    once the month's cap is reached and report each check's spending."""
+
+    async def over_cap(self) -> bool: ...
+
+    async def spent_for_check(self, check_id: str) -> Spend: ...
+
+
 class BudgetedLLM:
     def __init__(self, llm: LLM, db: Database, settings: BudgetSettings, *,
                  now: Callable[[], datetime] = utcnow, observer: CostObserver | None = None):

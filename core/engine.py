@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
 
-from core.budget import BudgetExceeded, llm_check
+from core.budget import BudgetExceeded, MeteredLLM, llm_check
 from core.checkability import ClaimGate, not_checkable_result
 from core.claims import Claim, ClaimExtraction, extract_claims
 from core.credibility import DomainRules
@@ -76,7 +76,7 @@ class NullProgress:
 class Engine:
     def __init__(self, db: Database, matcher: ClaimMatcher, *, max_input_chars: int = 4096,
                  source_policy: SourcePolicy | None = None, embedder: Embedder | None = None,
-                 llm: LLM | None = None, sources: Sequence[EvidenceSource] = (),
+                 llm: MeteredLLM | None = None, sources: Sequence[EvidenceSource] = (),
                  evidence_store: EvidenceStore | None = None, source_timeout_s: float = 10.0,
                  deadline_s: float = 60.0, evidence_limit: int = 8, claim_gate: ClaimGate | None = None):
         self.db = db
@@ -98,23 +98,23 @@ class Engine:
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
-    async def check(self, raw: str | bytes, progress: ProgressSink | None = None, *, save: bool = True,
+    async def check(self, raw: str | bytes, progress: ProgressSink | None = None, *,
                     scope: str = "global", check_id: str | None = None) -> Result:
-        """Raises `core.intake.EmptyInput` when there is nothing to check; everything else ends in a Result.
+        """The Result of checking `raw`, not stored: whoever asked stores it once, with what it adds
+        (bot/chat.py `CheckService.check`). Raises `core.intake.EmptyInput` when there is nothing to
+        check; everything else ends in a Result.
 
         `scope` selects the admins' source rules (global, or a chat's): denied domains are never cited."""
         check_id = check_id or new_check_id()
         with llm_check(check_id):  # LLM spending is booked to this check
             result = await self._check(raw, progress or NullProgress(), scope, check_id)
-        if self.llm is not None and hasattr(self.llm, "spent_for_check"):
+        if self.llm is not None:
             try:
-                spend = await self.llm.spent_for_check(check_id)  # type: ignore[attr-defined]
+                spend = await self.llm.spent_for_check(check_id)
                 result.usage = LLMUsage(calls=spend.calls, prompt_tokens=spend.prompt_tokens,
                                         completion_tokens=spend.completion_tokens, usd=round(spend.usd, 6))
             except Exception:  # the books are informative; never lose an answer over them
                 log.warning("could not read LLM usage for check %s", check_id, exc_info=True)
-        if save:
-            await self.db.save_check(result)
         return result
 
     async def _check(self, raw: str | bytes, progress: ProgressSink, scope: str, check_id: str) -> Result:
@@ -215,7 +215,7 @@ class Engine:
             if llm is not None:
                 # Offline, web/news evidence is listed but never judged, so a provider being down does
                 # not change the answer; it stays in the trace (/evidence) instead of on the card.
-                notes += _source_notes(traces, {src.name: getattr(src, 'label', src.name) for src in self.sources})
+                notes += _source_notes(traces, {src.name: src.label for src in self.sources})
 
         async with step("verdict") as d:
             if judged:
@@ -316,7 +316,7 @@ class Engine:
                 judged_on = len(evidence)
                 if sufficient(verdict):
                     break
-            web = {src.name for src in sources if getattr(src, "searches_web", False)}
+            web = {src.name for src in sources if src.searches_web}
             if round_no == MAX_ROUNDS or not any(r.ok for r in reports if r.source in web):
                 break  # out of rounds, or no search provider answered: asking again only burns the deadline
             # Widen: broader queries (the translation, key phrases, entities) without site filters, and
@@ -324,7 +324,7 @@ class Engine:
             wider = offline_queries(claim.text, lang, entities=claim.entities, when=claim.when, where=claim.where)
             wider = ([plan.english] if plan.english else []) + wider + [key_phrases(claim.text, limit=4)]
             new_queries = [q for q in dict.fromkeys(wider) if q and q not in used][:4]
-            sources = [s for s in self.sources if getattr(s, "searches_web", False)]
+            sources = [s for s in self.sources if s.searches_web]
             if not new_queries or not sources:
                 break
             used.update(new_queries)
@@ -346,12 +346,11 @@ class Engine:
                       mode="llm", notes=notes, steps=steps)
 
     async def _over_budget(self) -> bool:
-        check = getattr(self.llm, "over_cap", None)
-        if check is None:
+        if self.llm is None:
             return False
         try:
-            return bool(await check())
-        except Exception:
+            return await self.llm.over_cap()
+        except Exception:  # the books being unreadable must not stop the check
             return False
 
     def _remember(self, gathered: list[tuple[str, list[Evidence]]]) -> None:

@@ -5,6 +5,7 @@ import pytest
 from bot.app import build_app
 
 from adapters.cli import render_card
+from bot.chat import CheckService
 from bot.render import to_reply
 from core.intake import EmptyInput
 from schema.models import Result, Verdict
@@ -66,7 +67,7 @@ async def test_exact_url_match_wins(shared):
 
 
 async def test_results_are_stored_and_valid_json(shared):
-    result = await shared.engine.check("Drinking bleach cures COVID-19")
+    result = await CheckService(shared.engine).check("Drinking bleach cures COVID-19")  # checked and stored
     stored = await shared.db.get_check(result.id)
     assert stored == result
     assert Result.model_validate_json(result.model_dump_json()) == result

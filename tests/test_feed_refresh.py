@@ -57,7 +57,7 @@ async def test_refresh_swaps_in_a_new_collection_and_searches_never_fail(app):
 
         async def keep_checking() -> None:
             while not stop.is_set():
-                r = await app.engine.check("The 5G rollout caused the coronavirus outbreak", save=False)
+                r = await app.engine.check("The 5G rollout caused the coronavirus outbreak")
                 verdicts.append(r.verdict.value)
                 await asyncio.sleep(0)
 

@@ -2,6 +2,7 @@
 the next identical forward matches at once."""
 
 from bot.review import REFUSED, ReviewCommands, ReviewRequest
+from bot.chat import CheckService
 from bot.chat import IncomingMessage, route
 from schema.models import Verdict
 from storage.domains import DomainStore
@@ -19,7 +20,7 @@ async def test_admin_verdict_becomes_a_fact_check_the_next_check_matches(app):
     review = ReviewCommands(app.db, app.kb.add, [ADMIN])
     assert await review.handle(req("")) == "The review queue is empty."
 
-    first = await app.engine.check(CLAIM)
+    first = await CheckService(app.engine).check(CLAIM)  # checked and stored
     assert first.verdict == Verdict.NOT_ENOUGH_EVIDENCE
     assert await FeedbackStore(app.db).record(first.id, "telegram", 99, -1) is True
     listing = await review.handle(req(""))
