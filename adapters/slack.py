@@ -28,7 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.card import QUOTE_CHARS, Markup, card
-from bot.chat import ERROR_TEXT, CheckRequest, IncomingMessage, Info, route
+from bot.chat import ERROR_TEXT, Addressed, CheckRequest, IncomingMessage, Info, route
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest, tracked_message
 from bot.domains import GLOBAL, DomainsRequest, command_args
@@ -546,7 +546,7 @@ class SlackBot:
             return
         req = CheckRequest(text=text, chat_id=msg.chat_id, target_id=msg.message_id, thread_id=thread_ts,
                            requested_by=msg.sender_id)
-        await self._dispatch_check(body, req, responder)
+        await self._dispatch(body, req, responder)
 
     async def _on_message(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
         if event.get("channel_type") != "im":
@@ -576,8 +576,7 @@ class SlackBot:
             action = route(msg, bot_username=None)
         if action is None:
             return
-        await self.chat.dispatch("slack", action, responder, ticket=self._ticket(body, action, responder)
-                                 if isinstance(action, CheckRequest) else None)
+        await self._dispatch(body, action, responder)
 
     async def _on_check_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
         text = slack_to_plain(command.get("text", "")).strip()
@@ -590,7 +589,7 @@ class SlackBot:
         responder = SlackResponder(client, channel, None, show_progress=False, requester=user,
                                    response_url=command.get("response_url") or None)
         req = CheckRequest(text=text, chat_id=channel, target_id=command.get("trigger_id", ""), requested_by=user)
-        await self._dispatch_check({"event_id": f"cmd:{command.get('trigger_id', '')}"}, req, responder)
+        await self._dispatch({"event_id": f"cmd:{command.get('trigger_id', '')}"}, req, responder)
 
     async def _on_check_shortcut(self, ack: Any, body: dict[str, Any], context: Any, client: Any) -> None:
         """The message shortcut "Check this message": check that message, answer in its thread.
@@ -615,7 +614,7 @@ class SlackBot:
             self.chat.service.spawn(usage(), name="tipline-slack-shortcut-usage")
             return
         req = CheckRequest(text=text, chat_id=channel, target_id=ts, thread_id=thread_ts, requested_by=user)
-        await self._dispatch_check({"event_id": f"shortcut:{body.get('trigger_id') or channel + ':' + ts}"},
+        await self._dispatch({"event_id": f"shortcut:{body.get('trigger_id') or channel + ':' + ts}"},
                                    req, responder)
 
     @staticmethod
@@ -648,19 +647,19 @@ class SlackBot:
         self.chat.service.spawn(record(), name="tipline-slack-review")
 
     @staticmethod
-    def _ticket(body: dict[str, Any], req: CheckRequest, responder: SlackResponder) -> Ticket:
+    def _ticket(body: dict[str, Any], req: Addressed, responder: SlackResponder) -> Ticket:
         """The idempotency key is the event id, the same in every retry Slack sends (X-Slack-Retry-Num),
         so a retry finds the job and nothing is answered twice."""
         event_id = str(body.get("event_id") or "")
         return Ticket(f"slack:{event_id or str(req.chat_id) + ':' + str(req.target_id)}", "slack",
                       SlackResponderFactory.where(responder))
 
-    async def _dispatch_check(self, body: dict[str, Any], req: CheckRequest, responder: SlackResponder) -> None:
-        """Run the check in the background, or (durable mode) persist it before bolt acks the request.
-        If persisting fails the event id is forgotten again and the error propagates: Slack gets a 500
-        and retries."""
+    async def _dispatch(self, body: dict[str, Any], action: Addressed, responder: SlackResponder) -> None:
+        """Hand a request to the chat app: a check runs in the background, or (durable mode) is persisted
+        before bolt acks the request. If persisting fails the event id is forgotten again and the error
+        propagates: Slack gets a 500 and retries."""
         try:
-            await self.chat.submit(req, responder, self._ticket(body, req, responder))
+            await self.chat.dispatch("slack", action, responder, ticket=self._ticket(body, action, responder))
         except Exception:
             self._seen.pop(str(body.get("event_id") or ""), None)
             raise

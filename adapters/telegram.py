@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 from bot.card import Markup, card
-from bot.chat import COMMANDS, ERROR_TEXT, CheckRequest, IncomingMessage, route
+from bot.chat import COMMANDS, ERROR_TEXT, Addressed, CheckRequest, IncomingMessage, route
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import ChatSettingsRequest, tracked_message
 from bot.evidence import callback_data, evidence_lines, give_feedback, parse_callback
@@ -376,7 +376,7 @@ class TelegramResponderFactory:
         self.bot = bot
 
     @staticmethod
-    def where(req: CheckRequest) -> dict[str, Any]:
+    def where(req: Addressed) -> dict[str, Any]:
         return {"chat_id": req.chat_id, "reply_to": req.target_id, "thread_id": req.thread_id}
 
     def build(self, where: Any, reply_ref: str | None) -> TelegramResponder:
@@ -571,11 +571,10 @@ class TelegramBot(_DurableIntake):
         responder = TelegramResponder(context.bot, action.chat_id, action.target_id, action.thread_id)
         is_chat_admin = None if message.chat.type == "private" else \
             _chat_admin_check(context.bot, message, incoming.sender_id)
-        # In durable mode `persist` queued the check already; the same key finds that job.
+        # In durable mode `persist` queued a check already; the same key finds that job.
         await self.chat.dispatch("telegram", action, responder, is_chat_admin=is_chat_admin,
                                  ticket=Ticket(idempotency_key(update, message), "telegram",
-                                               TelegramResponderFactory.where(action))
-                                 if isinstance(action, CheckRequest) else None)
+                                               TelegramResponderFactory.where(action)))
 
     async def _callback(self, bot: Any, query: CallbackQuery) -> None:
         """A button under a verdict card: Sources -> the evidence in the thread; 👍/👎 -> a stored vote."""

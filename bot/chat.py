@@ -79,6 +79,19 @@ class Info:
 
 Action = CheckRequest | Info | DomainsRequest | EvidenceRequest | ChatSettingsRequest | ReviewRequest | None
 
+
+class Addressed(Protocol):
+    """What every routed request carries: where it came from and which message to answer."""
+
+    @property
+    def chat_id(self) -> int | str: ...
+
+    @property
+    def target_id(self) -> int | str: ...
+
+    @property
+    def thread_id(self) -> int | str | None: ...
+
 COMMANDS: list[tuple[str, str]] = [
     ("start", "What this bot does"),
     ("help", "How to use it, privacy, examples"),

@@ -137,7 +137,8 @@ class ChatApp:
     async def dispatch(self, platform: str, request: Any, responder: CommandResponder, *,
                        is_chat_admin: ChatAdminCheck | None = None, ticket: Ticket | None = None) -> None:
         """Do what a routed request asks, answering through `responder`; `is_chat_admin` (None in private
-        chats and on platforms without chat admins) lets a chat's own admins change its settings."""
+        chats and on platforms without chat admins) lets a chat's own admins change its settings;
+        `ticket` is how a check request is persisted (the other requests are answered at once)."""
         if isinstance(request, CheckRequest):
             await self.submit(request, responder, ticket)
             return
