@@ -87,7 +87,8 @@ async def test_hybrid_factcheck_candidates_agree(stores):
         # Sparse scores tie often (the same words): the same scores, and the same ids per score.
         e, r = _ranked(edge_hits, "terms"), _ranked(remote_hits, "terms")
         assert e and [s for _, s in e] == pytest.approx([s for _, s in r], rel=1e-4)
-        group = lambda xs: {round(s, 3): set() for _, s in xs}
+        def group(xs):
+            return {round(s, 3): set() for _, s in xs}
         ge, gr = group(e), group(r)
         for i, s in e:
             ge[round(s, 3)].add(i)
