@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.main import build_parser, main
+from adapters.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 CLEF = ROOT / "tests" / "data" / "bench_clef"
