@@ -109,7 +109,8 @@ def test_pairwise_metric() -> None:
     assert s.f1 == pytest.approx(0.4)
 
 
-def test_eval_end_to_end(tmp_path: Path) -> None:
+def test_eval_end_to_end(tmp_path: Path, settings) -> None:
+    from bot.app import load_embedder
     from bot.corroboration_eval import run_corroboration_eval
 
     msgs = tmp_path / "m.tsv"
@@ -123,12 +124,8 @@ def test_eval_end_to_end(tmp_path: Path) -> None:
     qrels = tmp_path / "q.qrels"
     qrels.write_text("1\t0\tv1\t1\n2\t0\tv1\t1\n3\t0\tv2\t1\n", encoding="utf-8")
 
-    class FakeEmbedder:  # identical vectors for the two dam tweets, a different one for the cat
-        def embed_sync(self, texts):
-            return np.stack([_vec(5) if "am" in t and "Kherson" in t else _vec(6) for t in texts])
-
-    out = tmp_path / "out.tsv"
-    r = run_corroboration_eval(msgs, out, qrels, embedder=FakeEmbedder(), quiet=True,
+    out = tmp_path / "out.tsv"  # the real model: the two dam tweets are one story, the cat another
+    r = run_corroboration_eval(msgs, out, qrels, embedder=load_embedder(settings), quiet=True,
                                model=StoryModel(), window_days=7)
     rows = dict(line.split("\t") for line in out.read_text().splitlines())
     assert rows["1"] == rows["2"] != rows["3"]

@@ -1,7 +1,10 @@
 """Evidence view, card buttons and feedback: storage, Telegram and Slack end to end.
 
-Fast: a stand-in engine returns canned Results (saved to a real SQLite database) instead of running
-the model; the adapters are real (PTB polling the fake Bot API; bolt behind aiohttp, signed requests).
+The engine is the real one (one app for the module); each test has its own SQLite database. The card
+whose evidence the tests read (hostile markup, known similarities and timings) is a stored Result that
+the real repeat reuse answers with, as it does for a message forwarded again (at once: sent finished,
+not edited from "Checking…"); the adapters are real (PTB polling the fake Bot API; bolt behind aiohttp,
+signed requests).
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -18,11 +22,16 @@ from adapters.slack import SECTION_LIMIT, SlackBot, SlackConfig, render_evidence
 from bot.chat_app import ChatApp
 from adapters.telegram import TelegramBot, TelegramConfig, render_evidence_html, tg_len
 from bot.evidence import FEEDBACK_THANKS, UNKNOWN_CHECK, parse_callback
+from bot.app import build_app
 from bot.chat import CHECKING, CheckService
+from bot.chat_settings import CheckExtras
+from bot.domains import GLOBAL
+from bot.repeats import RepeatTracker
 from schema.models import Citation, Match, Result, Step, Verdict, new_check_id
 from storage.feedback import UNMATCHED_REASON, FeedbackStore
 from storage.sqlite import Database
 from tests.fakes.slack_api import TEAM_ID, FakeSlack
+from tests.conftest import isolated_settings
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_slack import SECRET, dm, event_body, mention, post
 
@@ -47,17 +56,26 @@ def make_result(text: str, *, matched: bool = True, verdict: Verdict | None = No
     )
 
 
-class StandInEngine:
-    """What the adapters need of `core.engine.Engine`: `db` and `check()`, which stores the Result."""
+@pytest_asyncio.fixture(scope="module")
+async def fb_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
+    settings = isolated_settings(tmp_path_factory.mktemp("feedback") / "data", model_dir)
+    async with build_app(settings) as a:
+        yield a
 
-    def __init__(self, db: Database):
-        self.db = db
 
-    async def check(self, raw, progress=None, *, save: bool = True, scope: str = "global") -> Result:
-        result = make_result(str(raw), matched="unmatched" not in str(raw))
-        if save:
-            await self.db.save_check(result)
-        return result
+# Asked again in the Sources tests: answered with this stored Result (everything else: the real engine).
+ASKED_BEFORE = "The 5G rollout caused the coronavirus outbreak"
+
+
+async def chat_app(engine, db: Database) -> ChatApp:
+    """The real engine; checks kept in the test's own database, where a repeat of `ASKED_BEFORE` finds
+    its stored Result."""
+    service = CheckService(engine, db=db, progress_interval=0.0)
+    service.extras = CheckExtras(db)  # repeat reuse (no tracked chats here)
+    stored = make_result(ASKED_BEFORE)
+    await db.save_check(stored)
+    await RepeatTracker(db).record(ASKED_BEFORE, GLOBAL, stored.id)
+    return ChatApp(engine, service=service, db=db)
 
 
 @pytest_asyncio.fixture
@@ -134,12 +152,11 @@ def test_evidence_views_escape_and_split_under_the_limits():
 
 
 @pytest_asyncio.fixture
-async def tg(db):
+async def tg(db, fb_app):
     fake = await FakeTelegram().start()
     config = TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                             poll_timeout=1.0)
-    engine = StandInEngine(db)
-    bot = TelegramBot(config, ChatApp(engine, service=CheckService(engine, progress_interval=0.0)))
+    bot = TelegramBot(config, await chat_app(fb_app.engine, db))
     await bot.start()
     yield fake, bot
     await bot.stop()
@@ -147,9 +164,12 @@ async def tg(db):
 
 
 async def tg_card(fake: FakeTelegram, user_msg: dict):
-    """(the card message as the fake stores it, its final editMessageText call)."""
+    """(the card message as the fake stores it, the call that made it a card: its final editMessageText,
+    or the sendMessage itself for a stored verdict sent at once)."""
     def find():
         for sent in fake.replies_to(user_msg["message_id"]):
+            if sent.params.get("reply_markup"):
+                return sent.result, sent
             for e in fake.edits_of(sent.result["message_id"]):
                 if not e.params["text"].startswith(CHECKING):
                     return sent.result, e
@@ -215,11 +235,10 @@ async def test_telegram_evidence_command_known_and_unknown_id(tg, db):
 
 
 @pytest_asyncio.fixture
-async def slack(db):
+async def slack(db, fb_app):
     fake = await FakeSlack().start()
     config = SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0)
-    engine = StandInEngine(db)
-    bot = SlackBot(config, ChatApp(engine, service=CheckService(engine, progress_interval=0.0)))
+    bot = SlackBot(config, await chat_app(fb_app.engine, db))
     await bot.start()
     yield fake, bot
     await bot.stop()
@@ -227,8 +246,12 @@ async def slack(db):
 
 
 async def slack_card(fake: FakeSlack, channel: str, thread_ts: str):
+    """(the card's post, the call that made it a card: its chat.update, or the post itself for a stored
+    verdict posted at once)."""
     def find():
         for sent in fake.posts_in_thread(channel, thread_ts):
+            if sent.params.get("blocks"):
+                return sent, sent
             for upd in fake.updates_of(channel, sent.result.get("ts", "")):
                 if upd.params.get("blocks"):
                     return sent, upd

@@ -151,14 +151,19 @@ async def test_nothing_to_check_gets_a_friendly_sentence(fake, bot):
     assert call and fake.replies_to(msg["message_id"])
 
 
-async def test_engine_failure_gets_an_apology_and_is_logged(fake, bot, tg_app, monkeypatch, caplog):
-    async def boom(*a, **kw):
-        raise RuntimeError("kaboom")
-    monkeypatch.setattr(tg_app.engine, "check", boom)
-    with caplog.at_level(logging.ERROR):
-        msg = await fake.send_user_message("The moon landings were faked in a studio")
-        await fake.wait_for(lambda: [e for e in fake.called("editMessageText") if "Sorry" in e.params["text"]])
-        await bot.chat.service.join()
+async def test_check_failure_gets_an_apology_and_is_logged(fake, bot, tg_app, caplog):
+    # A real failure inside the check: the database refuses to store it (a trigger, removed afterwards).
+    async with tg_app.db.transaction() as conn:
+        await conn.execute("CREATE TRIGGER refuse_checks BEFORE INSERT ON checks "
+                           "BEGIN SELECT RAISE(ABORT, 'kaboom'); END")
+    try:
+        with caplog.at_level(logging.ERROR):
+            msg = await fake.send_user_message("The moon landings were faked in a studio")
+            await fake.wait_for(lambda: [e for e in fake.called("editMessageText") if "Sorry" in e.params["text"]])
+            await bot.chat.service.join()
+    finally:
+        async with tg_app.db.transaction() as conn:
+            await conn.execute("DROP TRIGGER refuse_checks")
     assert fake.replies_to(msg["message_id"])
     rec = [r for r in caplog.records if r.exc_info and "kaboom" in str(r.exc_info[1])]
     assert rec, "the failure was not logged with exc_info"
