@@ -246,3 +246,56 @@ def test_vectors_push_without_a_reachable_server_says_so_in_one_sentence(tmp_pat
     assert main(["vectors", "push", "--data-dir", str(tmp_path / "data"), "--url", "http://127.0.0.1:9"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("tipline: cannot reach the Qdrant server at http://127.0.0.1:9") and "\n" not in err
+
+
+async def test_also_reported_by_agrees_on_both_backends(tmp_path, model_dir):
+    """The whole tracking path (ingest with same-story linking, lookup, forget, retention) over each
+    backend, with the real model: the same answers."""
+    from datetime import datetime, timedelta, timezone
+
+    from bot.app import load_embedder
+    from core.tracking import Corroborator, TrackedMessage
+    from storage.messages import MessageStore
+    from storage.sqlite import Database
+    from tests.conftest import isolated_settings
+
+    embedder = load_embedder(isolated_settings(tmp_path / "data", model_dir))
+    now = datetime(2026, 11, 20, 12, tzinfo=timezone.utc)
+    texts = [("a", "Explosions reported in Kyiv this morning, air defence is active over the city", 5),
+             ("b", "Explosions heard in Kiev this morning; air defense working over the capital", 4),
+             ("c", "Air defence active over Kyiv after explosions this morning, residents told to shelter", 3),
+             ("d", "Grain ship hit by a drone in the port of Odesa overnight, crew evacuated", 3),
+             ("a", "Drone struck a grain ship in Odessa port overnight; the crew was evacuated", 2),
+             ("e", "Recipe of the day: how to bake sourdough bread at home with only flour and water", 1),
+             ("b", "Kyiv: explosions this morning, air defence at work", 24 * 40)]
+    outcomes = []
+    for backend in ("edge", "remote"):
+        db = await Database.open(tmp_path / f"{backend}.sqlite3")
+        store = await EdgeVectorStore.open(tmp_path / "edge", dim=embedder.dim) if backend == "edge" else \
+            RemoteVectorStore(AsyncQdrantClient(location=":memory:"), embedder.dim, payload_indexes=False)
+        try:
+            c = Corroborator(MessageStore(db), MessageVectors(store, "messages"), embedder,
+                             clock=lambda: now.timestamp())
+            await c.open()
+            for chat in "abcde":
+                await c.store.set_flag("telegram", chat, "tracking", True, kind="channel", handle=f"@{chat}")
+            stories = await c.ingest_batch([TrackedMessage("telegram", chat, str(i), text, now - timedelta(hours=h))
+                                            for i, (chat, text, h) in enumerate(texts)])
+            found = [await c.lookup(q, exclude_chats=[("telegram", "x")], at=now) for q in (
+                "Explosions in Kyiv this morning, air defence active", "Drone hit a grain ship in Odesa port",
+                "Sourdough bread recipe with flour and water", "Parliament passed the budget today")]
+            summary = [None if f is None else (sorted(i.chat_id for i in f.items), f.total, f.tier,
+                                                round(f.agreement, 3)) for f in found]
+            removed = (await c.forget("telegram", "d"), await c.cleanup())
+            after = await c.lookup("Drone hit a grain ship in Odesa port", exclude_chats=[("telegram", "x")], at=now)
+            outcomes.append((stories, summary, removed, after and sorted(i.chat_id for i in after.items),
+                             await c.vectors.count(), c.indexed))
+        finally:
+            await store.aclose()
+            await db.close()
+    edge, remote = outcomes
+    assert edge == remote
+    stories, summary, removed, after, left, indexed = edge
+    assert stories[0] == stories[1] == stories[2] and stories[3] == stories[4] != stories[0]
+    assert summary[0][0] == ["a", "b", "c"] and summary[1][0] == ["a", "d"] and summary[3] is None
+    assert removed == (1, 1) and after == ["a"] and left == indexed == len(texts) - 2
