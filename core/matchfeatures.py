@@ -63,6 +63,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "cos_multi_gap",      # cos_multi minus the best cos_multi among this query's candidates
     "cos_multi_margin",   # cos_multi minus the best cos_multi among the other candidates
     "rr_dense_multi",     # 1 / rank in the multilingual dense list (0 when absent)
+    "multi_hub",          # mean multilingual cosine of the candidate to the query's other candidates
 )
 N_FEATURES = len(FEATURE_NAMES)
 
@@ -395,10 +396,19 @@ def candidate_features(
         out[:, 23] = cos_m
         out[:, 24] = cos_m - cos_m.max()
         out[:, 25] = _margin(cos_m)
+        # Hubness: a few texts sit close to everything in e5's space (short, generic claims such as
+        # "Funeral Announcement" or "Palyh." topped the list for 12 of the 70 Russian dev tweets the
+        # re-ranker got wrong). A candidate's mean similarity to the query's other candidates tells
+        # such a hub from a real neighbour: Russian dev MAP@5 0.712 -> 0.752; the mean of its 10
+        # nearest instead of all measured 0.731; English dev unchanged (0.9232 -> 0.9229).
+        if n > 1:
+            sims = mv @ mv.T
+            out[:, _MULTI_HUB] = (sims.sum(axis=1) - np.diag(sims)) / (n - 1)
     return out
 
 
 _RR_COL = {name: FEATURE_NAMES.index("rr_" + name) for name in LISTS}
+_MULTI_HUB = FEATURE_NAMES.index("multi_hub")
 
 
 def _margin(v: np.ndarray) -> np.ndarray:
