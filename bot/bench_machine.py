@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import subprocess
 from datetime import datetime, timezone
 from importlib import metadata
@@ -48,6 +49,13 @@ def commit() -> str:
     tree, not of the commit alone)."""
     head = _git("rev-parse", "--short=10", "HEAD") or "unknown"
     return head + (" + uncommitted changes" if _git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (user + system). Beside the wall time it
+    tells a slow run on a busy machine (CPU well under cores x wall) from a run that is itself too long."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def load_average() -> float | None:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import bot
 from bot import bench_markdown as md
-from bot.bench_machine import load_average, machine_facts
+from bot.bench_machine import cpu_seconds, load_average, machine_facts
 from bot.app import App, build_app
 from bot.bench import factchecks, temp_settings
 from bot.claim_eval import RUN_DEPTH, rank_queries
@@ -216,7 +216,7 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
     s = config.sizes
     figures: dict = {"machine": machine_facts(settings), "sizes": asdict(s), "quick": config.quick,
                      "seed": config.seed, "seconds": {}}
-    t_all = time.perf_counter()
+    t_all, cpu_all = time.perf_counter(), cpu_seconds()
 
     async def part(name: str, make) -> None:
         progress(f"{name}…")
@@ -247,6 +247,7 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
             api_checks=s.process_api_checks))
         await part("evidence", lambda: with_app(lambda app: _evidence_eval(app, config, scratch)))
     figures["seconds"]["total"] = round(time.perf_counter() - t_all, 1)
+    figures["cpu_seconds"] = round(cpu_seconds() - cpu_all, 1)
     figures["machine"]["load_average_end"] = load_average()
     return figures
 
