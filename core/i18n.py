@@ -1,13 +1,16 @@
 """The words tipline says, in the user's language: replies follow the language of the checked message.
 
-English and Russian today (the languages intake detects). A missing translation falls back to
-English, so adding a language never breaks a reply. Values are `str.format` templates; everything
+English, Russian and Ukrainian (the languages intake detects; the Ukrainian forms live in
+core/i18n_uk.py). A missing translation falls back to English, never to another language the user
+may not want (a Ukrainian reader is not answered in Russian), so adding a language never breaks a reply. Values are `str.format` templates; everything
 interpolated is plain text that each adapter escapes for its markup.
 """
 
 from __future__ import annotations
 
-LANGUAGES = ("en", "ru")
+from core.i18n_uk import UK
+
+LANGUAGES = ("en", "ru", "uk")
 
 _STRINGS: dict[str, dict[str, str]] = {
     # verdict labels
@@ -104,6 +107,10 @@ _STRINGS: dict[str, dict[str, str]] = {
               "{pct}%). Если вы имели в виду утверждение, пришлите его простой фразой."},
     "note.disagree": {"en": "Matching fact-checks disagree.", "ru": "Подходящие проверки расходятся в оценках."},
 }
+
+
+for _key, _text in UK.items():
+    _STRINGS[_key]["uk"] = _text
 
 
 def t(key: str, language: str = "en", **values: object) -> str:

@@ -48,10 +48,18 @@ def extract_urls(text: str) -> list[str]:
 
 
 def detect_language(text: str) -> str:
-    """'ru' when Cyrillic letters dominate, otherwise 'en'; mixed text follows the majority."""
+    """'ru' or 'uk' when Cyrillic letters dominate, otherwise 'en'; mixed text follows the majority.
+    Ukrainian and Russian share most letters; each has letters of its own (і ї є ґ / ы э ё ъ), and a
+    Cyrillic text with more of Ukraine's is answered in Ukrainian, never in Russian."""
     cyr = len(_CYRILLIC.findall(text))
     lat = len(_LATIN.findall(text))
-    return "ru" if cyr > lat else "en"
+    if cyr <= lat:
+        return "en"
+    return "uk" if len(_UKRAINIAN_ONLY.findall(text)) > len(_RUSSIAN_ONLY.findall(text)) else "ru"
+
+
+_UKRAINIAN_ONLY = re.compile(r"[іїєґІЇЄҐ]")
+_RUSSIAN_ONLY = re.compile(r"[ыэёъЫЭЁЪ]")
 
 
 def clean(text: str) -> str:

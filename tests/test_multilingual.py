@@ -208,3 +208,11 @@ async def test_a_model_change_reembeds_aside_and_an_interruption_loses_nothing(t
     async with build_app(settings, progress=lambda d, t: seen.append((d, t))) as app:
         assert not seen  # current now: no second re-embedding
         assert await app.kb.count() == n
+
+
+async def test_a_ukrainian_message_gets_a_ukrainian_card(shared):
+    result = await shared.engine.check("Щеплення викликають аутизм у дітей")
+    assert result.language == "uk"
+    card = render_card(to_reply(result))
+    assert "Неправда" in card and "Джерела" in card, card
+    assert "Ложь" not in card and "Источники" not in card, card
