@@ -60,7 +60,8 @@ class HttpApi:
         header = request.headers.get("Authorization", "")
         scheme, _, given = header.partition(" ")
         # Constant-time comparison: the token is the only thing between the internet and the engine.
-        return scheme.lower() == "bearer" and bool(given) and hmac.compare_digest(given.encode(), self.token.encode())
+        return (bool(self.token) and scheme.lower() == "bearer" and bool(given)
+                and hmac.compare_digest(given.encode(), (self.token or "").encode()))
 
     async def healthz(self, request: web.Request) -> web.Response:
         body: dict = {"status": "ok"}

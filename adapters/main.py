@@ -21,6 +21,7 @@ import json
 import logging
 import select
 import sys
+from typing import Any
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -296,7 +297,7 @@ def _global_flags(defaults: bool) -> argparse.ArgumentParser:
     """--data-dir, --debug and --log-json, accepted before or after any subcommand. Below the top level
     they default to SUPPRESS, so a subcommand that was not given one leaves the top level's value alone."""
     g = argparse.ArgumentParser(add_help=False)
-    kw = {} if defaults else {"default": argparse.SUPPRESS}
+    kw: dict[str, Any] = {} if defaults else {"default": argparse.SUPPRESS}
     g.add_argument("--data-dir", type=Path, help="data directory (default: $TIPLINE_DATA_DIR or ./data)", **kw)
     g.add_argument("--debug", action="store_true", help="show tracebacks and debug logs", **kw)
     g.add_argument("--log-json", action="store_true", help="JSON log lines (info and up) with job and check ids", **kw)

@@ -133,8 +133,8 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             finally:
                 log.info("stopping")
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        for number in installed:
+            loop.remove_signal_handler(number)
 
 
 def attach_retention(app: App, stop: asyncio.Event, stack: AsyncExitStack) -> None:

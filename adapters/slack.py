@@ -532,8 +532,8 @@ class SlackBot:
         if is_ignored(event, bot_user_id) or not self._first_time(body):
             return None
         msg = to_incoming(event, bot_user_id)
-        thread_ts = event.get("thread_ts") or event.get("ts")
-        return msg, thread_ts, SlackResponder(client, msg.chat_id, thread_ts)  # type: ignore[arg-type]
+        thread_ts = str(event.get("thread_ts") or event.get("ts") or "")
+        return msg, thread_ts, SlackResponder(client, str(msg.chat_id), thread_ts)
 
     async def _on_mention(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
         received = self._receive(body, event, context, client)

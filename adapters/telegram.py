@@ -516,7 +516,7 @@ class _DurableIntake:
 # Application wiring
 
 
-def _chat_admin_check(bot: Any, message: Message, user_id: object) -> Callable[[], Awaitable[bool]]:
+def _chat_admin_check(bot: Any, message: Message, user_id: int | str | None) -> Callable[[], Awaitable[bool]]:
     """Whether the sender administers the chat the command came from (asked only when needed)."""
     async def is_chat_admin() -> bool:
         if message.chat.type == "channel":
@@ -635,7 +635,7 @@ class TelegramBot(_DurableIntake):
         await app.bot.set_my_commands([BotCommand(c, d) for c, d in COMMANDS])
         await app.start()
         assert app.updater is not None
-        await app.updater.start_polling(timeout=self.config.poll_timeout,
+        await app.updater.start_polling(timeout=int(self.config.poll_timeout),
                                         allowed_updates=["message", "channel_post", "callback_query"])
         log.info("telegram: polling as @%s", self.username)
 

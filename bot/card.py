@@ -102,10 +102,10 @@ def card(reply: Reply, m: Markup, request: CheckRequest | None = None) -> list[S
     out.append(Section("body", [Line(m.text(reply.reasoning))] if reply.reasoning else []))
     if reply.claims:
         lines = []
-        for i, c in enumerate(reply.claims, 1):
-            refs = "".join(f"[{n}]" for n in c.refs)
-            claim = clip(c.claim, m.claim_chars) if m.claim_chars else c.claim
-            lines.append(Line(f"{i}. {m.text(c.emoji)} {m.text(c.label)} — “{m.text(claim)}”"
+        for i, item in enumerate(reply.claims, 1):
+            refs = "".join(f"[{n}]" for n in item.refs)
+            claim = clip(item.claim, m.claim_chars) if m.claim_chars else item.claim
+            lines.append(Line(f"{i}. {m.text(item.emoji)} {m.text(item.label)} — “{m.text(claim)}”"
                               + (f" {refs}" if refs else "")))
         out.append(Section("claims", lines, m.bold(m.text(reply.t("card.claims")))))
     if reply.citations:

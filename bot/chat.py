@@ -13,7 +13,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -114,7 +114,9 @@ def _mention(bot_username: str) -> re.Pattern[str]:
 
 def _addressed_elsewhere(addressed: str | None, bot_username: str | None) -> bool:
     """`/cmd@name` for another bot; on a platform without bot names in commands (None) any `@name` is."""
-    return bool(addressed) and (bot_username is None or addressed.lower() != bot_username.lower())
+    if not addressed:
+        return False
+    return bot_username is None or addressed.lower() != bot_username.lower()
 
 
 def route(msg: IncomingMessage, bot_username: str | None) -> Action:
@@ -128,19 +130,19 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
     """
     text = msg.text.strip()
     reply_target = msg.reply_to
-    where = dict(chat_id=msg.chat_id, thread_id=msg.thread_id)
+    chat_id, thread_id = msg.chat_id, msg.thread_id
     scope = GLOBAL if msg.chat_kind == "private" else chat_scope(msg.platform, msg.chat_id)
 
     def check(body: str) -> Action:
         body = body.strip()
         if body:
             return CheckRequest(text=body, target_id=msg.message_id, forwarded_from=msg.forwarded_from,
-                                requested_by=msg.sender_id, scope=scope, **where)
+                                requested_by=msg.sender_id, scope=scope, chat_id=chat_id, thread_id=thread_id)
         if reply_target is not None and reply_target.text.strip():
             return CheckRequest(text=reply_target.text, target_id=reply_target.message_id,
                                 forwarded_from=reply_target.forwarded_from, requested_by=msg.sender_id,
-                                scope=scope, **where)
-        return Info("usage", target_id=msg.message_id, **where)
+                                scope=scope, chat_id=chat_id, thread_id=thread_id)
+        return Info("usage", target_id=msg.message_id, chat_id=chat_id, thread_id=thread_id)
 
     m = _COMMAND.match(text)
     if msg.chat_kind == "channel":
@@ -156,13 +158,14 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
             return None  # a command for another bot in the group
         cmd = m["cmd"].lower()
         if cmd in ("start", "help"):
-            return Info(cmd, target_id=msg.message_id, **where)  # type: ignore[arg-type]
+            return Info(cmd, target_id=msg.message_id, chat_id=chat_id, thread_id=thread_id)  # type: ignore[arg-type]
         if cmd == "check":
             return check(text[m.end():])
         if cmd == "evidence":
             if msg.chat_kind == "channel":
                 return None
-            return EvidenceRequest(check_id=evidence_arg(text[m.end():]), target_id=msg.message_id, **where)
+            return EvidenceRequest(check_id=evidence_arg(text[m.end():]), target_id=msg.message_id, chat_id=chat_id,
+                                   thread_id=thread_id)
         if cmd == "review":
             if msg.chat_kind != "private":
                 return None  # the queue holds other people's messages: admins use it in a private chat
@@ -186,7 +189,7 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
         return check(text)
 
     if msg.chat_kind == "private":
-        return check(text) if text else Info("usage", target_id=msg.message_id, **where)
+        return check(text) if text else Info("usage", target_id=msg.message_id, chat_id=chat_id, thread_id=thread_id)
 
     if bot_username is None:
         return None
@@ -307,17 +310,15 @@ class CheckService:
         self.db = db if db is not None else engine.db
         self.progress_interval = progress_interval
         self._sem = asyncio.Semaphore(max_concurrency)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
 
-    def spawn(self, coro: Awaitable[None], name: str | None = None) -> asyncio.Task[None]:
-        task = asyncio.ensure_future(coro)
-        if name:
-            task.set_name(name)
+    def spawn(self, coro: Coroutine[Any, Any, object], name: str | None = None) -> asyncio.Task[object]:
+        task = asyncio.create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def submit(self, action: CheckRequest | Info, responder: Responder) -> asyncio.Task[None]:
+    def submit(self, action: CheckRequest | Info, responder: Responder) -> asyncio.Task[object]:
         return self.spawn(self.handle(action, responder), name=f"tipline-{type(action).__name__}")
 
     async def handle(self, action: CheckRequest | Info, responder: Responder) -> None:

@@ -77,11 +77,11 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
-def evidence_lines(result: Result, m: Markup) -> list[str]:
+def evidence_lines(result: Result, markup: Markup) -> list[str]:
     """The full evidence list and trace of a stored check, one display line per entry, in the platform's
     markup (bot/card.py: `text` escapes user/web text, `link` makes a safe link or only the escaped
     title, `bold`/`code` wrap already-escaped text)."""
-    esc, link, bold, code = m.text, m.link, m.bold, m.code
+    esc, link, bold, code = markup.text, markup.link, markup.bold, markup.code
     out = [bold(f"Evidence for check {code(esc(result.id))}"),
            f"Checked: “{esc(_clip(result.text, 300))}”",
            f"Verdict: {esc(result.label)} · confidence {round(result.confidence * 100)}% · "
@@ -101,10 +101,11 @@ def evidence_lines(result: Result, m: Markup) -> list[str]:
             out.append(f"    “{esc(_clip(c.snippet, 400))}”")
     if result.claims:
         out += ["", bold(f"Claims ({len(result.claims)})")]
-        for i, c in enumerate(result.claims, 1):
-            refs = "".join(f"[{n}]" for n in c.citations)
-            out.append(f"{i}. “{esc(_clip(c.claim, 200))}” — {esc(c.label)} · confidence "
-                       f"{round(c.confidence * 100)}%" + (f" · score {c.score}/100" if c.score is not None else "")
+        for i, outcome in enumerate(result.claims, 1):
+            refs = "".join(f"[{n}]" for n in outcome.citations)
+            out.append(f"{i}. “{esc(_clip(outcome.claim, 200))}” — {esc(outcome.label)} · confidence "
+                       f"{round(outcome.confidence * 100)}%"
+                       + (f" · score {outcome.score}/100" if outcome.score is not None else "")
                        + (f" · {refs}" if refs else ""))
     if result.evidence:
         out += ["", bold(f"Evidence judged ({len(result.evidence)})")]

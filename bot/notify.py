@@ -67,10 +67,10 @@ class Notifier(Protocol):
 CLAIM_CHARS = 160
 
 
-def notice_text(notice: ReviewNotice, m: Markup) -> str:
+def notice_text(notice: ReviewNotice, markup: Markup) -> str:
     """The notice in a platform's markup (bot/card.py); every admin- or user-supplied string goes through
-    `m.text`/`m.link`."""
-    esc, link, bold, code = m.text, m.link, m.bold, m.code
+    `markup.text`/`markup.link`."""
+    esc, link, bold, code = markup.text, markup.link, markup.bold, markup.code
     claim = " ".join(notice.claim.split())
     if len(claim) > CLAIM_CHARS:
         claim = claim[:CLAIM_CHARS - 1].rstrip() + "…"

@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Protocol
+from typing import Literal, Protocol
 
 from core.budget import BudgetExceeded, MeteredLLM, llm_check
 from core.checkability import ClaimGate, not_checkable_result
@@ -220,7 +220,7 @@ class Engine:
         async with step("verdict") as d:
             if judged:
                 agg = aggregate(judged)
-                mode = "llm" if any(cv.mode == "llm" for cv in judged) else "offline"
+                mode: Literal["offline", "llm"] = "llm" if any(cv.mode == "llm" for cv in judged) else "offline"
                 if mode == "offline" and BudgetExceeded.user_message not in notes:
                     notes.append("The language model could not be reached, so this answer follows the offline "
                                  "rules: only matching fact-checks decide.")

@@ -69,5 +69,4 @@ class TTLCache:
 
     async def count(self) -> int:
         """Live (unexpired) entries, for metrics."""
-        cur = await self.db._conn.execute("SELECT COUNT(*) FROM cache WHERE expires_at > ?", (self._clock(),))
-        return (await cur.fetchone())[0]
+        return await self.db.count("SELECT COUNT(*) FROM cache WHERE expires_at > ?", (self._clock(),))

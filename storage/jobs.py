@@ -169,9 +169,7 @@ class JobStore:
         return [(_job(r), r["check_text"]) for r in rows]
 
     async def pending_count(self) -> int:
-        row = await (await self.db._conn.execute(
-            "SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'held')")).fetchone()
-        return row[0]
+        return await self.db.count("SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'held')")
 
     async def counts(self) -> dict[str, int]:
         cur = await self.db._conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status")
@@ -180,11 +178,11 @@ class JobStore:
     async def position(self, job: Job) -> int:
         """1-based place in line under round-robin: a job that is r-th in its own chat waits for up to
         r jobs of every other chat (fewer if that chat has fewer waiting)."""
-        row = await (await self.db._conn.execute(
+        waiting = await self.db.count(
             """WITH mine AS (SELECT COUNT(*) AS r FROM jobs WHERE status IN ('pending', 'held')
                              AND platform = ? AND chat_id = ? AND id <= ?),
                     chats AS (SELECT platform, chat_id, COUNT(*) AS n FROM jobs
                               WHERE status IN ('pending', 'held') GROUP BY platform, chat_id)
                SELECT COALESCE(SUM(MIN(chats.n, mine.r)), 0) FROM chats, mine""",
-            (job.platform, job.chat_id, job.id))).fetchone()
-        return max(1, row[0])
+            (job.platform, job.chat_id, job.id))
+        return max(1, waiting)

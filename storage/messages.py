@@ -104,7 +104,8 @@ class MessageStore:
         # Flip the cached flag first: a message arriving while the write is in flight is already
         # treated by the new setting ("opt-out stops storage immediately").
         base = before or ChatSettings(key[0], key[1], kind, title, handle)
-        fields = dict(title=title or base.title, handle=handle or base.handle, kind=kind or base.kind)
+        fields: dict[str, object] = dict(title=title or base.title, handle=handle or base.handle,
+                                         kind=kind or base.kind)
         fields[flag] = on
         if flag == "tracking" and on:
             fields.update(enabled_by=who, enabled_at=now)
@@ -175,11 +176,9 @@ class MessageStore:
 
     async def count(self, platform: str | None = None, chat_id: object = None) -> int:
         if platform is None:
-            cur = await self.db._conn.execute("SELECT COUNT(*) FROM messages")
-        else:
-            cur = await self.db._conn.execute("SELECT COUNT(*) FROM messages WHERE platform = ? AND chat_id = ?",
-                                              (platform, str(chat_id)))
-        return int((await cur.fetchone())[0])
+            return await self.db.count("SELECT COUNT(*) FROM messages")
+        return await self.db.count("SELECT COUNT(*) FROM messages WHERE platform = ? AND chat_id = ?",
+                                   (platform, str(chat_id)))
 
     async def delete_chat(self, platform: str, chat_id: object) -> list[str]:
         """Delete a chat's stored messages (/forget); returns their ids."""

@@ -39,9 +39,10 @@ class RepeatStore:
             await conn.execute(
                 "INSERT INTO check_repeats (text_hash, scope, check_id, platform, chat_id, ts) VALUES (?,?,?,?,?,?)",
                 (text_hash, scope, check_id, platform, None if chat_id is None else str(chat_id), at_ts))
-            cur = await conn.execute("SELECT COUNT(*) FROM check_repeats WHERE text_hash = ? AND scope = ? AND ts >= ?",
-                                     (text_hash, scope, count_since_ts))
-            return int((await cur.fetchone())[0])
+            row = await (await conn.execute(
+                "SELECT COUNT(*) FROM check_repeats WHERE text_hash = ? AND scope = ? AND ts >= ?",
+                (text_hash, scope, count_since_ts))).fetchone()
+            return int(row[0]) if row is not None else 0
 
     async def count_all_since(self, since_ts: float) -> int:
         row = await self.db.fetchone("SELECT COUNT(*) FROM check_repeats WHERE ts >= ?", (since_ts,))

@@ -302,7 +302,7 @@ class Database:
         await self._conn.close()
 
     async def _migrate(self) -> None:
-        version = (await (await self._conn.execute("PRAGMA user_version")).fetchone())[0]
+        version = await self.count("PRAGMA user_version")
         if version > len(MIGRATIONS):
             raise StorageError(
                 f"the database schema (version {version}) is newer than this tipline understands "
@@ -327,6 +327,11 @@ class Database:
     async def fetchone(self, sql: str, args: Sequence[object] = ()) -> sqlite3.Row | None:
         """One row of a read (for the storage modules' named queries)."""
         return await (await self._conn.execute(sql, args)).fetchone()
+
+    async def count(self, sql: str, args: Sequence[object] = ()) -> int:
+        """The first column of the first row of a `SELECT COUNT(*)`-like read, 0 for no row."""
+        row = await self.fetchone(sql, args)
+        return int(row[0]) if row is not None and row[0] is not None else 0
 
     async def fetchall(self, sql: str, args: Sequence[object] = ()) -> list[sqlite3.Row]:
         return list(await (await self._conn.execute(sql, args)).fetchall())
@@ -372,7 +377,7 @@ class Database:
         return [_row_to_factcheck(r) for r in await cur.fetchall()]
 
     async def count_factchecks(self) -> int:
-        return (await (await self._conn.execute("SELECT COUNT(*) FROM factchecks")).fetchone())[0]
+        return await self.count("SELECT COUNT(*) FROM factchecks")
 
     async def get_factchecks(self, ids: Iterable[str]) -> dict[str, FactCheck]:
         ids = list(ids)
@@ -424,7 +429,7 @@ class Database:
         async with self.transaction() as conn:
             cur = await conn.execute("INSERT INTO ingest_runs (source, started_at) VALUES (?, ?)",
                                      (source, utcnow().isoformat()))
-            return int(cur.lastrowid)
+            return int(cur.lastrowid or 0)  # always set after an INSERT
 
     async def finish_ingest_run(self, run_id: int, *, status: str, added: int, skipped: int,
                                 errors: Sequence[str]) -> None:
