@@ -28,11 +28,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.card import QUOTE_CHARS, Markup, card
-from bot.chat import ERROR_TEXT, Addressed, CheckRequest, IncomingMessage, Info, route
+from bot.chat import ERROR_TEXT, Addressed, CheckRequest, IncomingMessage, route_direct
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest, tracked_message
-from bot.domains import GLOBAL, DomainsRequest, command_args
-from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, evidence_arg, evidence_lines,
+from bot.domains import GLOBAL, DomainsRequest
+from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, evidence_arg, evidence_lines,
                           give_feedback, load_check)
 from bot.notify import Asker, ReviewNotice, notice_text
 from bot.render import AlsoReportedLine, Reply, Reporter
@@ -140,8 +140,6 @@ def to_incoming(event: dict[str, Any], bot_user_id: str | None = None) -> Incomi
 
 
 _HANDLED_SUBTYPES = {None, "file_share", "thread_broadcast"}
-# `evidence <id>` in a DM; only a single id-like word, so "Evidence shows that …" is still checked.
-_EVIDENCE_DM = re.compile(r"^/?evidence(?:\s+(?P<args>`?[A-Za-z0-9_-]{1,64}`?))?\s*$", re.IGNORECASE)
 
 
 def is_ignored(event: dict[str, Any], bot_user_id: str | None = None) -> bool:
@@ -560,20 +558,9 @@ class SlackBot:
             return
         msg, thread_ts, responder = received
         msg = replace(msg, thread_id=thread_ts)  # every answer in a DM goes in the message's thread
-        args = command_args(slack_to_plain(event.get("text", ""), links="label"), bare=True)
-        ev = _EVIDENCE_DM.match(msg.text.strip())
-        action: Any
-        if args is not None:  # `/domains …` or `domains …` in a DM: global rules, configured admins only
-            action = DomainsRequest(platform="slack", chat_id=msg.chat_id, target_id=msg.message_id,
-                                    user_id=msg.sender_id, scope=GLOBAL, args=args, thread_id=thread_ts)
-        elif ev:
-            action = EvidenceRequest(check_id=evidence_arg(ev["args"] or ""), chat_id=msg.chat_id,
-                                     target_id=msg.message_id, thread_id=thread_ts)
-        elif msg.text.strip().lower() in ("help", "start", "hi", "hello"):
-            action = Info("help", chat_id=msg.chat_id, target_id=msg.message_id, thread_id=thread_ts)
-        else:
-            # Slack commands are never addressed to a bot by name (`/check@name` is Telegram's).
-            action = route(msg, bot_username=None)
+        # Commands come without a slash in DMs, and never name the bot (`/check@name` is Telegram's); a
+        # domain Slack auto-linked counts as its label.
+        action = route_direct(msg, slack_to_plain(event.get("text", ""), links="label"))
         if action is None:
             return
         await self._dispatch(body, action, responder)

@@ -199,6 +199,29 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
     return None
 
 
+# `evidence <id>` without the slash; only a single id-like word, so "Evidence shows that …" is still checked.
+_EVIDENCE_BARE = re.compile(r"^/?evidence(?:\s+(?P<args>`?[A-Za-z0-9_-]{1,64}`?))?\s*$", re.IGNORECASE)
+_GREETINGS = ("help", "start", "hi", "hello")
+
+
+def route_direct(msg: IncomingMessage, command_text: str) -> Action:
+    """A direct message on a platform whose DMs carry commands without the slash and never name the bot
+    (Slack): `domains …` (global rules), `evidence <id>`, `help`, else as `route()` decides.
+    `command_text` is the message as the domains command reads it (a link shown as its label)."""
+    text = msg.text.strip()
+    args = command_args(command_text, bare=True)
+    chat_id, target_id, thread_id = msg.chat_id, msg.message_id, msg.thread_id
+    if args is not None:
+        return DomainsRequest(platform=msg.platform, chat_id=chat_id, target_id=target_id, user_id=msg.sender_id,
+                              scope=GLOBAL, args=args, thread_id=thread_id)
+    if (ev := _EVIDENCE_BARE.match(text)) is not None:
+        return EvidenceRequest(check_id=evidence_arg(ev["args"] or ""), chat_id=chat_id, target_id=target_id,
+                               thread_id=thread_id)
+    if text.lower() in _GREETINGS:
+        return Info("help", chat_id=chat_id, target_id=target_id, thread_id=thread_id)
+    return route(msg, bot_username=None)
+
+
 # ---------------------------------------------------------------------------------------------
 # Replies
 
