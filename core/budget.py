@@ -39,7 +39,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from core.llm import LLM, LLMError
+from core.llm import DEFAULT_MAX_TOKENS, LLM, LLMError
 from schema.models import utcnow
 from storage.sqlite import Database
 from storage.usage import Spend, UsageStore
@@ -153,7 +153,8 @@ class BudgetedLLM:
         return (prompt_tokens * self.settings.llm_input_usd_per_mtok
                 + completion_tokens * self.settings.llm_output_usd_per_mtok) / 1_000_000
 
-    async def structured(self, system: str, user: str, schema: type[M], *, name: str) -> M:
+    async def structured(self, system: str, user: str, schema: type[M], *, name: str,
+                         max_tokens: int = DEFAULT_MAX_TOKENS) -> M:
         cap = self.settings.llm_monthly_cap_usd
         if cap is not None:
             try:
@@ -165,7 +166,7 @@ class BudgetedLLM:
                 raise BudgetExceeded(spent, cap)
         ok = False
         try:
-            answer = await self.llm.structured(system, user, schema, name=name)
+            answer = await self.llm.structured(system, user, schema, name=name, max_tokens=max_tokens)
             ok = True
             return answer
         finally:

@@ -29,6 +29,10 @@ class Claim(BaseModel):
     where: str | None = Field(default=None, description="Where it happened or applies, if stated.")
 
 
+# Up to MAX_CLAIMS claims with their entities, time and place, and a reason: ~100 tokens a claim.
+CLAIMS_MAX_TOKENS = 200 + 150 * MAX_CLAIMS
+
+
 class _LLMAnswer(BaseModel):
     kind: Kind
     claims: list[Claim]
@@ -68,7 +72,7 @@ async def extract_claims(text: str, language: str = "en", llm: LLM | None = None
     try:
         answer = await llm.structured(
             SYSTEM_PROMPT + f"\nThe message language is probably '{language}'.", text, _LLMAnswer,
-            name="claim_extraction")
+            name="claim_extraction", max_tokens=CLAIMS_MAX_TOKENS)
     except LLMError as e:
         log.warning("claim extraction fell back to offline: %s", e)
         result = offline_extract(text)

@@ -5,6 +5,12 @@ Every call uses structured outputs: the pydantic model's JSON schema, made stric
 A malformed answer (not JSON, schema mismatch, refusal, no choices) is retried once; after that, and on
 any HTTP error or timeout, `LLMError` is raised so the calling stage can degrade to its offline path.
 
+Every call is bounded: `max_tokens` sized by the caller for what its schema needs. Without one, a small
+local model behind an OpenAI-compatible server ran on for minutes (issue: hostile input). An answer
+the server cut at that size (`finish_reason: "length"`) is half a JSON document: it is reported as cut
+off and not retried, since the same call at the same size is cut again and a bigger one only waits
+longer on a model that already overran; the stage takes its offline path with a note.
+
 The user's text is untrusted: `structured` always wraps it in <message>…</message> with an instruction
 that it is data, never instructions. The API key is never logged or put into error messages.
 """
@@ -37,8 +43,14 @@ class LLMError(Exception):
     """The LLM could not give a usable answer (HTTP error, timeout, malformed output after a retry)."""
 
 
+# Answers are small JSON objects: a verdict with two sentences of reasoning is ~150 tokens, a stance
+# per passage ~40. The default leaves room for 2-3x that; callers with lists size their own.
+DEFAULT_MAX_TOKENS = 600
+
+
 class LLM(Protocol):
-    async def structured(self, system: str, user: str, schema: type[M], *, name: str) -> M: ...
+    async def structured(self, system: str, user: str, schema: type[M], *, name: str,
+                         max_tokens: int = DEFAULT_MAX_TOKENS) -> M: ...
 
 
 @dataclass
@@ -101,6 +113,10 @@ class _Malformed(Exception):
     pass
 
 
+class _CutOff(Exception):
+    pass
+
+
 class OpenAICompatibleLLM:
     """`LLM` over `openai.AsyncOpenAI` with any `base_url` (OpenAI, vLLM, Ollama, LM Studio, ...)."""
 
@@ -120,7 +136,8 @@ class OpenAICompatibleLLM:
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def structured(self, system: str, user: str, schema: type[M], *, name: str) -> M:
+    async def structured(self, system: str, user: str, schema: type[M], *, name: str,
+                         max_tokens: int = DEFAULT_MAX_TOKENS) -> M:
         response_format = {"type": "json_schema",
                            "json_schema": {"name": name, "schema": strict_schema(schema), "strict": True}}
         messages = [{"role": "system", "content": system}, {"role": "user", "content": wrap_untrusted(user)}]
@@ -128,7 +145,8 @@ class OpenAICompatibleLLM:
         for attempt in range(1, self.max_attempts + 1):
             try:
                 completion = await self._client.chat.completions.create(
-                    model=self.model, messages=messages, response_format=response_format, temperature=0)
+                    model=self.model, messages=messages, response_format=response_format, temperature=0,
+                    max_tokens=max_tokens)
             except openai.APITimeoutError as e:
                 raise LLMError("LLM timed out") from e
             except openai.APIStatusError as e:
@@ -140,6 +158,9 @@ class OpenAICompatibleLLM:
             self._record(completion)
             try:
                 return self._parse(completion, schema)
+            except _CutOff as e:
+                log.warning("LLM %s: answer cut off at max_tokens=%d", name, max_tokens)
+                raise LLMError(f"answer cut off at {max_tokens} tokens") from e
             except _Malformed as e:
                 last = e
                 log.warning("LLM %s: malformed answer (attempt %d/%d): %s", name, attempt, self.max_attempts, e)
@@ -158,6 +179,8 @@ class OpenAICompatibleLLM:
         choices = getattr(completion, "choices", None) or []
         if not choices:
             raise _Malformed("no choices")
+        if getattr(choices[0], "finish_reason", None) == "length":
+            raise _CutOff()
         message = choices[0].message
         refusal = getattr(message, "refusal", None)
         if refusal:

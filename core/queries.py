@@ -118,7 +118,7 @@ async def plan_queries(claim: str, language: str = "en", *, llm: LLM | None = No
         return QueryPlan(queries=offline, note=note)
     try:
         answer = await llm.structured(SYSTEM_PROMPT + f"\nThe claim's language is probably '{language}'.",
-                                      claim, _LLMQueries, name="query_plan")
+                                      claim, _LLMQueries, name="query_plan", max_tokens=300)
     except LLMError as e:
         log.warning("query planning fell back to offline: %s", e)
         return QueryPlan(queries=offline, note=f"LLM unavailable ({e}); offline queries")

@@ -169,7 +169,9 @@ def _batch_prompt(claim: str, items: Sequence[Evidence]) -> str:
 
 async def _judge_batch(claim: str, items: Sequence[Evidence], llm: LLM) -> list[Stance | str]:
     try:
-        answer = await llm.structured(SYSTEM_PROMPT, _batch_prompt(claim, items), _Batch, name="stance")
+        # One item is ~35 tokens of JSON ({"id", "label", three probabilities}); twice that, plus the wrapper.
+        answer = await llm.structured(SYSTEM_PROMPT, _batch_prompt(claim, items), _Batch, name="stance",
+                                      max_tokens=60 + 70 * len(items))
     except LLMError as e:
         log.warning("stance batch fell back to offline: %s", e)
         return [f"LLM unavailable ({e})"] * len(items)

@@ -140,3 +140,39 @@ async def test_api_key_never_in_logs_errors_or_repr(fake, llm, caplog):
 
 def test_wrap_untrusted_keeps_text_verbatim():
     assert "<message>\nWater boils at 50C\n</message>" in wrap_untrusted("Water boils at 50C")
+
+
+async def test_every_call_is_bounded_by_max_tokens(fake, llm):
+    fake.reply_json(GOOD)
+    fake.reply_json(GOOD)
+    await llm.structured("sys", "u", Answer, name="answer")
+    await llm.structured("sys", "u", Answer, name="answer", max_tokens=42)
+    from core.llm import DEFAULT_MAX_TOKENS
+
+    assert [r["max_tokens"] for r in fake.requests] == [DEFAULT_MAX_TOKENS, 42]
+
+
+async def test_an_answer_cut_off_at_max_tokens_is_reported_as_such_and_not_retried(fake, llm):
+    # A verbose model: the server cuts its JSON at max_tokens (finish_reason "length").
+    fake.reply_json({"label": "x" * 400, "score": 1, "note": None})
+    fake.reply_json(GOOD)  # must not be asked for: the same call would be cut again
+    with pytest.raises(LLMError, match="cut off at 50 tokens"):
+        await llm.structured("sys", "u", Answer, name="answer", max_tokens=50)
+    assert len(fake.requests) == 1
+    assert llm.usage.completion_tokens == 50
+
+
+async def test_stance_batch_sizes_its_budget_by_the_number_of_passages(fake, llm):
+    from core.evidence.base import Evidence
+    from core.stance import llm_stances
+
+    items = [Evidence(url=f"https://example.org/{i}", title=f"t{i}", snippet="Water boils at 100 C at sea level.",
+                      source="web") for i in range(3)]
+    fake.named("stance").reply_json({"items": [{"id": i + 1, "label": "neutral", "supports": 0.1, "refutes": 0.1,
+                                                "neutral": 0.8} for i in range(3)]})
+    await llm_stances("Water boils at 100 C", items, llm, batch=3)
+    three = fake.requests_named("stance")[0]["max_tokens"]
+    fake.named("stance").reply_json({"items": [{"id": 1, "label": "neutral", "supports": 0.1, "refutes": 0.1,
+                                                "neutral": 0.8}]})
+    await llm_stances("Water boils at 100 C", items[:1], llm, batch=3)
+    assert fake.requests_named("stance")[1]["max_tokens"] < three

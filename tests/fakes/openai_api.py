@@ -12,6 +12,8 @@ message{role, content, refusal}, finish_reason, usage). Each test scripts the an
     fake.reply_no_choices()                     # choices: []
 
 With nothing scripted it answers 500 "fake: nothing scripted", so a missing script fails loudly.
+Like a real server it honours `max_tokens`: content longer than that many tokens (counted as one token
+per 4 characters, the usual rule of thumb) is cut there with `finish_reason: "length"`.
 Every request body is recorded in `requests` (with its Authorization header in `auth`).
 
 A pipeline makes several different calls; scripts can be keyed by the structured-output name
@@ -140,11 +142,15 @@ class FakeOpenAI:
         if s.status != 200:
             kind = "rate_limit_exceeded" if s.status == 429 else "server_error"
             return self._error(s.status, f"fake HTTP {s.status}", kind)
+        content, finish, completion_tokens = s.content, "stop", s.completion_tokens
+        limit = body.get("max_tokens")
+        if content is not None and isinstance(limit, int) and len(content) > 4 * limit:
+            content, finish, completion_tokens = content[:4 * limit], "length", limit
         choices = [] if s.no_choices else [{
             "index": 0,
-            "message": {"role": "assistant", "content": s.content, "refusal": s.refusal},
+            "message": {"role": "assistant", "content": content, "refusal": s.refusal},
             "logprobs": None,
-            "finish_reason": "stop",
+            "finish_reason": finish,
         }]
         return web.json_response({
             "id": f"chatcmpl-fake{next(self._seq)}",
@@ -152,8 +158,8 @@ class FakeOpenAI:
             "created": int(time.time()),
             "model": body.get("model", "fake-model"),
             "choices": choices,
-            "usage": {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
-                      "total_tokens": s.prompt_tokens + s.completion_tokens},
+            "usage": {"prompt_tokens": s.prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": s.prompt_tokens + completion_tokens},
         })
 
     @staticmethod
