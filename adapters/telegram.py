@@ -13,7 +13,7 @@ import html
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from telegram import (
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 from bot.card import Markup, card
 from bot.chat import COMMANDS, ERROR_TEXT, Addressed, CheckRequest, IncomingMessage, route
 from bot.chat_app import ChatApp, Ticket
-from bot.chat_settings import ChatSettingsRequest, tracked_message
+from bot.chat_settings import tracked_message
 from bot.evidence import callback_data, evidence_lines, give_feedback, parse_callback
 from bot.notify import Asker, ReviewNotice, notice_text
 from bot.queue import SilentResponder
@@ -116,7 +116,8 @@ def to_incoming(message: Message, *, with_reply: bool = True) -> IncomingMessage
         platform="telegram", chat_id=message.chat_id, chat_kind=_kind(message.chat.type),  # type: ignore[arg-type]
         message_id=message.message_id, text=message.text or message.caption or "", thread_id=thread_id,
         sender_id=message.from_user.id if message.from_user else None, forwarded_from=forward_origin(message),
-        reply_to=reply_to, received_at=message.date, raw=message,
+        reply_to=reply_to, received_at=message.date, raw=message, chat_title=message.chat.title or "",
+        chat_handle=f"@{message.chat.username}" if message.chat.username else "",
     )
 
 
@@ -565,9 +566,6 @@ class TelegramBot(_DurableIntake):
             if incoming.chat_kind != "private" and incoming.text.strip():
                 self.chat.service.spawn(self._observe(context.bot, message, incoming), name="tipline-observe")
             return
-        if isinstance(action, ChatSettingsRequest):  # the chat's name, for /stats and "also reported by"
-            chat = message.chat
-            action = replace(action, title=chat.title or "", handle=f"@{chat.username}" if chat.username else "")
         responder = TelegramResponder(context.bot, action.chat_id, action.target_id, action.thread_id)
         is_chat_admin = None if message.chat.type == "private" else \
             _chat_admin_check(context.bot, message, incoming.sender_id)

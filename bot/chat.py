@@ -52,6 +52,8 @@ class IncomingMessage:
     is_admin_hint: bool = False
     received_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     raw: Any = field(default=None, repr=False, compare=False)
+    chat_title: str = ""  # a group's or channel's name, and its public @handle where it has one
+    chat_handle: str = ""
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
         if m and m["cmd"].lower() in CHAT_COMMANDS and not _addressed_elsewhere(m["bot"], bot_username):
             return ChatSettingsRequest(platform=msg.platform, chat_id=msg.chat_id, chat_kind="channel",
                                        target_id=msg.message_id, user_id=msg.sender_id, command=m["cmd"].lower(),
-                                       args=text[m.end():].strip())
+                                       args=text[m.end():].strip(), title=msg.chat_title, handle=msg.chat_handle)
         return None
     if m:
         if _addressed_elsewhere(m["bot"], bot_username):
@@ -174,7 +176,8 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
         if cmd in CHAT_COMMANDS:
             return ChatSettingsRequest(platform=msg.platform, chat_id=msg.chat_id, chat_kind=msg.chat_kind,
                                        target_id=msg.message_id, user_id=msg.sender_id, command=cmd,
-                                       args=text[m.end():].strip(), thread_id=msg.thread_id)
+                                       args=text[m.end():].strip(), thread_id=msg.thread_id, title=msg.chat_title,
+                                       handle=msg.chat_handle)
         if cmd in ("domains", "enrichment"):
             if msg.chat_kind == "channel":
                 return None

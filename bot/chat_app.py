@@ -48,6 +48,10 @@ class CommandResponder(Responder, Protocol):
         """The evidence view of a stored check, as new messages in the thread."""
 
 
+# (platform, request, responder, is-chat-admin check) -> the request answered
+Handler = Callable[[str, Any, CommandResponder, ChatAdminCheck | None], Awaitable[None]]
+
+
 @dataclass(frozen=True)
 class Ticket:
     """What the durable queue needs to persist a check: a key that is the same in every re-delivery of
@@ -81,10 +85,15 @@ class ChatApp:
         self.notifiers: dict[str, Notifier] = queue.notifiers if queue is not None else {}
         self.review = ReviewCommands(self.db, add_factchecks, admins, self.notifiers)
         self.info: dict[str, Mapping[str, str]] = {}
+        # One handler per kind of command (python-telegram-bot's way), for every platform.
         self._answer: dict[type, Callable[[Any, ChatAdminCheck | None], Awaitable[str]]] = {
             DomainsRequest: lambda req, admin: self.domains.handle(req, is_chat_admin=admin),
             ChatSettingsRequest: lambda req, admin: self.chat_commands.handle(req, is_chat_admin=admin),
             ReviewRequest: lambda req, admin: self.review.handle(req),
+        }
+        self._handlers: dict[type, Handler] = {
+            Info: self._info, EvidenceRequest: self._evidence_request, DomainsRequest: self._reply,
+            ChatSettingsRequest: self._chat_settings, ReviewRequest: self._reply,
         }
 
     def register(self, platform: str, *, responders: ResponderFactory | None = None,
@@ -148,17 +157,28 @@ class ChatApp:
     async def _command(self, platform: str, request: Any, responder: CommandResponder,
                        is_chat_admin: ChatAdminCheck | None) -> None:
         try:
-            if isinstance(request, Info):
-                await responder.say(self.info.get(platform, INFO_TEXT)[request.kind])
-            elif isinstance(request, EvidenceRequest):
-                await self.evidence(request.check_id, responder)
-            elif isinstance(request, ChatSettingsRequest) and request.chat_kind == "channel":
-                # The bot never posts in channels: a channel's post is by one of its admins; log the outcome.
-                log.info("channel %s: %s", request.chat_id, await self.answer(request, is_chat_admin=is_chat_admin))
-            else:
-                await responder.answer(await self.answer(request, is_chat_admin=is_chat_admin))
+            await self._handlers[type(request)](platform, request, responder, is_chat_admin)
         except Exception:
             log.exception("could not answer %s in chat %s", type(request).__name__, request.chat_id)
+
+    async def _info(self, platform: str, request: Info, responder: CommandResponder, _: object) -> None:
+        await responder.say(self.info.get(platform, INFO_TEXT)[request.kind])
+
+    async def _evidence_request(self, platform: str, request: EvidenceRequest, responder: CommandResponder,
+                                _: object) -> None:
+        await self.evidence(request.check_id, responder)
+
+    async def _reply(self, platform: str, request: DomainsRequest | ReviewRequest | ChatSettingsRequest,
+                     responder: CommandResponder, is_chat_admin: ChatAdminCheck | None) -> None:
+        await responder.answer(await self.answer(request, is_chat_admin=is_chat_admin))
+
+    async def _chat_settings(self, platform: str, request: ChatSettingsRequest, responder: CommandResponder,
+                             is_chat_admin: ChatAdminCheck | None) -> None:
+        if request.chat_kind != "channel":
+            await self._reply(platform, request, responder, is_chat_admin)
+            return
+        # The bot never posts in channels: a channel's post is by one of its admins; log the outcome.
+        log.info("channel %s: %s", request.chat_id, await self.answer(request, is_chat_admin=is_chat_admin))
 
     async def evidence(self, check_id: str, responder: CommandResponder) -> bool:
         """Send the evidence view of `check_id` (or one sentence why not); False if there is no such check."""
