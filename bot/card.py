@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from bot.render import MAX_CITATIONS, Reply, Reporter
+from bot.render import Reply, Reporter
+from core.adjudicate import MAX_CITATIONS
 
 if TYPE_CHECKING:
     from bot.chat import CheckRequest

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from core.adjudicate import MAX_CITATIONS  # a card shows every citation a verdict may carry
 from core.i18n import t
 from schema.models import AlsoReported, Citation, Match, ReportedBy, Result, Verdict
 
@@ -20,8 +21,6 @@ VERDICT_EMOJI: dict[Verdict, str] = {
     Verdict.NOT_ENOUGH_EVIDENCE: "❔",
     Verdict.NOT_CHECKABLE: "💬",
 }
-
-MAX_CITATIONS = 5
 
 
 @dataclass(frozen=True)

@@ -104,9 +104,10 @@ def test_the_engine_does_not_probe_what_its_protocols_declare():
 
 
 def test_the_card_layout_and_its_limits_are_written_once():
-    """One card (bot/card.py), one MAX_CITATIONS for it, one Slack markup stripper."""
+    """One card (bot/card.py), one MAX_CITATIONS (the engine's, which the card shows), one Slack markup
+    stripper."""
     defined: dict[str, list[str]] = {}
-    for path in _sources("adapters", "bot"):
+    for path in _sources("adapters", "bot", "core"):
         for node in ast.walk(_tree(path)):
             targets = node.targets if isinstance(node, ast.Assign) else []
             for t in targets:
@@ -115,7 +116,7 @@ def test_the_card_layout_and_its_limits_are_written_once():
             if isinstance(node, ast.FunctionDef) and node.name in ("render_html", "render_blocks", "render_card"):
                 called = {_name(c.func) for c in _calls(node)}
                 assert "card" in called, f"{path.name}:{node.name} lays out its own card"
-    assert defined["MAX_CITATIONS"] == ["bot/render.py"], defined
+    assert defined["MAX_CITATIONS"] == ["core/adjudicate.py"], defined
     slack = (ROOT / "adapters" / "slack.py").read_text(encoding="utf-8")
     assert slack.count("_SLACK_TOKEN.sub(") == 1
 
