@@ -15,6 +15,7 @@ import asyncio
 import logging
 import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -476,6 +477,10 @@ class SlackBot:
         if self.chat.queue is None and request.headers.get("X-Slack-Retry-Reason") == "http_timeout":
             # Slack retries when we were slow to answer; the first delivery is already being handled.
             return web.Response(status=200, headers={"X-Slack-No-Retry": "1"})
+        if not _signature_headers_well_formed(request.headers):
+            # slack_sdk's verifier raises (int() of the timestamp) on a malformed header: a 500 before
+            # this check. A request that cannot even be verified is unauthorised.
+            return web.Response(status=401, text="invalid request signature headers")
         bolt_req = await to_bolt_request(request)
         bolt_resp = await self.app.async_dispatch(bolt_req)
         return await to_aiohttp_response(bolt_resp)
@@ -743,3 +748,12 @@ class SlackBot:
 
 __all__ = ["SlackBot", "SlackConfig", "SlackResponder", "SlackNotifier", "respond_ephemeral", "SHORTCUT_CHECK", "render_blocks", "render_evidence", "actions_block", "slack_to_plain", "to_incoming",
            "is_ignored", "esc", "link", "safe_url"]
+
+
+def _signature_headers_well_formed(headers: Mapping[str, str]) -> bool:
+    """X-Slack-Request-Timestamp is a Unix time in digits and X-Slack-Signature a "v0=" hex digest, as
+    Slack sends them (api.slack.com/authentication/verifying-requests-from-slack); anything else is
+    refused before the verifier, which would raise on it."""
+    ts, sig = headers.get("X-Slack-Request-Timestamp", ""), headers.get("X-Slack-Signature", "")
+    return (ts.isascii() and ts.isdigit() and len(ts) <= 12
+            and sig.startswith("v0=") and len(sig) == 67 and all(c in "0123456789abcdef" for c in sig[3:]))

@@ -236,6 +236,29 @@ async def test_forged_signature_is_rejected(fake, bot):
     assert not [c for c in fake.calls if c.method != "auth.test"]
 
 
+@pytest.mark.parametrize("bad", [
+    {"X-Slack-Request-Timestamp": "not-a-number"},
+    {"X-Slack-Request-Timestamp": "1e9"},
+    {"X-Slack-Request-Timestamp": ""},
+    {"X-Slack-Request-Timestamp": "９９９"},  # full-width digits: str.isdigit() but not ASCII
+    {"X-Slack-Signature": "v1=abc"},
+    {"X-Slack-Signature": "v0=" + "z" * 64},
+    {"X-Slack-Signature": None},
+], ids=["words", "float", "empty", "fullwidth", "version", "not-hex", "missing"])
+async def test_malformed_signature_headers_get_401_not_500(fake, bot, bad):
+    body = event_body(dm("The 5G rollout caused the coronavirus outbreak"))
+    headers = signed_headers(body, content_type="application/json")
+    for name, value in bad.items():
+        if value is None:
+            headers.pop(name)
+        else:
+            headers[name] = value
+    async with aiohttp.ClientSession() as s:
+        async with s.post(f"http://127.0.0.1:{bot.port}/slack/events", data=body.encode(), headers=headers) as r:
+            assert r.status == 401, await r.text()
+    assert not [c for c in fake.calls if c.method != "auth.test"]
+
+
 async def test_stale_timestamp_is_rejected(fake, bot):
     body = event_body(dm("The 5G rollout caused the coronavirus outbreak"))
     status, _ = await post(bot, body, ts=int(time.time()) - 10 * 60)
