@@ -15,17 +15,14 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from bot.chat import CheckService
+from bot.chat_app import ChatApp
+from bot.queue import SilentResponderFactory
 from core.intake import EmptyInput
 from schema.models import Result
-from storage.sqlite import Database
-
-if TYPE_CHECKING:
-    from bot.queue import JobQueue
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +34,13 @@ def _error(status: int, message: str) -> web.Response:
 
 
 class HttpApi:
-    def __init__(self, checks: CheckService, db: Database, token: str | None, count_factchecks=None,
-                 queue: JobQueue | None = None):
-        self.queue = queue
-        self.checks = checks  # runs, stores and counts (metrics) each check
-        if queue is not None:
-            from bot.queue import SilentResponderFactory
-
-            # An API check cut short by a crash is finished by a worker; the client's retry finds it.
-            queue.register("api", SilentResponderFactory())
-        self.db = db
+    def __init__(self, chat: ChatApp, token: str | None,
+                 count_factchecks: Callable[[], Awaitable[int]] | None = None):
+        self.queue = chat.queue
+        self.checks = chat.service  # runs, stores and counts (metrics) each check
+        # An API check cut short by a crash is finished by a worker; the client's retry finds it.
+        chat.register("api", responders=SilentResponderFactory())
+        self.db = chat.db
         self.token = token
         self._count = count_factchecks
 

@@ -206,7 +206,7 @@ async def _start_http(settings: Settings, app: App, chat: ChatApp, sl_config: An
         web_app = SlackBot(sl_config, chat).web_app()
     else:
         web_app = web.Application()
-    HttpApi(chat.service, app.db, api_token, count_factchecks=app.kb.count, queue=chat.queue).add_routes(web_app)
+    HttpApi(chat, api_token, count_factchecks=app.kb.count).add_routes(web_app)
     if telegram is not None and telegram.config.webhook_url:
         telegram.add_webhook_route(web_app)
     if app.metrics is not None:

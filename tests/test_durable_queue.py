@@ -607,7 +607,7 @@ async def test_shutdown_puts_late_checks_back_then_the_next_run_finishes_them(q_
 async def test_rest_idempotency_key_maps_to_one_check(q_app, jobs_db):
     queue = make_queue(q_app, jobs_db, workers=1)
     web_app = web.Application()
-    HttpApi(queue.service, q_app.db, "tok", queue=queue).add_routes(web_app)
+    HttpApi(ChatApp(q_app.engine, queue=queue), "tok").add_routes(web_app)
     # A request the last process accepted but never finished (it was killed mid-check):
     store = JobStore(jobs_db)
     await store.enqueue("api:left-over", "api", "api", None,
