@@ -22,11 +22,13 @@ from aiohttp import web
 from bot.chat_app import ChatApp
 from bot.queue import SilentResponderFactory
 from core.intake import EmptyInput
+from schema.json_limits import JSONTooDeep, loads_bounded
 from schema.models import Result
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
+BODY_JSON_DEPTH = 8  # the body is {"text": …}; anything deeper is not a request of ours
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -76,7 +78,9 @@ class HttpApi:
         if len(raw) > MAX_BODY_BYTES:
             return _error(413, f"the request body is over {MAX_BODY_BYTES // 1024} KB")
         try:
-            payload = json.loads(raw.decode("utf-8"))
+            payload = loads_bounded(raw.decode("utf-8"), limit=BODY_JSON_DEPTH)
+        except JSONTooDeep as exc:
+            return _error(400, f"{exc}; the body must be JSON like {{\"text\": \"the message to check\"}}")
         except (UnicodeDecodeError, json.JSONDecodeError):
             return _error(400, 'the body must be JSON like {"text": "the message to check"}')
         text = payload.get("text") if isinstance(payload, dict) else None

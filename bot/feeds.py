@@ -46,7 +46,7 @@ class FeedRefresher:
         for url in self.feeds:
             try:
                 name, data = await read_source(url)
-                rows = parse_bytes(name, data)
+                rows = await asyncio.to_thread(parse_bytes, name, data)  # CPU work: off the bot's event loop
             except IngestFormatError as exc:
                 report.failed[url] = str(exc)
                 log.warning("feed %s skipped: %s", url, exc)

@@ -7,6 +7,7 @@ so they are trusted (the SSRF guard is for links that arrive in messages).
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,7 +70,8 @@ async def ingest_source(kb: KnowledgeBase, source: str, mapping: dict[str, str] 
     run_id = await kb.db.start_ingest_run(source)
     try:
         name, data = await read_source(source)
-        rows = parse_bytes(name, data, mapping)
+        # Parsing a 200 MB file takes seconds of CPU: off the event loop, so a bot that ingests keeps answering.
+        rows = await asyncio.to_thread(parse_bytes, name, data, mapping)
     except IngestFormatError as exc:
         report.failed = str(exc)
         await kb.db.finish_ingest_run(run_id, status="failed", added=0, skipped=0, errors=[str(exc)])

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from core.ingest.base import IngestFormatError, ParsedRow, RowError
 from core.ingest.fields import build_factcheck
+from schema.json_limits import JSONTooDeep, loads_bounded
 from schema.models import FactCheck
 
 _LD_JSON_BLOCK = re.compile(
@@ -133,8 +134,8 @@ def ld_json_blocks(page: str) -> list[Any]:
         # Some CMSs wrap the JSON in CDATA or HTML comments to keep old parsers quiet.
         raw = re.sub(r"^\s*(?:<!--|//\s*<!\[CDATA\[|<!\[CDATA\[)|(?:-->|//\s*\]\]>|\]\]>)\s*$", "", raw.strip())
         try:
-            blocks.append(json.loads(raw))
-        except json.JSONDecodeError:
+            blocks.append(loads_bounded(raw))
+        except (json.JSONDecodeError, JSONTooDeep):
             continue
     return blocks
 
@@ -149,7 +150,9 @@ def parse_text(text: str) -> Iterator[ParsedRow]:
         yield from parse_document(blocks)
         return
     try:
-        doc = json.loads(text)
+        doc = loads_bounded(text)
+    except JSONTooDeep as exc:
+        raise IngestFormatError(f"The file cannot be read: {exc}.") from exc
     except json.JSONDecodeError as exc:
         raise IngestFormatError(f"The file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from exc
     yield from parse_document(doc)

@@ -14,6 +14,7 @@ from typing import Any
 
 from core.ingest import claimreview, factcheck_api, feeds, tabular
 from core.ingest.base import IngestFormatError, ParsedRow
+from schema.json_limits import JSONTooDeep, loads_bounded
 
 MAX_BYTES = 200 * 1024 * 1024
 
@@ -52,7 +53,9 @@ def _decode(name: str, data: bytes) -> str:
 
 def _sniff_json(name: str, text: str) -> tuple[str, Any]:
     try:
-        doc = json.loads(text)
+        doc = loads_bounded(text)
+    except JSONTooDeep as exc:
+        raise IngestFormatError(f"{name} cannot be read: {exc}.") from exc
     except json.JSONDecodeError as exc:
         first = text.strip().split("\n", 1)[0]
         try:

@@ -14,6 +14,7 @@ from typing import Any
 
 from core.ingest.base import IngestFormatError, ParsedRow, RowError
 from core.ingest.fields import build_factcheck
+from schema.json_limits import JSONTooDeep, loads_bounded
 
 
 def is_api_response(doc: Any) -> bool:
@@ -67,7 +68,9 @@ def parse_document(doc: Any) -> Iterator[ParsedRow]:
 
 def parse_text(text: str) -> Iterator[ParsedRow]:
     try:
-        doc = json.loads(text)
+        doc = loads_bounded(text)
+    except JSONTooDeep as exc:
+        raise IngestFormatError(f"The file cannot be read: {exc}.") from exc
     except json.JSONDecodeError as exc:
         raise IngestFormatError(f"The file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from exc
     yield from parse_document(doc)

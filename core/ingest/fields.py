@@ -159,6 +159,9 @@ def split_urls(value: Any) -> list[str]:
 
 
 NO_RATING = "no rating"
+# A claim is a sentence or two (CLEF's 10,375: at most ~1,000 characters); a longer "claim" is a page
+# pasted into the wrong column, and would be embedded and stored whole.
+MAX_CLAIM_CHARS = 5_000
 NO_URL = "rating without a source URL"
 
 
@@ -182,6 +185,8 @@ def build_factcheck(
     claim_text = clean_text(claim)
     if not claim_text:
         raise RowError("missing claim text")
+    if len(claim_text) > MAX_CLAIM_CHARS:
+        raise RowError(f"claim over {MAX_CLAIM_CHARS:,} characters")
     rating = clean_text(rating_text)
     # A fact-check is a claim, a verdict and the article that gives it. Without the verdict there is
     # nothing to inherit, and a verdict without its article cannot be cited: stored, either one came

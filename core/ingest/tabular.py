@@ -13,17 +13,20 @@ import csv
 import io
 import json
 import re
-import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from core.ingest import claimreview
 from core.ingest.base import IngestFormatError, ParsedRow, RowError
 from core.ingest.fields import build_factcheck
+from schema.json_limits import JSONTooDeep, loads_bounded
 from schema.models import FactCheck
 
-# Claims and summaries can be long; the csv module's 128 KiB default cell limit is a whole-file crash.
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+# Claims and summaries can be long, and the csv module's 128 KiB default cell limit stopped a whole
+# file; unbounded, one 50 MB cell went on for 180 s to 3.5 GB of memory (issue: hostile input). A cell
+# over 1 MiB is not a claim: the reader stops there and says where.
+MAX_CELL_BYTES = 2**20
+csv.field_size_limit(MAX_CELL_BYTES)
 
 # field -> accepted column names (already in `_key` form), best guess first.
 DEFAULT_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -144,7 +147,9 @@ def parse_delimited(text: str, mapping: Mapping[str, str] | None = None, delimit
             yield _row(start, "line", _record_to_factcheck, dict(zip(header, row)), columns)
     except csv.Error as exc:
         # The csv module cannot resynchronise after a broken row; report where it stopped.
-        yield ParsedRow(previous_end + 1, None, f"line {previous_end + 1}: unreadable CSV ({exc}); rest of file skipped")
+        why = (f"a cell is over the {MAX_CELL_BYTES // 2**20} MB limit" if "field limit" in str(exc)
+               else f"unreadable CSV ({exc})")
+        yield ParsedRow(previous_end + 1, None, f"line {previous_end + 1}: {why}; rest of file skipped")
     if header is None:
         raise IngestFormatError("The file has no header row.")
 
@@ -171,7 +176,9 @@ def parse_jsonl(text: str, mapping: Mapping[str, str] | None = None) -> Iterator
         if not raw.strip():
             continue
         try:
-            numbered.append((line, json.loads(raw)))
+            numbered.append((line, loads_bounded(raw)))
+        except JSONTooDeep as exc:
+            bad.append(ParsedRow(line, None, f"line {line}: {exc}"))
         except json.JSONDecodeError as exc:
             bad.append(ParsedRow(line, None, f"line {line}: invalid JSON ({exc.msg})"))
     if not numbered:
