@@ -145,7 +145,7 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
                 failed += 1
                 print(f"tipline: nothing ingested from {source}: {report.failed}", file=sys.stderr)
                 continue
-            print(f"{source}: {report.added} new, {report.updated} updated, {report.skipped} skipped")
+            print(f"{source}: {report.summary()}")
         print(f"Knowledge base: {await app.kb.count()} fact-checks.")
     return EXIT_FAILED if failed else 0
 
@@ -157,6 +157,8 @@ async def cmd_eval(args: argparse.Namespace) -> int:
         return await cmd_eval_corroboration(args)
     if args.task == "evidence":
         return await cmd_eval_evidence(args)
+    if args.task == "checkability":
+        return await cmd_eval_checkability(args)
     from bot.claim_eval import run_claim_matching
 
     bar = ProgressBar("index claims")
@@ -188,6 +190,24 @@ async def cmd_eval_corroboration(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: {result['messages']} messages in {result['clusters']} stories")
     if args.qrels:
         print(f"pairwise P={result['precision']:.4f} R={result['recall']:.4f} F1={result['f1']:.4f}")
+    return 0
+
+
+async def cmd_eval_checkability(args: argparse.Namespace) -> int:
+    from bot.app import check_data_dir, load_multilingual
+    from bot.checkability_eval import read_messages, run_checkability_eval
+    from core.checkability import CheckabilityModel, ClaimGate
+
+    settings = _settings(args)
+    read_messages(args.messages)  # a bad file fails in one sentence before the model loads
+    check_data_dir(settings.data_dir)
+    gate = ClaimGate(CheckabilityModel.load(), await asyncio.to_thread(load_multilingual, settings))
+    outcome = await asyncio.to_thread(run_checkability_eval, gate, args.messages, args.out)
+    print(f"wrote {args.out}: {outcome.messages} messages, {outcome.claims} with a claim")
+    if outcome.scores:
+        for name, s in outcome.scores.items():
+            print(f"{name}: P={s.precision:.4f} R={s.recall:.4f} F1={s.f1:.4f} (n={s.support})")
+        print(f"macro-F1={outcome.macro_f1:.4f}")
     return 0
 
 
@@ -402,6 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="claims to report (hash of claim_id: 70%% train, 30%% dev); train is always shown too")
     ev.add_argument("--out", type=Path, help="write the full report as JSON")
     ev.add_argument("--cache-dir", type=Path, help="keep the sentence vectors here as .npy for reruns")
+
+    ck = esub.add_parser("checkability", parents=[common], help="is there a checkable claim? the offline gate "
+                         "over a TSV (tweet_id, tweet_text; CLEF-2020 Task 1 files as they are)")
+    ck.add_argument("--messages", type=Path, required=True, help="TSV with a header: tweet_id, tweet_text "
+                    "(a claim column, when present, is scored)")
+    ck.add_argument("--out", type=Path, required=True, help="tweet_id<TAB>p_claim<TAB>label file to write")
 
     ta = esub.add_parser("tatoeba", parents=[common], help="Tatoeba RU/UK-EN: does each model find a sentence's "
                          "translation among 1,000 (nearest-neighbour accuracy, both directions)")

@@ -14,6 +14,7 @@ from bot.domains import DomainPolicy
 from bot.metrics import Metrics
 from bot.settings import Settings
 from core.budget import BudgetedLLM
+from core.checkability import CheckabilityModel, ClaimGate
 from core.embeddings import Embedder
 from core.engine import Engine
 from core.evidence.evidence_index import EvidenceIndex
@@ -139,7 +140,8 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
                                     rates={"gdelt": 12})  # GDELT asks for at most one request per 5 s
         engine = Engine(db, matcher, max_input_chars=settings.max_input_chars, source_policy=DomainPolicy(db),
                         embedder=embedder, llm=llm, sources=protected, evidence_store=evidence_index,
-                        source_timeout_s=settings.source_timeout_s, deadline_s=settings.check_deadline_s)
+                        source_timeout_s=settings.source_timeout_s, deadline_s=settings.check_deadline_s,
+                        claim_gate=ClaimGate(CheckabilityModel.load(), multilingual))
         stack.push_async_callback(engine.aclose)
         corroborator = Corroborator(MessageStore(db), MessageVectors(vectors, settings.messages_collection), embedder,
                                     window_days=settings.corroboration_window_days,

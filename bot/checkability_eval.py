@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.checkability import ClaimGate
+from core.evaluation import EvalDataError
 
 BATCH = 64
 
 
-class MessagesFileError(ValueError):
+class MessagesFileError(EvalDataError):
     """The messages file is not a TSV with tweet_id and tweet_text columns."""
 
 

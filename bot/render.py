@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from core.card_words import confidence_words, related_heading, related_matches, shown_confidence
 from core.adjudicate import MAX_CITATIONS  # a card shows every citation a verdict may carry
 from core.i18n import t
 from schema.models import AlsoReported, Citation, Match, ReportedBy, Result, Verdict
@@ -115,7 +116,7 @@ class Reply:
     check_id: str
     emoji: str
     label: str
-    confidence_pct: int
+    confidence_pct: int | None  # None: no verdict, so no percentage (core/card_words.py)
     reasoning: str
     citations: list[Citation]
     related_heading: str
@@ -133,7 +134,7 @@ class Reply:
 
     @property
     def headline(self) -> str:
-        return f"{self.emoji} {self.label} · {self.t('card.confidence', pct=self.confidence_pct)}"
+        return f"{self.emoji} {self.label} · {confidence_words(self.confidence_pct, self.lang)}"
 
 
 def _related(m: Match) -> RelatedItem:
@@ -142,17 +143,12 @@ def _related(m: Match) -> RelatedItem:
 
 
 def to_reply(result: Result) -> Reply:
-    shown = [m for m in result.matches if m.tier in ("auto", "suggest")] or result.matches
+    shown = related_matches(result.matches, result.text)
     lang = result.language
-    if any(m.tier == "auto" for m in shown):
-        heading = t("related.auto", lang)
-    elif any(m.tier == "suggest" for m in shown):
-        heading = t("related.suggest", lang)
-    else:
-        heading = t("related.none", lang)
+    heading = related_heading(shown, lang)
     return Reply(
         check_id=result.id, emoji=VERDICT_EMOJI[result.verdict], label=result.label,
-        confidence_pct=round(result.confidence * 100), reasoning=result.reasoning,
+        confidence_pct=shown_confidence(result.verdict, result.confidence), reasoning=result.reasoning,
         citations=result.citations[:MAX_CITATIONS], related_heading=heading,
         related=[_related(m) for m in shown[:3]], notes=list(result.notes), mode=result.mode,
         also_reported=also_reported_line(result.also_reported),

@@ -1,14 +1,16 @@
 """The offline verdict: what tipline may honestly say with no LLM and no web, from matches alone.
 
 A verdict is only ever inherited from a previous fact-check that is, with high calibrated probability,
-the same claim (tier "auto"); otherwise the answer is NOT_ENOUGH_EVIDENCE with what came closest.
-Never a guessed verdict.
+the same claim (tier "auto"); otherwise the answer is NOT_ENOUGH_EVIDENCE with what came closest (at or
+above the measured floor for related fact-checks). Never a guessed verdict. The confidence is the
+probability that the verdict shown is right (core/confidence.py); Unverified carries none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.confidence import ConfidenceMap, default_map
 from core.i18n import t
 from schema.models import Citation, Match, Verdict
 from core.negation import contradicts
@@ -33,15 +35,24 @@ def _when(m: Match, lang: str) -> str:
     return t("offline.when", lang, date=m.published_at.isoformat()) if m.published_at else ""
 
 
-def decide(text: str, matches: list[Match], closest: int = 3, language: str = "en") -> OfflineVerdict:
-    """`language` is the reply language (the user's)."""
+def _rating(m: Match, lang: str) -> str:
+    return m.rating_text or t(f"label.{m.verdict.value}", lang)
+
+
+def decide(text: str, matches: list[Match], closest: int = 3, language: str = "en",
+           calibration: ConfidenceMap | None = None) -> OfflineVerdict:
+    """`language` is the reply language (the user's). `calibration` maps a match probability to the
+    probability that the inherited verdict is right (core/confidence.py; the shipped map by default)."""
     lang = language
+    cal = calibration or default_map()
     auto = [m for m in matches if m.tier == "auto"]
-    suggest = [m for m in matches if m.tier == "suggest"]
+    # Below the measured floor a "possibly related" fact-check is as likely noise as related: not listed.
+    suggest = [m for m in matches if m.tier == "suggest" and m.similarity >= cal.floor_for(text, m.claim)]
     notes: list[str] = []
 
     if auto:
         top = auto[0]
+        who = top.publisher or t("offline.a_factchecker", lang)
         # A message that negates the checked claim ("5G does NOT cause COVID") matches it just as
         # closely as one repeating it; inheriting the rating would invert the answer. Matching alone
         # cannot tell which side the user is on, so say so instead of guessing. Polarity is judged
@@ -50,41 +61,40 @@ def decide(text: str, matches: list[Match], closest: int = 3, language: str = "e
         # "Vaccines do not cause autism".
         if top.method != "url" and contradicts(text, top.claim):
             notes.append(t("note.negated", lang))
-            suggest = auto + suggest
-            auto = []
-        else:
-            agreeing = [m for m in auto if m.verdict == top.verdict]
-            conflicting = [m for m in auto if m.verdict != top.verdict]
-            cited = agreeing[:3] + conflicting[:2]
-            citations = [_citation(i, m, lang) for i, m in enumerate(cited, start=1)]
-            reasoning = t("offline.matched", lang, who=top.publisher or t("offline.a_factchecker", lang),
-                          when=_when(top, lang), claim=top.claim,
-                          rating=top.rating_text or t(f"label.{top.verdict.value}", lang))
-            # A match probability rounds to 1.0 for near-identical text, but no similarity makes a
-            # verdict certain; only an exact link match (method "url") is reported as such.
-            confidence = top.similarity if top.method == "url" else min(top.similarity, 0.99)
-            if len(agreeing) > 1:
-                refs = "".join(f"[{i}]" for i in range(2, len(agreeing[:3]) + 1))
-                reasoning += t("offline.more_agree", lang, n=len(agreeing) - 1, refs=refs)
-            if conflicting:
-                first = len(agreeing[:3]) + 1
-                other = conflicting[0]
-                reasoning += t("offline.conflict", lang, n=first,
-                               rating=other.rating_text or t(f"label.{other.verdict.value}", lang))
-                confidence *= 0.7
-                notes.append(t("note.disagree", lang))
-            return OfflineVerdict(top.verdict, round(min(max(confidence, 0.0), 1.0), 3), reasoning, citations,
-                                  matches, notes)
+            # One story: the fact-check is of this claim (listed as such), only its rating is withheld.
+            reasoning = t("offline.negated", lang, who=who, when=_when(top, lang),
+                          claim=top.claim, rating=_rating(top, lang))
+            listed = [top] + suggest[:closest - 1]
+            return OfflineVerdict(Verdict.NOT_ENOUGH_EVIDENCE, 0.0, reasoning,
+                                  [_citation(i, m, lang) for i, m in enumerate(listed, start=1)], listed, notes)
+        agreeing = [m for m in auto if m.verdict == top.verdict]
+        conflicting = [m for m in auto if m.verdict != top.verdict]
+        cited = agreeing[:3] + conflicting[:2]
+        citations = [_citation(i, m, lang) for i, m in enumerate(cited, start=1)]
+        reasoning = t("offline.matched", lang, who=who, when=_when(top, lang), claim=top.claim,
+                      rating=_rating(top, lang))
+        # The probability that the verdict shown is right: the top match being the same claim, through
+        # the calibration fitted for exactly that (before: min(p, 0.99), over-confident where a
+        # message's own fact-check is missing). An exact link match is reported as such.
+        confidence = top.similarity if top.method == "url" else cal.inherited(top.similarity)
+        if len(agreeing) > 1:
+            refs = "".join(f"[{i}]" for i in range(2, len(agreeing[:3]) + 1))
+            reasoning += t("offline.more_agree", lang, n=len(agreeing) - 1, refs=refs)
+        if conflicting:
+            first = len(agreeing[:3]) + 1
+            other = conflicting[0]
+            reasoning += t("offline.conflict", lang, n=first, rating=_rating(other, lang))
+            confidence *= 0.7
+            notes.append(t("note.disagree", lang))
+        return OfflineVerdict(top.verdict, round(min(max(confidence, 0.0), 1.0), 3), reasoning, citations,
+                              matches, notes)
 
-    related = suggest[:closest] or matches[:closest]
+    related = suggest[:closest]
     citations = [_citation(i, m, lang) for i, m in enumerate(related, start=1)]
-    if suggest:
+    if related:
         reasoning = t("offline.closest", lang, items=" ".join(f"“{m.claim}” [{i}]." for i, m in enumerate(related, 1)))
     else:
         reasoning = t("offline.nothing", lang)
-        citations = []
-        related = []
-    top_p = matches[0].similarity if matches else 0.0
     notes.append(t("note.offline", lang))
-    return OfflineVerdict(Verdict.NOT_ENOUGH_EVIDENCE, round(1.0 - top_p, 3), reasoning, citations,
-                          related, notes)
+    # No verdict, so no confidence in one: 0, and cards print none (core/card_words.py).
+    return OfflineVerdict(Verdict.NOT_ENOUGH_EVIDENCE, 0.0, reasoning, citations, related, notes)

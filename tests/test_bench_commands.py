@@ -20,6 +20,7 @@ CLEF = ROOT / "tests" / "data" / "bench_clef"
 CLAIMS = CLEF / "verified_claims.docs.tsv"
 CLIMATE_FEVER = ROOT / "tests" / "data" / "bench_climate_fever.jsonl"
 TATOEBA = ROOT / "tests" / "data" / "bench_tatoeba"
+CHECKABILITY = ROOT / "tests" / "data" / "bench_checkability.tsv"
 
 # Each documented command and the test below that runs it.
 COVERED = {
@@ -32,6 +33,7 @@ COVERED = {
     "eval corroboration": "test_eval_corroboration",
     "eval evidence": "test_eval_evidence",
     "eval tatoeba": "test_eval_tatoeba",
+    "eval checkability": "test_eval_checkability",
 }
 
 
@@ -132,6 +134,16 @@ def test_eval_tatoeba(tipline) -> None:
         ("sentence-transformers/all-MiniLM-L6-v2", "rus"), ("sentence-transformers/all-MiniLM-L6-v2", "ukr")}
     multilingual = [r for r in rows if "e5" in r[0]]
     assert all(float(r[3]) == 1.0 and float(r[4]) == 1.0 for r in multilingual)  # 5 easy pairs, own sentences
+
+
+def test_eval_checkability(tipline, tmp_path: Path) -> None:
+    out = tmp_path / "run.tsv"
+    printed = tipline("eval", "checkability", "--messages", CHECKABILITY, "--out", out)
+    rows = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r[0] for r in rows] == ["101", "102", "103", "104", "105", "106"]  # CLEF Task 1 columns, read as they are
+    assert all(0.0 <= float(p) <= 1.0 and label in ("0", "1") for _, p, label in rows)
+    assert {r[0]: r[2] for r in rows} == {"101": "0", "102": "1", "103": "0", "104": "1", "105": "0", "106": "1"}
+    assert "wrote" in printed and "macro-F1=1.0000" in printed  # six easy messages of our own
 
 
 def test_bench_report_quick(tipline, tmp_path: Path) -> None:

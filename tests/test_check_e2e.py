@@ -42,11 +42,12 @@ async def test_classic_false_claims_inherit_the_fact_check_rating(shared, text):
     assert top.tier == "auto" and top.similarity >= shared.matcher.thresholds.auto
     assert result.citations and result.citations[0].url == top.url
     assert "[1]" in result.reasoning
-    assert [s.name for s in result.steps] == ["intake", "match", "evidence", "verdict"]
+    assert [s.name for s in result.steps] == ["intake", "checkability", "match", "evidence", "verdict"]
 
 
 async def test_an_unrelated_message_gets_no_verdict(shared):
-    result = await shared.engine.check("My neighbour's cat sleeps on the warm car bonnet every afternoon.")
+    # A checkable claim no fact-check covers (a personal anecdote is now "not checkable": tests/test_checkability.py)
+    result = await shared.engine.check("The town council of Bexley voted to close the central library in 2019.")
     assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE
     assert result.label == "Unverified"
     assert not [m for m in result.matches if m.tier == "auto"]

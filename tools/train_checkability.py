@@ -240,6 +240,13 @@ def main(argv: list[str] | None = None) -> int:
         mask = np.ones(len(CUE_NAMES))
         mask[i] = 0
         ablation[f"without {name}"] = round(cv_score(train_X(True, mask), l2, cw)[0], 4)
+    # Together, the cues whose removal alone did not lower the objective (the rule: a cue stays only if it helps).
+    idle = [i for i, name in enumerate(CUE_NAMES) if ablation[f"without {name}"] >= s_all]
+    if idle:
+        mask = np.ones(len(CUE_NAMES))
+        mask[idle] = 0
+        label = "without " + "+".join(CUE_NAMES[i] for i in idle)
+        ablation[label] = round(cv_score(train_X(True, mask), l2, cw)[0], 4)
     for k, v in ablation.items():
         print(f"{k:<24} {v:.4f}  ({v - s_all:+.4f})")
     # Without the chat messages (CLEF only): what our own data adds.
