@@ -1,11 +1,20 @@
 """The REST API: the same checks as the bots, as JSON, for scripts, newsroom tools and browser extensions.
 
-    POST /v1/checks        {"text": "..."}  -> 201 Result JSON       (Authorization: Bearer <token>)
-    GET  /v1/checks/{id}                    -> 200 Result JSON | 404
+    POST /v1/checks        {"text": "..."}                       (Authorization: Bearer <token>)
+        -> 201 Result JSON, Location /v1/checks/{id}    the check finished within WAIT_S seconds
+        -> 202 {"status", "job"}, Location /v1/jobs/{n}  still waiting or running: poll that
+        -> 400 nothing to check / bad body · 429 rate limited · 503 queue full (both with Retry-After)
+    GET  /v1/jobs/{n}      -> 200 Result JSON when done · 202 {"status"} while queued · 422 if it failed
+    GET  /v1/checks/{id}   -> 200 Result JSON | 404
     POST with `Idempotency-Key: <key>`: the same key answers with the same check (200, header
-    `Idempotent-Replayed: true`) instead of running it again; 409 while it is still running, 422 if
-    the key is reused for a different text. Needs the job queue (bot/queue.py).
-    GET  /healthz                           -> 200 {"status": "ok", "factchecks": N}
+    `Idempotent-Replayed: true`) instead of running it again, across restarts too; 422 if the key is
+    reused for a different text. A 429/503 is not remembered: retry with the same key.
+    GET  /healthz          -> 200 {"status": "ok", "factchecks": N}
+
+Every check goes through the durable job queue (bot/queue.py), like a chat message: the same workers
+(`TIPLINE_WORKERS`), queue cap and rate limits. Before, a request with an Idempotency-Key ran its
+check inside the HTTP handler: 300 concurrent POSTs all ran at once, every client waited ~14.5 s and
+/healthz stalled up to 5.8 s (docs/reliability.md).
 
 Routes are added to the one aiohttp application that also carries /slack/events.
 """
@@ -15,30 +24,46 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from bot.chat_app import ChatApp
-from bot.queue import SilentResponderFactory
-from core.intake import EmptyInput
+from bot.chat import CheckRequest
+from bot.queue import JobQueue, SilentResponderFactory
+from core.intake import EmptyInput, intake
 from schema.json_limits import JSONTooDeep, loads_bounded
 from schema.models import Result
+from storage.jobs import Job
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
 BODY_JSON_DEPTH = 8  # the body is {"text": …}; anything deeper is not a request of ours
+# How long a POST waits for its check before answering 202: an offline check takes ~0.1-1 s here, a
+# check with web search and an LLM a few seconds; past this the client polls /v1/jobs/{n}.
+WAIT_S = 10.0
+RETRY_AFTER_S = 30
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error": message}, status=status, headers=headers)
+
+
+def _created(result: Result, *, status: int = 201, replayed: bool = False) -> web.Response:
+    headers = {"Location": f"/v1/checks/{result.id}"}
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return web.Response(status=status, text=result.model_dump_json(), content_type="application/json",
+                        headers=headers)
 
 
 class HttpApi:
     def __init__(self, chat: ChatApp, token: str | None,
-                 count_factchecks: Callable[[], Awaitable[int]] | None = None):
+                 count_factchecks: Callable[[], Awaitable[int]] | None = None, *, wait_s: float = WAIT_S):
         self.queue = chat.queue
+        self.wait_s = wait_s
         self.checks = chat.service  # runs, stores and counts (metrics) each check
         # An API check cut short by a crash is finished by a worker; the client's retry finds it.
         chat.register("api", responders=SilentResponderFactory())
@@ -51,6 +76,7 @@ class HttpApi:
         if self.token:
             app.router.add_post("/v1/checks", self.create_check)
             app.router.add_get("/v1/checks/{check_id}", self.get_check)
+            app.router.add_get("/v1/jobs/{job_id}", self.get_job)
 
     def _authorised(self, request: web.Request) -> bool:
         header = request.headers.get("Authorization", "")
@@ -86,53 +112,65 @@ class HttpApi:
         text = payload.get("text") if isinstance(payload, dict) else None
         if not isinstance(text, str):
             return _error(400, 'the body must be JSON like {"text": "the message to check"}')
+        try:
+            intake(text)  # nothing to check is said now, before the request takes a place in line
+        except EmptyInput as exc:
+            return _error(400, str(exc))
         key = request.headers.get("Idempotency-Key")
-        if key is not None and self.queue is not None:
-            return await self._idempotent_check(key, text)
-        try:
-            result = await self._check(text)
-        except EmptyInput as exc:
-            return _error(400, str(exc))
-        return web.Response(status=201, text=result.model_dump_json(), content_type="application/json",
-                            headers={"Location": f"/v1/checks/{result.id}"})
-
-    async def _check(self, text: str) -> Result:
-        return await self.checks.check(text)
-
-    async def _idempotent_check(self, key: str, text: str) -> web.Response:
-        from bot.queue import request_to_payload
-        from bot.chat import CheckRequest
-
-        assert self.queue is not None
-        if not key or len(key) > 200:
+        if key is not None and not 0 < len(key) <= 200:
             return _error(400, "the Idempotency-Key must be 1-200 characters")
-        store = self.queue.store
+        if self.queue is None:  # a bare app without workers (no `tipline run`): check in the handler
+            result = await self.checks.check(text)
+            return _created(result)
+        return await self._queued_check(self.queue, key, text)
+
+    async def _queued_check(self, queue: JobQueue, key: str | None, text: str) -> web.Response:
+        replayed = key is not None
+        key = key or uuid.uuid4().hex
         req = CheckRequest(text=text, chat_id="api", target_id=key)
-        job, created = await store.enqueue(f"api:{key}", "api", "api", None, request_to_payload(req, {}),
-                                           status="running")
-        if not created:
-            if job.payload.get("request", {}).get("text") != text:
+        admission = await queue.submit(f"api:{key}", "api", req, {})
+        job = admission.job
+        if admission.outcome in ("limited", "full"):
+            await queue.store.forget_refused(job.id)
+            if admission.outcome == "limited":
+                return _error(429, "too many checks from this API in a short time; retry later",
+                              headers={"Retry-After": str(RETRY_AFTER_S)})
+            return _error(503, "too many checks are waiting; retry later", headers={"Retry-After": str(RETRY_AFTER_S)})
+        if admission.outcome == "duplicate":
+            if job.payload.get("request", {}).get("text") != req.text:
                 return _error(422, "this Idempotency-Key was used for a different text")
-            if job.status == "done" and job.check_id:
-                result = await self.db.get_check(job.check_id)
-                if result is not None:
-                    return web.Response(text=result.model_dump_json(), content_type="application/json",
-                                        headers={"Location": f"/v1/checks/{result.id}",
-                                                 "Idempotent-Replayed": "true"})
-            if job.status in ("pending", "running", "held"):
-                return _error(409, "a check with this Idempotency-Key is still running; try again shortly")
-            return _error(422, "the check with this Idempotency-Key could not be made; use a new key")
+        else:
+            replayed = False
+        finished = await queue.wait_finished(job.id, self.wait_s)
+        if finished is None:
+            return web.json_response({"status": "queued", "job": job.id}, status=202,
+                                     headers={"Location": f"/v1/jobs/{job.id}", "Retry-After": "2"})
+        return await self._finished_response(finished, replayed=replayed)
+
+    async def _finished_response(self, job: Job, *, replayed: bool = False) -> web.Response:
+        if job.status == "done" and job.check_id:
+            result = await self.db.get_check(job.check_id)
+            if result is not None:
+                return _created(result, status=200 if replayed else 201, replayed=replayed)
+        if job.status == "refused":
+            return _error(503, "this check was refused while the queue was full; send it again",
+                          headers={"Retry-After": str(RETRY_AFTER_S)})
+        return _error(422, "the check could not be made; send it again with a new Idempotency-Key")
+
+    async def get_job(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            return _error(401, "missing or wrong bearer token")
         try:
-            result = await self._check(text)
-        except EmptyInput as exc:
-            await store.mark_failed(job.id, str(exc))
-            return _error(400, str(exc))
-        except Exception as exc:
-            await store.mark_failed(job.id, repr(exc))
-            raise
-        await store.mark_done(job.id, result.id)
-        return web.Response(status=201, text=result.model_dump_json(), content_type="application/json",
-                            headers={"Location": f"/v1/checks/{result.id}"})
+            job_id = int(request.match_info["job_id"])
+        except ValueError:
+            return _error(404, "no job with that id")
+        job = await self.queue.store.get_id(job_id) if self.queue is not None else None
+        if job is None or job.platform != "api":
+            return _error(404, "no job with that id")
+        if job.status in ("held", "pending", "running"):
+            return web.json_response({"status": "running" if job.status == "running" else "queued", "job": job.id},
+                                     status=202, headers={"Retry-After": "2"})
+        return await self._finished_response(job)
 
     async def get_check(self, request: web.Request) -> web.Response:
         if not self._authorised(request):

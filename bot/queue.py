@@ -125,6 +125,11 @@ class JobQueue:
         self._stopped = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[Any]] = set()  # notices: kept referenced, awaited at stop
+        self._finished: dict[int, asyncio.Event] = {}  # job id -> set when it ends (REST clients wait on it)
+        # Admission is count-then-insert: without a lock, 40 concurrent REST requests all counted 0
+        # waiting jobs and all got in past a hard cap of 2. One process owns the queue, so a lock is
+        # enough; each admission is ~2 ms of SQLite.
+        self._admit = asyncio.Lock()
         self.resumed = 0  # jobs found running/held at start-up (left by a crash)
 
     def register(self, platform: str, factory: ResponderFactory) -> None:
@@ -136,6 +141,10 @@ class JobQueue:
     async def submit(self, idem_key: str, platform: str, req: CheckRequest, where: Mapping[str, Any]) -> Admission:
         """Persist a check request (or recognise a re-delivery). When this returns, the request is
         durable and the platform delivery may be acknowledged. Raises if the database cannot take it."""
+        async with self._admit:
+            return await self._submit(idem_key, platform, req, where)
+
+    async def _submit(self, idem_key: str, platform: str, req: CheckRequest, where: Mapping[str, Any]) -> Admission:
         existing = await self.store.get(idem_key)
         if existing is not None:
             return Admission(existing, "duplicate")
@@ -191,6 +200,25 @@ class JobQueue:
                     self._wake.set()
         self._spawn(send())
 
+    async def wait_finished(self, job_id: int, timeout: float) -> Job | None:
+        """The job once it is done, failed or refused; None while it is still waiting or running after
+        `timeout` seconds. Waiting costs no polling: the worker that ends the job wakes its waiters."""
+        event = self._finished.setdefault(job_id, asyncio.Event())
+        job = await self.store.get_id(job_id)
+        if job is None or job.status in ("done", "failed", "refused"):
+            self._finished.pop(job_id, None)
+            return job
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            return None
+        return await self.store.get_id(job_id)
+
+    def _ended(self, job_id: int) -> None:
+        event = self._finished.pop(job_id, None)
+        if event is not None:
+            event.set()
+
     # --- workers -----------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -243,6 +271,7 @@ class JobQueue:
         except Exception as exc:  # a payload we cannot read will never run: say so in the table
             log.error("job %s has an unreadable payload", job.id, exc_info=True)
             await self.store.mark_failed(job.id, f"unreadable payload: {exc!r}")
+            self._ended(job.id)
             return
         try:
             check_id = await self.service.run_check(req, responder)
@@ -255,6 +284,7 @@ class JobQueue:
             if job.attempts >= MAX_ATTEMPTS:
                 log.error("job %s failed %d times; giving up", job.id, job.attempts, exc_info=True)
                 await self.store.mark_failed(job.id, repr(exc))
+                self._ended(job.id)
                 return
             log.warning("job %s failed (attempt %d); retrying", job.id, job.attempts, exc_info=True)
             try:
@@ -264,6 +294,7 @@ class JobQueue:
             return
         set_check_id(check_id)
         await self.store.mark_done(job.id, check_id)
+        self._ended(job.id)
         log.info("job %s done (check %s)", job.id, check_id)
 
     async def stop(self, timeout: float | None = None) -> None:

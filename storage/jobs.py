@@ -145,6 +145,12 @@ class JobStore:
     async def mark_failed(self, job_id: int, error: str) -> None:
         await self._set(job_id, "status = 'failed', finished_at = ?, error = ?", _now(), error[:2000])
 
+    async def forget_refused(self, job_id: int) -> None:
+        """Drop a refused request's row: a REST client told 429/503 retries with the same
+        Idempotency-Key, which must then be taken, not recognised as the refused one."""
+        async with self.db.transaction() as conn:
+            await conn.execute("DELETE FROM jobs WHERE id = ? AND status = 'refused'", (job_id,))
+
     async def recover(self) -> int:
         """At start-up: jobs a crash left `running` or `held` go back in line. Returns how many."""
         async with self.db.transaction() as conn:
