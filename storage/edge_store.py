@@ -110,8 +110,11 @@ def _split(vector: Any) -> tuple[dict[str, np.ndarray], dict[str, Terms]]:
                 sparse[k] = Terms(list(v.indices), list(v.values))
             else:
                 names.append(k)
-        if names:  # one conversion for all of a point's dense vectors (per-vector calls cost 2x)
-            dense = dict(zip(names, np.asarray([vector[k] for k in names], dtype=np.float32)))
+        lists = [vector[k] for k in names]
+        if names and len({len(v) for v in lists}) == 1:  # one conversion for all (per-vector calls cost 2x)
+            dense = dict(zip(names, np.asarray(lists, dtype=np.float32)))
+        else:
+            dense = {k: np.asarray(v, dtype=np.float32) for k, v in zip(names, lists)}
     return dense, sparse
 
 
