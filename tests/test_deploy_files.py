@@ -1,0 +1,322 @@
+"""The deployment files, checked statically (no Docker engine here): Dockerfile, docker-compose.yml,
+.env.example and the Slack app manifest against the code they deploy.
+
+- the Dockerfile copies every package pyproject.toml installs, and the entry point imports from
+  nothing but what it copies (the image could not import `schema` before);
+- compose runs `tipline run` on 0.0.0.0 with a published port, an env file, a healthcheck on a route
+  the server really has, a restart policy, the Qdrant server and SearxNG under a profile;
+- every TIPLINE_* name in those files is a field of `bot.settings.Settings`, and .env.example lists
+  every field, with the field's real default;
+- the Slack manifest subscribes to what adapters/slack.py listens for, with the scopes those need.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+import shutil
+import site
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+PREFIX = str(Settings.model_config.get("env_prefix", ""))
+FIELDS = {PREFIX + name.upper() for name in Settings.model_fields}
+TIPLINE_NAME = re.compile(rf"\b{PREFIX}[A-Z0-9_]+\b")
+
+
+# --- Dockerfile ----------------------------------------------------------------------------------
+
+def dockerfile() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs: continuation lines joined, comments dropped."""
+    lines: list[tuple[str, str]] = []
+    pending = ""
+    for raw in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):
+            continue  # a comment inside a continued instruction
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        text = pending + line
+        pending = ""
+        word, _, rest = text.partition(" ")
+        lines.append((word.upper(), rest.strip()))
+    assert not pending, "the Dockerfile ends inside a continued line"
+    return lines
+
+
+def exec_form(args: str) -> list[str]:
+    value = json.loads(args)
+    assert isinstance(value, list) and all(isinstance(v, str) for v in value), args
+    return value
+
+
+def docker_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for word, args in dockerfile():
+        if word == "ENV":
+            for pair in shlex.split(args):
+                name, sep, value = pair.partition("=")
+                assert sep, f"ENV {pair!r}: use NAME=value"
+                env[name] = value
+    return env
+
+
+def installed_packages() -> list[str]:
+    """The top-level packages pyproject.toml installs (its packages.find include patterns)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    return sorted({p.rstrip("*").rstrip(".") for p in patterns})
+
+
+def copied() -> dict[str, str]:
+    """Dockerfile COPY: source -> destination (relative to WORKDIR)."""
+    out: dict[str, str] = {}
+    for word, args in dockerfile():
+        if word == "COPY":
+            parts = args.split()
+            assert not any(p.startswith("--") for p in parts), "COPY flags are not expected here"
+            *sources, dest = parts
+            for src in sources:
+                out[src.rstrip("/")] = dest if dest not in (".", "./") else src
+    return out
+
+
+def test_the_image_copies_every_package_pyproject_installs() -> None:
+    packages = installed_packages()
+    assert "schema" in packages  # the package the image used to miss
+    sources = copied()
+    for package in packages:
+        assert (ROOT / package / "__init__.py").is_file(), package
+        assert package in sources, f"the Dockerfile does not COPY {package}/, so the image cannot import it"
+        assert sources[package].rstrip("/") in (package, f"./{package}"), f"{package} is copied elsewhere"
+    for needed in ("pyproject.toml", "README.md"):  # pip install . reads both (readme = README.md)
+        assert needed in sources or any(needed in args.split() for w, args in dockerfile() if w == "COPY")
+    runs = " ".join(args for word, args in dockerfile() if word == "RUN")
+    assert "pip install ." in runs
+
+
+def test_the_copied_tree_imports_without_the_rest_of_the_repo(tmp_path: Path) -> None:
+    """Only what the Dockerfile copies, plus the installed dependencies: every module of every package
+    imports. This is what failed in the image when `schema/` was not copied."""
+    for word, args in dockerfile():
+        if word != "COPY":
+            continue
+        *sources, _ = args.split()
+        for src in sources:
+            path = ROOT / src
+            if path.is_dir():
+                shutil.copytree(path, tmp_path / src, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(path, tmp_path / src)
+    site_dirs = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    # -S: no site processing, so the editable install's path hook (which points at the repo) is not
+    # loaded; only the copy and the third-party packages are on the path.
+    code = (
+        "import importlib, pkgutil, sys\n"
+        f"sys.path[:0] = [{str(tmp_path)!r}] + {site_dirs!r}\n"
+        f"packages = {installed_packages()!r}\n"
+        "failed = []\n"
+        "for name in packages:\n"
+        "    pkg = importlib.import_module(name)\n"
+        "    assert pkg.__file__.startswith(sys.path[0]), pkg.__file__\n"
+        "    for info in pkgutil.walk_packages(pkg.__path__, name + '.'):\n"
+        "        try:\n"
+        "            importlib.import_module(info.name)\n"
+        "        except Exception as exc:\n"
+        "            failed.append(f'{info.name}: {type(exc).__name__}: {exc}')\n"
+        "print('\\n'.join(failed))\n"
+        "sys.exit(1 if failed else 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The data the engine loads at run time is in the copy too (package data of core).
+    assert (tmp_path / "core" / "data" / "seed_factchecks.jsonl").is_file()
+
+
+def test_the_image_runs_tipline_run_on_every_interface() -> None:
+    instructions = dockerfile()
+    entry = [exec_form(a) for w, a in instructions if w == "ENTRYPOINT"]
+    cmd = [exec_form(a) for w, a in instructions if w == "CMD"]
+    assert entry[-1] == ["tipline"]
+    assert cmd[-1] == ["run"]
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "tipline" in config["project"]["scripts"]
+    from adapters.main import build_parser
+
+    assert build_parser().parse_args(["run"]).command == "run"  # a real subcommand
+    env = docker_env()
+    assert env["TIPLINE_HTTP_HOST"] == "0.0.0.0"
+    exposed = [a for w, a in instructions if w == "EXPOSE"]
+    assert exposed and exposed[-1].split("/")[0] == env["TIPLINE_HTTP_PORT"]
+    users = [a for w, a in instructions if w == "USER"]
+    assert users and users[-1] not in ("root", "0")
+
+
+def test_dockerfile_env_names_are_settings() -> None:
+    env = docker_env()
+    names = [n for n in env if n.startswith(PREFIX)]
+    assert names
+    assert set(names) <= FIELDS, set(names) - FIELDS
+    # and each value parses as that setting
+    Settings(_env_file=None, **{n[len(PREFIX):].lower(): env[n] for n in names})  # type: ignore[call-arg]
+
+
+# --- docker-compose.yml --------------------------------------------------------------------------
+
+def compose() -> dict[str, Any]:
+    doc = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def environment(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) for item in env)
+    return {str(k): str(v) for k, v in env.items()}
+
+
+def test_compose_runs_tipline_run_with_a_published_port_and_a_healthcheck() -> None:
+    services = compose()["services"]
+    assert set(services) >= {"tipline", "qdrant", "searxng"}
+    app = services["tipline"]
+    assert app["build"] in (".", {"context": "."})
+    assert app["command"] == ["run"]
+    env = environment(app)
+    assert env["TIPLINE_HTTP_HOST"] == "0.0.0.0"
+    port = env["TIPLINE_HTTP_PORT"]
+    # published: "[host:]hostport:containerport", the container side being the server's port
+    published = [str(p) for p in app["ports"]]
+    assert any(p.rsplit(":", 1)[-1] == port for p in published), published
+    env_files = app["env_file"] if isinstance(app["env_file"], list) else [app["env_file"]]
+    assert ".env" in [f if isinstance(f, str) else f["path"] for f in env_files]
+    assert app["restart"] in ("always", "unless-stopped", "on-failure")
+    check = app["healthcheck"]
+    test = " ".join(check["test"]) if isinstance(check["test"], list) else check["test"]
+    assert f"127.0.0.1:{port}/healthz" in test
+    assert check.get("start_period")
+    # the server really serves /healthz (adapters/http_api.py registers it on every deployment)
+    tree = ast.parse((ROOT / "adapters" / "http_api.py").read_text(encoding="utf-8"))
+    routes = {c.args[0].value for c in ast.walk(tree) if isinstance(c, ast.Call)
+              and isinstance(c.func, ast.Attribute) and c.func.attr == "add_get"
+              and c.args and isinstance(c.args[0], ast.Constant)}
+    assert "/healthz" in routes
+    # the graceful shutdown gives running checks 20 s; docker's default 10 s would cut them off
+    assert app.get("stop_grace_period")
+
+
+def test_compose_wires_the_qdrant_server_and_an_optional_searxng() -> None:
+    services = compose()["services"]
+    app, qdrant, searxng = services["tipline"], services["qdrant"], services["searxng"]
+    assert qdrant["image"].startswith("qdrant/qdrant:") and not qdrant["image"].endswith(":latest")
+    assert "http://qdrant:6333" in environment(app)["TIPLINE_QDRANT_URL"]
+    assert app["depends_on"]["qdrant"]["condition"] == "service_healthy"
+    assert "healthcheck" in qdrant and qdrant.get("restart")
+    assert any(str(v).endswith(":/qdrant/storage") for v in qdrant["volumes"])
+    assert any(str(v).endswith(":/data") for v in app["volumes"])
+    assert searxng["profiles"] == ["searxng"]
+    assert "ports" not in qdrant and "ports" not in searxng  # only tipline reaches them
+    # the SearxNG settings it mounts turn on the JSON API tipline calls (else SearxNG answers 403)
+    mount = next(str(v) for v in searxng["volumes"] if str(v).endswith("/etc/searxng/settings.yml:ro"))
+    settings = yaml.safe_load((ROOT / mount.split(":")[0]).read_text(encoding="utf-8"))
+    assert "json" in settings["search"]["formats"]
+    assert settings["server"]["limiter"] is False
+    assert settings["server"]["secret_key"] != "ultrasecretkey"  # SearxNG refuses to start with it
+
+
+def test_compose_env_names_are_settings() -> None:
+    text = (ROOT / "docker-compose.yml").read_text(encoding="utf-8")
+    names = set(TIPLINE_NAME.findall(text))
+    assert names
+    assert names <= FIELDS, names - FIELDS
+
+
+# --- .env.example -------------------------------------------------------------------------------
+
+ASSIGNMENT = re.compile(r"^#?\s*([A-Z][A-Z0-9_]*)=(.*)$")
+
+
+def env_example() -> dict[str, tuple[str, bool, str]]:
+    """NAME -> (value, commented out, the comment line above it)."""
+    out: dict[str, tuple[str, bool, str]] = {}
+    previous = ""
+    for line in (ROOT / ".env.example").read_text(encoding="utf-8").splitlines():
+        m = ASSIGNMENT.match(line.strip())
+        if m:
+            assert m[1] not in out, f"{m[1]} is listed twice"
+            out[m[1]] = (m[2], line.startswith("#"), previous)
+        previous = line.strip() if line.strip().startswith("#") and not m else previous if m else ""
+    return out
+
+
+def test_env_example_lists_every_setting_and_nothing_else() -> None:
+    listed = env_example()
+    names = set(listed)
+    assert names <= FIELDS, f"not settings: {sorted(names - FIELDS)}"
+    assert FIELDS <= names, f"settings missing from .env.example: {sorted(FIELDS - names)}"
+    text = (ROOT / ".env.example").read_text(encoding="utf-8")
+    assert set(TIPLINE_NAME.findall(text)) <= FIELDS
+
+
+def test_env_example_gives_each_setting_a_comment_and_its_real_default() -> None:
+    for name, (value, commented, comment) in env_example().items():
+        field = Settings.model_fields[name[len(PREFIX):].lower()]
+        assert commented, f"{name} is set in .env.example: leave it commented, its default applies"
+        assert comment.startswith("# ") and len(comment) > 10, f"{name} has no comment line"
+        default = field.get_default(call_default_factory=True)
+        if default is None or default == []:
+            assert value == "", f"{name}: the default is unset, the example shows {value!r}"
+            continue
+        parsed = getattr(Settings(_env_file=None, **{name[len(PREFIX):].lower(): value}),  # type: ignore[call-arg]
+                         name[len(PREFIX):].lower())
+        assert parsed == default, f"{name}: .env.example shows {value!r}, the default is {default!r}"
+
+
+def test_env_example_parses_as_settings_when_every_line_is_uncommented(tmp_path: Path) -> None:
+    """Uncommenting a line with a value gives a valid setting (and the defaults come back)."""
+    lines = []
+    for name, (value, _, _) in env_example().items():
+        if value:
+            lines.append(f"{name}={value}")
+    env = tmp_path / ".env"
+    env.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    loaded = Settings(_env_file=env)  # type: ignore[call-arg]
+    assert loaded.gdelt_url == Settings.model_fields["gdelt_url"].default
+    assert loaded.http_port == 8080
+
+
+def test_an_empty_gdelt_url_turns_news_search_off() -> None:
+    """What .env.example and docs/deploy.md say: TIPLINE_GDELT_URL= (empty) turns GDELT off."""
+    import aiohttp
+
+    from core.evidence.registry import build_sources
+
+    async def names(settings: Settings) -> list[str]:
+        async with aiohttp.ClientSession() as session:
+            return [s.name for s in build_sources(settings, api_session=session)]
+
+    import asyncio
+
+    on = asyncio.run(names(Settings(_env_file=None)))  # type: ignore[call-arg]
+    off = asyncio.run(names(Settings(_env_file=None, gdelt_url="")))  # type: ignore[call-arg]
+    assert "gdelt" in on and "gdelt" not in off
+
+
+@pytest.mark.parametrize("path", ["Dockerfile", "docker-compose.yml", ".env.example"])
+def test_deploy_files_point_to_the_guide(path: str) -> None:
+    assert "docs/deploy.md" in (ROOT / path).read_text(encoding="utf-8")
