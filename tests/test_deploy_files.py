@@ -320,3 +320,149 @@ def test_an_empty_gdelt_url_turns_news_search_off() -> None:
 @pytest.mark.parametrize("path", ["Dockerfile", "docker-compose.yml", ".env.example"])
 def test_deploy_files_point_to_the_guide(path: str) -> None:
     assert "docs/deploy.md" in (ROOT / path).read_text(encoding="utf-8")
+
+
+# --- Slack app manifest ---------------------------------------------------------------------------
+
+MANIFEST = ROOT / "deploy" / "slack-app-manifest.yml"
+MANIFEST_SOCKET = ROOT / "deploy" / "slack-app-manifest-socket.yml"
+# What each bot event needs (Slack's Events API reference).
+EVENT_SCOPES = {"app_mention": "app_mentions:read", "message.channels": "channels:history",
+                "message.groups": "groups:history", "message.im": "im:history", "message.mpim": "mpim:history"}
+# What each Web API method the adapter calls needs (Slack's method reference).
+METHOD_SCOPES = {"chat_postMessage": "chat:write", "chat_update": "chat:write", "chat_postEphemeral": "chat:write"}
+LISTENER_KINDS = {"event", "command", "shortcut", "action", "error"}
+
+
+def manifest(path: Path = MANIFEST) -> dict[str, Any]:
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def slack_registrations() -> dict[str, set[str]]:
+    """What `SlackBot.__init__` registers on its bolt app, read from the code: kind -> names. Names given
+    as module constants (SHORTCUT_CHECK, ACTION_UP…) or built in a loop over one (CHAT_COMMANDS) are
+    resolved through the module, so a new listener anywhere in that method shows up here."""
+    import adapters.slack as slack
+
+    tree = ast.parse(Path(slack.__file__).read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SlackBot")
+    init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    loops: dict[str, list[str]] = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Name):
+            loops[node.target.id] = list(getattr(slack, node.iter.id))
+
+    def values(arg: ast.expr) -> list[str]:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            return [arg.value]
+        if isinstance(arg, ast.Name):
+            return [str(getattr(slack, arg.id))]
+        if isinstance(arg, ast.JoinedStr):
+            names = [v.value.id for v in arg.values if isinstance(v, ast.FormattedValue)
+                     and isinstance(v.value, ast.Name)]
+            assert len(names) == 1 and names[0] in loops, ast.unparse(arg)
+            out = []
+            for item in loops[names[0]]:
+                out.append("".join(v.value if isinstance(v, ast.Constant) else item for v in arg.values))
+            return out
+        raise AssertionError(f"cannot read a listener name from {ast.unparse(arg)}")
+
+    found: dict[str, set[str]] = {kind: set() for kind in LISTENER_KINDS}
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        target = node.func.value
+        if isinstance(target, ast.Attribute) and target.attr == "app" and isinstance(target.value, ast.Name) \
+                and target.value.id == "self":
+            kind = node.func.attr
+            assert kind in LISTENER_KINDS, (f"SlackBot registers a `{kind}` listener: add what it needs to "
+                                            "deploy/slack-app-manifest*.yml and to this test")
+            if kind != "error":
+                found[kind].update(*(values(a) for a in node.args[:1]))
+    return found
+
+
+def test_the_code_registers_what_the_readme_names() -> None:
+    """The extraction itself reads the code right (it would otherwise compare two empty sets)."""
+    found = slack_registrations()
+    assert {"app_mention", "message"} <= found["event"]
+    assert {"/check", "/evidence", "/domains", "/review", "/track", "/auto", "/forget", "/stats"} <= found["command"]
+    assert found["shortcut"] == {"tipline_check_message"}
+    assert found["action"] == {"tipline_sources", "tipline_fb_up", "tipline_fb_down"}
+
+
+def test_manifest_has_every_command_shortcut_and_event_the_code_listens_for() -> None:
+    found = slack_registrations()
+    doc = manifest()
+    features, settings = doc["features"], doc["settings"]
+    assert {c["command"] for c in features["slash_commands"]} == found["command"]
+    assert all(c.get("description") for c in features["slash_commands"])
+    shortcuts = features["shortcuts"]
+    assert {s["callback_id"] for s in shortcuts} == found["shortcut"]
+    # the handler answers message shortcuts only (a global one has no message to check)
+    assert all(s["type"] == "message" and s["name"] and s["description"] for s in shortcuts)
+    events = set(settings["event_subscriptions"]["bot_events"])
+    assert {e.split(".")[0] for e in events} == found["event"], "subscribed events nobody handles, or the reverse"
+    # DMs are checked and tracked channels are read: the `message` listener needs both
+    assert {"message.im", "message.channels", "app_mention"} <= events
+    # buttons (actions) and shortcuts arrive as interactivity payloads
+    assert settings["interactivity"]["is_enabled"] is True
+    # DMs to the app: the Messages tab must accept messages
+    home = features["app_home"]
+    assert home["messages_tab_enabled"] is True and home["messages_tab_read_only_enabled"] is False
+    assert features["bot_user"]["display_name"]
+
+
+def test_manifest_scopes_are_what_the_code_needs() -> None:
+    import adapters.slack as slack
+
+    doc = manifest()
+    scopes = set(doc["oauth_config"]["scopes"]["bot"])
+    events = set(doc["settings"]["event_subscriptions"]["bot_events"])
+    needed = {EVENT_SCOPES[e] for e in events}
+    if doc["features"]["slash_commands"] or doc["features"]["shortcuts"]:
+        needed.add("commands")
+    code = "".join(Path(m.__file__).read_text(encoding="utf-8")  # type: ignore[arg-type]
+                   for m in (slack, __import__("adapters.slack_socket", fromlist=["x"])))
+    methods = set(re.findall(r"client\.([a-z]+_[A-Za-z]+)\(", code))
+    assert methods, "no Web API calls found: the pattern no longer matches the code"
+    unknown = methods - set(METHOD_SCOPES)
+    assert not unknown, f"Web API methods without a known scope: {unknown}; add them to METHOD_SCOPES and the manifest"
+    needed |= {METHOD_SCOPES[m] for m in methods}
+    assert scopes == needed, f"missing {needed - scopes}, unused {scopes - needed}"
+    assert "user" not in doc["oauth_config"]["scopes"]  # a bot, never a user's token
+
+
+def test_http_manifest_points_every_url_at_the_slack_route() -> None:
+    from urllib.parse import urlsplit
+
+    from adapters.slack import SlackConfig
+
+    doc = manifest()
+    assert doc["settings"]["socket_mode_enabled"] is False
+    urls = [c["url"] for c in doc["features"]["slash_commands"]]
+    urls += [doc["settings"]["event_subscriptions"]["request_url"], doc["settings"]["interactivity"]["request_url"]]
+    path = SlackConfig(bot_token="x", signing_secret="x").path
+    for url in urls:
+        parts = urlsplit(url)
+        assert parts.scheme == "https" and parts.path == path, url
+    assert len({urlsplit(u).netloc for u in urls}) == 1
+
+
+def test_socket_manifest_is_the_same_app_without_urls() -> None:
+    http, socket = manifest(), manifest(MANIFEST_SOCKET)
+    assert socket["settings"]["socket_mode_enabled"] is True
+
+    def strip(doc: dict[str, Any]) -> dict[str, Any]:
+        doc = json.loads(json.dumps(doc))
+        for command in doc["features"]["slash_commands"]:
+            command.pop("url", None)
+        doc["settings"]["event_subscriptions"].pop("request_url", None)
+        doc["settings"]["interactivity"].pop("request_url", None)
+        doc["settings"].pop("socket_mode_enabled")
+        return doc
+
+    assert "https://" not in MANIFEST_SOCKET.read_text(encoding="utf-8").split("_metadata:", 1)[1]
+    assert strip(socket) == strip(http)
