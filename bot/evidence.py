@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from bot.card import Markup
+from core.card_words import confidence_words, shown_confidence
 from schema.models import Result
 from storage.feedback import FeedbackStore
 from storage.sqlite import Database
@@ -84,7 +85,8 @@ def evidence_lines(result: Result, markup: Markup) -> list[str]:
     esc, link, bold, code = markup.text, markup.link, markup.bold, markup.code
     out = [bold(f"Evidence for check {code(esc(result.id))}"),
            f"Checked: “{esc(_clip(result.text, 300))}”",
-           f"Verdict: {esc(result.label)} · confidence {round(result.confidence * 100)}% · "
+           f"Verdict: {esc(result.label)} · "
+           f"{esc(confidence_words(shown_confidence(result.verdict, result.confidence), 'en'))} · "
            f"{esc(result.mode)} mode · {esc(result.created_at.strftime('%Y-%m-%d %H:%M UTC'))}"]
     if result.reasoning:
         out.append(esc(result.reasoning))
