@@ -478,9 +478,11 @@ class EdgeVectorStore(VectorStore):
             raise
         except Exception:  # the original stays in place: searchable, by full scan where unindexed
             log.exception("vector store: index build failed for %s", name)
+            return
         finally:
             with self._guard:
                 self._building.discard(name)
+        self._wrote(name, 0)  # what was written during the build may be due already
 
     async def _build_aside(self, name: str) -> None:
         lock = self._lock_of(name)
@@ -494,6 +496,7 @@ class EdgeVectorStore(VectorStore):
                 shard.users += 1  # the copy reads its files
             try:
                 if await asyncio.to_thread(shard.edge.count, qe.CountRequest(exact=False)) < self.optimize_at:
+                    shard.written = 0  # small enough for full scan; counting starts again
                     return
                 built = self.root / "collections" / f"{name}.g{generation}"
                 shutil.rmtree(built, ignore_errors=True)
@@ -527,7 +530,9 @@ class EdgeVectorStore(VectorStore):
                         raise VectorStoreError(f"{name} went away during its index build")
                     self._catalog["collections"][name].update(dir=built.name, generation=generation)
                     self._save_catalog()
-                    self._shards[name] = _Shard(fresh, built)
+                    swapped = self._shards[name] = _Shard(fresh, built)
+                    # The replayed writes sit in a plain segment of the built copy: they count towards the next build.
+                    swapped.written = shard.written
                     shard.retired = True
                     now = shard.users == 0
                 if now:
@@ -549,10 +554,22 @@ class EdgeVectorStore(VectorStore):
     async def settle(self) -> None:
         """Wait for the builds running, then build whatever is still unindexed (benchmarks, tests, moving
         a data dir): afterwards every point of a shard past optimize_at is in an indexed segment."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-        with self._guard:
-            due = [name for name, s in self._shards.items() if s.written > 0 and not s.retired]
-            self._building.update(due)
-        for name in due:
-            await self._build(name)
+        while True:
+            while self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            with self._guard:
+                due = [name for name, s in self._shards.items() if s.written > 0 and not s.retired
+                       and name not in self._building]
+                self._building.update(due)
+            if not due:
+                return
+            for name in due:
+                await self._build_once(name)
+
+    async def _build_once(self, name: str) -> None:
+        """A build that does not chain another (settle loops itself)."""
+        try:
+            await self._build_aside(name)
+        finally:
+            with self._guard:
+                self._building.discard(name)

@@ -299,3 +299,24 @@ async def test_also_reported_by_agrees_on_both_backends(tmp_path, model_dir):
     assert stories[0] == stories[1] == stories[2] and stories[3] == stories[4] != stories[0]
     assert summary[0][0] == ["a", "b", "c"] and summary[1][0] == ["a", "d"] and summary[3] is None
     assert removed == (1, 1) and after == ["a"] and left == indexed == len(texts) - 2
+
+
+async def test_writes_made_during_a_build_are_indexed_by_the_next_one(tmp_path):
+    """Points written while a build runs are replayed into the built copy's plain segment; they count
+    towards the next build, and settle() leaves nothing unindexed."""
+    rng = np.random.default_rng(12)
+    n, dim = 9000, 32
+    vecs = _unit(rng, n, dim)
+    store = await EdgeVectorStore.open(tmp_path / "edge", dim=dim, optimize_at=3000, optimize_every=3000)
+    try:
+        mv = MessageVectors(store, "messages")
+        await mv.ensure()
+        for i in range(0, n, 500):  # faster than a build: most points arrive while one runs
+            await mv.upsert([MessagePoint(f"k{j}", vecs[j], "telegram", "c", str(j), float(j), f"k{j}", 0.0,
+                                          frozenset(), frozenset(), False) for j in range(i, i + 500)])
+        await store.settle()
+        assert await store.indexed_vectors("messages") == n == await mv.count()
+        near = await mv.nearest(vecs[8999], t=None, window_s=0, floor=0.0, limit=1)
+        assert near[0].key == "k8999"
+    finally:
+        await store.aclose()
