@@ -466,3 +466,44 @@ def test_socket_manifest_is_the_same_app_without_urls() -> None:
 
     assert "https://" not in MANIFEST_SOCKET.read_text(encoding="utf-8").split("_metadata:", 1)[1]
     assert strip(socket) == strip(http)
+
+
+# --- docs/deploy.md -------------------------------------------------------------------------------
+
+GUIDE = ROOT / "docs" / "deploy.md"
+
+
+def test_the_guide_names_only_real_settings_files_and_commands() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    names = set(TIPLINE_NAME.findall(text))
+    assert names <= FIELDS, f"not settings: {sorted(names - FIELDS)}"
+    for path in set(re.findall(r"`((?:deploy|docs|tests|adapters|bot|core|storage|scripts)/[\w./-]+)`", text)):
+        assert (ROOT / path).exists(), path
+    for path in ("Dockerfile", "docker-compose.yml", ".env.example"):
+        assert path in text
+    from adapters.main import build_parser
+
+    commands = set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    # `tipline X`, .venv/bin/tipline X, docker compose run --rm tipline X
+    used = set(re.findall(r"(?:`|bin/|--rm )tipline (?:--[\w-]+ )*([a-z]+)\b", text))
+    assert used and used <= commands, used - commands
+    assert "[docs/deploy.md](docs/deploy.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_guide_says_what_the_manifest_and_the_webhook_code_do() -> None:
+    text = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    doc = manifest()
+    for event in doc["settings"]["event_subscriptions"]["bot_events"]:
+        assert f"`{event}`" in text, event
+    for scope in doc["oauth_config"]["scopes"]["bot"]:
+        assert f"`{scope}`" in text, scope
+    for command in doc["features"]["slash_commands"]:
+        assert f"`{command['command']}`" in text
+    import inspect
+
+    from adapters.telegram import WEBHOOK_SECRET_HEADER, TelegramBot
+
+    assert WEBHOOK_SECRET_HEADER in text
+    # "the URL's path … `/telegram/webhook` too if the URL has none": the code's fallback
+    fallback = inspect.getsource(TelegramBot.webhook_path.fget)  # type: ignore[attr-defined]
+    assert 'or "/telegram/webhook"' in fallback and "`/telegram/webhook` too if the URL has none" in text
