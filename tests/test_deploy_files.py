@@ -300,8 +300,9 @@ def test_env_example_parses_as_settings_when_every_line_is_uncommented(tmp_path:
     assert loaded.http_port == 8080
 
 
-def test_an_empty_gdelt_url_turns_news_search_off() -> None:
-    """What .env.example and docs/deploy.md say: TIPLINE_GDELT_URL= (empty) turns GDELT off."""
+def test_an_empty_gdelt_url_turns_news_search_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What .env.example and docs/deploy.md say: TIPLINE_GDELT_URL= (empty) in .env, or as an empty
+    environment variable (what compose's env_file makes of that line), turns GDELT off."""
     import aiohttp
 
     from core.evidence.registry import build_sources
@@ -312,9 +313,14 @@ def test_an_empty_gdelt_url_turns_news_search_off() -> None:
 
     import asyncio
 
+    monkeypatch.delenv(f"{PREFIX}GDELT_URL", raising=False)
     on = asyncio.run(names(Settings(_env_file=None)))  # type: ignore[call-arg]
-    off = asyncio.run(names(Settings(_env_file=None, gdelt_url="")))  # type: ignore[call-arg]
-    assert "gdelt" in on and "gdelt" not in off
+    env = tmp_path / ".env"
+    env.write_text(f"{PREFIX}GDELT_URL=\n", encoding="utf-8")
+    off_file = asyncio.run(names(Settings(_env_file=env)))  # type: ignore[call-arg]
+    monkeypatch.setenv(f"{PREFIX}GDELT_URL", "")
+    off_env = asyncio.run(names(Settings(_env_file=None)))  # type: ignore[call-arg]
+    assert "gdelt" in on and "gdelt" not in off_file and "gdelt" not in off_env
 
 
 @pytest.mark.parametrize("path", ["Dockerfile", "docker-compose.yml", ".env.example"])
