@@ -17,6 +17,8 @@ storage/message_vectors.py, on top of them. Callers never ask which backend they
 from __future__ import annotations
 
 import abc
+import math
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -26,6 +28,7 @@ import numpy as np
 DENSE_FIELDS = ("claim", "title")  # the English model's vectors of the claim and the headline
 MULTI_FIELD = "multi"              # the multilingual model's vector of claim + headline
 SPARSE_FIELD = "terms"
+SEQ_FIELD = "seq"  # payload: a fact-check's place in ingest order
 
 IndexKind = Literal["keyword", "float", "integer", "datetime", "bool"]
 
@@ -162,6 +165,7 @@ class VectorStore(abc.ABC):
     def __init__(self, dim: int, multi_dim: int | None = None):
         self.dim = dim
         self.multi_dim = multi_dim or dim
+        self._seq = time.time_ns()  # fact-checks' ingest order, the tie-break of equal scores
 
     # --- what each backend implements ------------------------------------------------------------
 
@@ -300,9 +304,12 @@ class VectorStore(abc.ABC):
         await self.ensure_collection(name, self.factchecks_spec())
 
     async def upsert_factchecks(self, name: str, points: Sequence[FactCheckPoint]) -> None:
-        await self.upsert(name, [
-            Point(p.id, {"claim": p.claim_vector, "title": p.title_vector, MULTI_FIELD: p.multi_vector},
-                  p.payload, {SPARSE_FIELD: p.terms}) for p in points])
+        out = []
+        for p in points:
+            self._seq += 1
+            out.append(Point(p.id, {"claim": p.claim_vector, "title": p.title_vector, MULTI_FIELD: p.multi_vector},
+                             {**p.payload, SEQ_FIELD: self._seq}, {SPARSE_FIELD: p.terms}))
+        await self.upsert(name, out)
 
     async def search_factchecks(self, name: str, dense: np.ndarray, sparse: SparseTerms,
                                 limit: int, multi: np.ndarray | None = None) -> list[Hit]:
@@ -321,6 +328,10 @@ class VectorStore(abc.ABC):
                                          vectors=[*DENSE_FIELDS, MULTI_FIELD])
         hits: dict[str, Hit] = {}
         for list_name, points in zip(lists, results):
+            # Equal scores (the same claim fact-checked twice, short claims sharing their few terms) go
+            # to the earlier-ingested fact-check, as the numpy index this replaced did: the engine's
+            # own order of ties cost 0.054 MAP@5 on CLEF dev (0.9232 -> 0.8695, recall@5 unchanged).
+            points = sorted(points, key=lambda p: (-float(f"{p.score:.6g}"), p.payload.get(SEQ_FIELD, math.inf)))
             for rank, p in enumerate(points, start=1):
                 hit = hits.get(p.id)
                 if hit is None:
