@@ -24,9 +24,9 @@ from schema.models import FactCheck
 
 # Claims and summaries can be long, and the csv module's 128 KiB default cell limit stopped a whole
 # file; unbounded, one 50 MB cell went on for 180 s to 3.5 GB of memory (issue: hostile input). A cell
-# over 1 MiB is not a claim: the reader stops there and says where.
+# over 1 MiB is not a claim: the reader stops there and says where. The csv module's limit is one
+# global setting (the evaluation code raises it for CLEF's files), so each parse sets its own.
 MAX_CELL_BYTES = 2**20
-csv.field_size_limit(MAX_CELL_BYTES)
 
 # field -> accepted column names (already in `_key` form), best guess first.
 DEFAULT_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -120,6 +120,14 @@ def sniff_delimiter(first_line: str) -> str:
 
 def parse_delimited(text: str, mapping: Mapping[str, str] | None = None, delimiter: str | None = None) -> Iterator[ParsedRow]:
     """CSV/TSV text (BOM already removed) -> rows; line numbers are physical lines, header = line 1."""
+    previous = csv.field_size_limit(MAX_CELL_BYTES)
+    try:
+        yield from _parse_delimited(text, mapping, delimiter)
+    finally:
+        csv.field_size_limit(previous)
+
+
+def _parse_delimited(text: str, mapping: Mapping[str, str] | None, delimiter: str | None) -> Iterator[ParsedRow]:
     text = text.removeprefix("\ufeff")
     if delimiter is None:
         delimiter = sniff_delimiter(text.split("\n", 1)[0])
