@@ -159,7 +159,7 @@ async def cmd_eval(args: argparse.Namespace) -> int:
         return await cmd_eval_evidence(args)
     if args.task == "checkability":
         return await cmd_eval_checkability(args)
-    from bot.claim_eval import run_claim_matching
+    from evals.claim_eval import run_claim_matching
 
     bar = ProgressBar("index claims")
 
@@ -180,7 +180,7 @@ async def cmd_eval(args: argparse.Namespace) -> int:
 
 async def cmd_eval_corroboration(args: argparse.Namespace) -> int:
     from bot.app import check_data_dir, load_embedder
-    from bot.corroboration_eval import run_corroboration_eval
+    from evals.corroboration_eval import run_corroboration_eval
 
     settings = _settings(args)
     check_data_dir(settings.data_dir)
@@ -195,7 +195,7 @@ async def cmd_eval_corroboration(args: argparse.Namespace) -> int:
 
 async def cmd_eval_checkability(args: argparse.Namespace) -> int:
     from bot.app import check_data_dir, load_multilingual
-    from bot.checkability_eval import read_messages, run_checkability_eval
+    from evals.checkability_eval import read_messages, run_checkability_eval
     from core.checkability import CheckabilityModel, ClaimGate
 
     settings = _settings(args)
@@ -213,7 +213,7 @@ async def cmd_eval_checkability(args: argparse.Namespace) -> int:
 
 async def cmd_eval_tatoeba(args: argparse.Namespace) -> int:
     from bot.app import check_data_dir, load_embedder, load_multilingual
-    from bot.tatoeba_eval import evaluate, read_pairs
+    from evals.tatoeba_eval import evaluate, read_pairs
 
     settings = _settings(args)
     for lang in args.languages:
@@ -230,7 +230,7 @@ async def cmd_eval_tatoeba(args: argparse.Namespace) -> int:
 
 async def cmd_eval_evidence(args: argparse.Namespace) -> int:
     from bot.app import check_data_dir, load_embedder
-    from bot.evidence_eval import format_report, read_climate_fever, run_evidence_eval
+    from evals.evidence_eval import format_report, read_climate_fever, run_evidence_eval
 
     settings = _settings(args)
     read_climate_fever(args.data)  # a bad file fails in one sentence before the model loads
@@ -247,11 +247,11 @@ async def cmd_eval_evidence(args: argparse.Namespace) -> int:
 
 
 async def cmd_bench(args: argparse.Namespace) -> int:
-    from bot.bench import format_report, plain
+    from evals.bench import format_report, plain
 
     settings = _settings(args)
     if args.what == "report":
-        from bot.bench_report import ReportConfig, run_report
+        from evals.bench_report import ReportConfig, run_report
 
         config = ReportConfig.for_mode(quick=args.quick, clef=args.clef, climate_fever=args.climate_fever)
         outcome = await run_report(settings, config, out=args.out, figures_json=args.figures_json,
@@ -259,23 +259,23 @@ async def cmd_bench(args: argparse.Namespace) -> int:
         print(f"wrote {outcome.path}: {len(outcome.blocks)} generated blocks in {outcome.seconds / 60:.1f} min")
         return 0
     if args.what == "pipeline":
-        from bot.bench_pipeline import bench_pipeline, format_pipeline
+        from evals.bench_pipeline import bench_pipeline, format_pipeline
 
         report = await bench_pipeline(settings, levels=args.concurrency, llm_ms=args.llm_ms, search_ms=args.search_ms,
                                       repeats=args.repeats, processes=not args.no_processes)
         print(json.dumps(plain(report), indent=2) if args.json else format_pipeline(report))
         return 0
     if args.what == "ingest":
-        from bot.bench_ingest import bench_ingest
+        from evals.bench_ingest import bench_ingest
 
         report = await bench_ingest(settings, args.claims, limit=args.limit, repeats=args.repeats)
     elif args.what == "corroborate":
-        from bot.bench_corroborate import bench_corroborate
+        from evals.bench_corroborate import bench_corroborate
 
         report = await bench_corroborate(settings, args.messages, args.queries, stored=args.stored,
                                          ingest_n=args.ingest_n, lookups=args.n, repeats=args.repeats)
     else:
-        from bot.bench_match import bench_match
+        from evals.bench_match import bench_match
 
         report = await bench_match(settings, args.claims, args.queries, n_queries=args.n, repeats=args.repeats)
     print(json.dumps(plain(report), indent=2) if args.json else format_report(report))

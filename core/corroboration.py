@@ -13,7 +13,7 @@ Score features (all in [0, 1]):
 
 Weights and threshold were fitted on the CLEF-2020 CheckThat! Task 2 *train* tweets only (pairs =
 tweets sharing a vclaim_id); dev was only reported. See docs/corroboration.md and
-bot/corroboration_eval.py to reproduce.
+evals/corroboration_eval.py to reproduce.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from core.sparse import term_ids
 
 # --- fitted constants ----------------------------------------------------------------------------
 # Fitted 2025-06 on CLEF-2020 Task 2 TRAIN only (800 tweets, 193 same-vclaim pairs; 475 candidate pairs
-# of other accounts within 7 days and cosine >= 0.35, 151 of them positive) by `bot.corroboration_eval.fit`
+# of other accounts within 7 days and cosine >= 0.35, 151 of them positive) by `evals.corroboration_eval.fit`
 # (Newton logistic, L2 1e-4; threshold = pairwise-F1 maximiser of the union-find clustering on train).
 # Train (in-sample) pairwise P/R/F1 .897/.679/.773 vs naive cosine baseline .624/.627/.625.
 # Dev: F1 0 -- 19 of dev's 21 gold pairs are > 7 days apart or from one account, the remaining 2 are

@@ -2,6 +2,7 @@
 
 Floors, top to bottom: adapters/ (entry points, platforms, the composition root) -> bot/ (the chat
 application) -> core/ (the engine) -> storage/ (SQLite, Qdrant) -> schema/ (the shared value types).
+Beside them, evals/ (evaluation and benchmarks) uses the application; only the CLI imports it.
 A floor imports only the floors below it; only adapters/ talks to a chat SDK; every SQL statement is in
 storage/; adapters receive the built application instead of building its parts.
 """
@@ -18,6 +19,8 @@ SDKS = {"telegram", "slack_bolt", "slack_sdk"}
 # What each floor must not import: every floor above it, and the chat SDKs below adapters/.
 FORBIDDEN = {floor: set(FLOORS[:i]) | (SDKS if floor != "adapters" else set()) for i, floor in enumerate(FLOORS)}
 FORBIDDEN["storage"] |= {"core"}  # spelled out: the rule issue 15 was about
+for _floor in ("bot", "core", "storage", "schema"):
+    FORBIDDEN[_floor].add("evals")  # measuring the application is not part of it
 BELOW_STORAGE = [f for f in FLOORS if f != "storage"]
 SQL = re.compile(r"^\s*(SELECT\s.+\sFROM\s|INSERT\s+(OR\s+\w+\s+)?INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s|"
                  r"CREATE\s+(TABLE|INDEX|UNIQUE\s+INDEX)\s|ALTER\s+TABLE\s|DROP\s+(TABLE|INDEX)\s|PRAGMA\s)",

@@ -147,7 +147,7 @@ def test_eval_checkability(tipline, tmp_path: Path) -> None:
 
 
 def test_bench_report_quick(tipline, tmp_path: Path) -> None:
-    from bot.bench_markdown import BLOCKS
+    from evals.bench_markdown import BLOCKS
 
     out = tmp_path / "benchmarks.md"  # does not exist: the report starts from docs/benchmarks.md
     tipline("bench", "report", "--quick", "--out", out, "--clef", CLEF, "--climate-fever", CLIMATE_FEVER,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.bench import Spread
-from bot.bench_markdown import BLOCKS
-from bot.bench_report import write_blocks
+from evals.bench import Spread
+from evals.bench_markdown import BLOCKS
+from evals.bench_report import write_blocks
 from adapters.main import build_parser, main
 from core.evaluation import EvalDataError
 

@@ -14,7 +14,7 @@ import pytest
 
 from bot.app import build_app
 from bot.chat import CheckService
-from bot.checkability_eval import MessagesFileError, read_messages, run_checkability_eval
+from evals.checkability_eval import MessagesFileError, read_messages, run_checkability_eval
 from core.checkability import CUE_NAMES, DEFAULT_PATH, CheckabilityModel, cues, reason
 from schema.models import Verdict
 from tests.fakes.openai_api import FakeOpenAI

@@ -1,4 +1,4 @@
-"""Same-story detection (core/corroboration.py) and its CLEF evaluation (bot/corroboration_eval.py)."""
+"""Same-story detection (core/corroboration.py) and its CLEF evaluation (evals/corroboration_eval.py)."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_pairwise_metric() -> None:
 
 def test_eval_end_to_end(tmp_path: Path, settings) -> None:
     from bot.app import load_embedder
-    from bot.corroboration_eval import run_corroboration_eval
+    from evals.corroboration_eval import run_corroboration_eval
 
     msgs = tmp_path / "m.tsv"
     msgs.write_text(

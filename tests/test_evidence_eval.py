@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.evidence_eval import (
+from evals.evidence_eval import (
     ClimateClaim,
     ClimateEvidence,
     bm25_scores,

@@ -11,8 +11,8 @@ from pathlib import Path
 import bot
 from bot.settings import Settings
 from bot.app import build_app
-from bot.claim_eval import rank_queries
-from bot.bench_match import match_latency
+from evals.claim_eval import rank_queries
+from evals.bench_match import match_latency
 from core.evaluation import read_qrels, read_queries, read_verified_claims, score_run
 from core.models import FactCheck
 

@@ -7,9 +7,9 @@ Prints a markdown report comparing `tools.static_embeddings.StaticEmbedder` with
 2. Variant sweep (TRAIN only): PCA dims × rank weighting, scored on train same-story F1, train CLIMATE-FEVER
    recall@5 (dense and the linear BM25 hybrid) and the train relevance-floor separation; the variant is chosen
    on these train figures only (see `choose`).
-3. Same-story detection (CLEF-2020 Task 2; bot.corroboration_eval.fit on train, exactly as the project fits;
+3. Same-story detection (CLEF-2020 Task 2; evals.corroboration_eval.fit on train, exactly as the project fits;
    dev only reported) and the single-link cosine-threshold baseline (threshold chosen on train).
-4. Evidence relevance on CLIMATE-FEVER through bot.evidence_eval.run_evidence_eval (dense, BM25, RRF and the
+4. Evidence relevance on CLIMATE-FEVER through evals.evidence_eval.run_evidence_eval (dense, BM25, RRF and the
    linear hybrid whose weight is chosen on train).
 5. Relevance floor (as tools/measure_factcheck_match.py --relevance): cosine of a train tweet to its gold
    fact-check vs to a random one; the static cosine that keeps 99.5% of on-topic pairs.
@@ -36,9 +36,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.corroboration_eval import baseline_clusters, fit, load_messages, run_stream  # noqa: E402
-from bot.corroboration_eval import embed_cached as corr_embed_cached  # noqa: E402
-from bot.evidence_eval import (  # noqa: E402
+from evals.corroboration_eval import baseline_clusters, fit, load_messages, run_stream  # noqa: E402
+from evals.corroboration_eval import embed_cached as corr_embed_cached  # noqa: E402
+from evals.evidence_eval import (  # noqa: E402
     WEIGHTS,
     bm25_scores,
     linear_scores,
@@ -272,7 +272,7 @@ def main() -> None:
                               "corr_f1": best_c["f1"], "floor": best_c["floor"], **cf,
                               "off_at_floor": rel["off_at_floor"], "score": score})
         p("## Variant sweep (TRAIN only)\n")
-        p("Same-story F1: fitted on train as bot.corroboration_eval.fit does, with the candidate cosine floor "
+        p("Same-story F1: fitted on train as evals.corroboration_eval.fit does, with the candidate cosine floor "
           f"chosen on train from {FLOOR_GRID}. CLIMATE-FEVER train recall@5 of dense and of the linear hybrid "
           "(weight chosen on train). Off-topic kept: share of random tweet–fact-check pairs above the cosine "
           "that keeps 99.5% of gold pairs (lower is better; not in the choice). Choice = best mean of the three "
@@ -313,7 +313,7 @@ def main() -> None:
           for s in ("train", "dev")}
     p(f"## Same-story detection (CLEF-2020 Task 2; pairwise P / R / F1; gold pairs train {gp['train']}, "
       f"dev {gp['dev']})\n")
-    p("Fitted systems: bot.corroboration_eval.fit on train (Newton logistic on cos/ent/rare over the candidate "
+    p("Fitted systems: evals.corroboration_eval.fit on train (Newton logistic on cos/ent/rare over the candidate "
       "pairs, threshold = train pairwise-F1 maximiser), product setting (7-day window, other accounts). Train "
       "figures are in-sample. Baseline: single-link over one cosine threshold, no constraints, threshold "
       "chosen on train.\n")
@@ -357,7 +357,7 @@ def main() -> None:
     rep_st = run_evidence_eval(args.climate, st, split="dev", cache_dir=ev_cache)
     t_st = time.perf_counter() - t
     c = rep_mini["claims"]
-    p(f"## Evidence relevance (CLIMATE-FEVER via bot.evidence_eval.run_evidence_eval; "
+    p(f"## Evidence relevance (CLIMATE-FEVER via evals.evidence_eval.run_evidence_eval; "
       f"{rep_mini['pool_sentences']} pooled sentences; claims with gold: train "
       f"{next(iter(rep_mini['retrieval'].values()))['train']['claims']}, dev "
       f"{next(iter(rep_mini['retrieval'].values()))['dev']['claims']} of {c['train']}/{c['dev']})\n")

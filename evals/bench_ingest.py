@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from bot.app import build_app
-from bot.bench import Spread, factchecks, temp_settings
+from evals.bench import Spread, factchecks, temp_settings
 from bot.settings import Settings
 from core.matchfeatures import doc_text
 

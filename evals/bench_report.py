@@ -27,17 +27,17 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import bot
-from bot import bench_markdown as md
-from bot.bench_machine import cpu_seconds, load_average, machine_facts
+import evals
+from evals import bench_markdown as md
+from evals.bench_machine import cpu_seconds, load_average, machine_facts
 from bot.app import App, build_app
-from bot.bench import factchecks, temp_settings
-from bot.claim_eval import RUN_DEPTH, rank_queries
+from evals.bench import factchecks, temp_settings
+from evals.claim_eval import RUN_DEPTH, rank_queries
 from bot.settings import Settings
 from core.evaluation import EvalDataError, read_qrels, read_queries, score_run
 from core.sparse import bm25_scores
 
-ROOT = Path(bot.__file__).resolve().parent.parent
+ROOT = Path(evals.__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 Progress = Callable[[str], None]
 
@@ -120,7 +120,7 @@ class ReportOutcome:
 # --- claim matching: quality and latency over one index -----------------------------------------
 
 async def _claim_matching(app: App, config: ReportConfig) -> dict:
-    from bot.bench_match import index_claims, match_latency, short_messages
+    from evals.bench_match import index_claims, match_latency, short_messages
 
     s = config.sizes
     fcs = factchecks(config.claims, s.claims_limit)
@@ -149,7 +149,7 @@ async def _claim_matching(app: App, config: ReportConfig) -> dict:
                "short": await match_latency(app, short_messages(fcs, s.match_n), s.match_repeats)}
     tatoeba = []
     if config.tatoeba.is_dir():
-        from bot.tatoeba_eval import evaluate
+        from evals.tatoeba_eval import evaluate
 
         tatoeba = [asdict(r) for r in await asyncio.to_thread(evaluate, config.tatoeba, app.kb.multilingual,
                                                               app.embedder, ("rus", "ukr"))]
@@ -164,7 +164,7 @@ async def _corroboration_eval(app: App, config: ReportConfig, scratch: Path) -> 
 
 
 def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path) -> dict:
-    from bot.corroboration_eval import baseline_clusters, load_messages, run_corroboration_eval
+    from evals.corroboration_eval import baseline_clusters, load_messages, run_corroboration_eval
     from core.corroboration import pairwise_scores
 
     out: dict = {}
@@ -194,7 +194,7 @@ def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path) -> d
 # --- CLIMATE-FEVER -------------------------------------------------------------------------------
 
 async def _evidence_eval(app: App, config: ReportConfig, scratch: Path) -> dict:
-    from bot.evidence_eval import run_evidence_eval
+    from evals.evidence_eval import run_evidence_eval
 
     path = config.climate_fever
     if config.sizes.evidence_claims:
@@ -208,9 +208,9 @@ async def _evidence_eval(app: App, config: ReportConfig, scratch: Path) -> dict:
 
 async def collect(settings: Settings, config: ReportConfig, progress: Progress = lambda _m: None) -> dict:
     """Every figure of the report, as one JSON-able-after-`plain` dict, with the seconds each part took."""
-    from bot.bench_corroborate import bench_corroborate
-    from bot.bench_ingest import bench_ingest
-    from bot.bench_pipeline import bench_pipeline
+    from evals.bench_corroborate import bench_corroborate
+    from evals.bench_ingest import bench_ingest
+    from evals.bench_pipeline import bench_pipeline
 
     config.check()
     s = config.sizes
@@ -269,7 +269,7 @@ async def run_report(settings: Settings, config: ReportConfig, *, out: Path | No
                      figures_json: Path | None = None, progress: Progress = lambda _m: None) -> ReportOutcome:
     """Run everything and (re)write `out` (default docs/benchmarks.md; a new file starts from it as its
     template); the raw figures go to `figures_json` when given, for comparing runs."""
-    from bot.bench import plain
+    from evals.bench import plain
 
     out = Path(out) if out is not None else DOC
     template = out.read_text(encoding="utf-8") if out.exists() else DOC.read_text(encoding="utf-8")

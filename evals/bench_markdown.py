@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.bench import Spread
+from evals.bench import Spread
 
 BLOCKS = ("run", "claim-matching", "match", "ingest", "corroboration-eval", "corroborate", "pipeline", "evidence")
 TIPLINE = ".venv/bin/tipline"

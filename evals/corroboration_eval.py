@@ -3,7 +3,7 @@
 Each tweet ends with "— Name (@handle) Month D, YYYY": the handle is the account, the date the time.
 Two tweets are the same story when they share a vclaim_id in the qrels.
 
-    python -m bot.corroboration_eval MESSAGES.tsv OUT.tsv [QRELS]
+    python -m evals.corroboration_eval MESSAGES.tsv OUT.tsv [QRELS]
 """
 
 from __future__ import annotations

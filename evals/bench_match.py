@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.app import App, build_app
-from bot.bench import Spread, factchecks, mean, pct, temp_settings
+from evals.bench import Spread, factchecks, mean, pct, temp_settings
 from bot.settings import Settings
 from core.evaluation import read_queries
 from schema.models import FactCheck

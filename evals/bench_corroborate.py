@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bot.app import build_app
-from bot.bench import Spread, mean, pct, temp_settings
+from evals.bench import Spread, mean, pct, temp_settings
 from bot.settings import Settings
 from core.evaluation import read_queries
 from core.textclean import clean_query

@@ -28,7 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.app import build_app
-from bot.bench import Spread, pct
+from evals.bench import Spread, pct
 from bot.settings import Settings
 
 # A stable, unrelated corpus of claims: each check gets its own text so caches never answer.
@@ -193,7 +193,7 @@ async def bench_pipeline(settings: Settings, *, levels: tuple[int, ...] = (1, 10
                     for n in levels:
                         runs[n].append(await _one_level(app, fake, fresh(n)))
                 if processes and r == repeats - 1:
-                    from bot.bench_processes import measure_processes
+                    from evals.bench_processes import measure_processes
 
                     env = {k: v for k, v in _provider_settings(fake).items() if v is not None}
                     figures = await measure_processes(s, env, check_text=fresh(1)[0], api_texts=fresh(api_checks),
