@@ -14,7 +14,7 @@ from bot.app import build_app
 from evals.claim_eval import rank_queries
 from evals.bench_match import match_latency
 from core.evaluation import read_qrels, read_queries, read_verified_claims, score_run
-from core.models import FactCheck
+from schema.models import FactCheck
 
 D = Path("/work/shared/eval/clef2020-task2")
 RU = Path("/work/main/eval/clef2020-ru/dev/tweets.queries.tsv")
