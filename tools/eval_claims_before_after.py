@@ -11,10 +11,16 @@ from pathlib import Path
 import bot
 from bot.settings import Settings
 from bot.app import build_app
-from evals.claim_eval import rank_queries
-from evals.bench_match import match_latency
 from core.evaluation import read_qrels, read_queries, read_verified_claims, score_run
-from schema.models import FactCheck
+
+try:
+    from evals.bench_match import match_latency
+    from evals.claim_eval import rank_queries
+    from schema.models import FactCheck
+except ImportError:  # a tree from before evals/ and schema/ (e.g. 0f18bd8, the "before" of docs/storage.md)
+    from bot.bench_match import match_latency  # type: ignore[no-redef]
+    from bot.claim_eval import rank_queries  # type: ignore[no-redef]
+    from core.models import FactCheck  # type: ignore[no-redef]
 
 D = Path("/work/shared/eval/clef2020-task2")
 RU = Path("/work/main/eval/clef2020-ru/dev/tweets.queries.tsv")
