@@ -9,6 +9,7 @@ limit. Real fact-check files nest a handful of levels (ClaimReview: ~5); 64 leav
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 MAX_JSON_DEPTH = 64
@@ -23,6 +24,7 @@ def depth_exceeds(doc: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     stack: list[tuple[Any, int]] = [(doc, 1)]
     while stack:
         node, level = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):
