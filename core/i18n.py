@@ -13,6 +13,50 @@ from core.i18n_uk import UK
 LANGUAGES = ("en", "ru", "uk")
 
 _STRINGS: dict[str, dict[str, str]] = {
+    # digests, /trending and alerts (bot/digest.py, bot/digest_commands.py)
+    "digest.title": {"en": "📰 What spread in the tracked chats, last {hours} h",
+                     "ru": "📰 Что распространялось в отслеживаемых чатах за {hours} ч"},
+    "digest.empty": {"en": "No story reached two or more tracked chats in the last {hours} h.",
+                     "ru": "За последние {hours} ч ни одна история не появилась в двух и более отслеживаемых чатах."},
+    "digest.first_seen": {"en": "First seen {when} in", "ru": "Впервые: {when} в"},
+    "digest.also": {"en": "Also reported by", "ru": "Также писали"},
+    "digest.more": {"en": "(+{n} more)", "ru": "(и ещё {n})"},
+    "digest.count": {"en": "{chats} chats ({channels} channels), {messages} messages",
+                     "ru": "чатов: {chats} (каналов: {channels}), сообщений: {messages}"},
+    "digest.growth": {"en": "+{n} chats in the last {hours} h", "ru": "+{n} чатов за последние {hours} ч"},
+    "digest.unchecked": {"en": "Not checked yet", "ru": "Ещё не проверено"},
+    "digest.footer": {"en": "{shown} of {total} stories shown. Only chats whose admins turned /track on are read.",
+                      "ru": "Показано историй: {shown} из {total}. Читаются только чаты, где админы включили /track."},
+    "digest.check_button": {"en": "Check #{n}", "ru": "Проверить №{n}"},
+    "digest.gone": {"en": "That story is no longer stored (its chat was forgotten or it is past retention).",
+                    "ru": "Эта история больше не хранится (чат удалён или истёк срок хранения)."},
+    "digest.usage": {
+        "en": "Usage: /digest on [daily HH:MM | every N h] [top K] [lang en|ru|uk], /digest off, /digest now. "
+              "Times are UTC.",
+        "ru": "Использование: /digest on [daily ЧЧ:ММ | every N h] [top K] [lang en|ru|uk], /digest off, "
+              "/digest now. Время — UTC."},
+    "digest.on.daily": {"en": "Digest is on: daily at {hhmm} UTC, top {k} stories. Next: {next}.",
+                        "ru": "Дайджест включён: ежедневно в {hhmm} UTC, историй: {k}. Следующий: {next}."},
+    "digest.on.every": {"en": "Digest is on: every {n} h, top {k} stories. Next: {next}.",
+                        "ru": "Дайджест включён: каждые {n} ч, историй: {k}. Следующий: {next}."},
+    "digest.off": {"en": "Digest is off.", "ru": "Дайджест выключен."},
+    "digest.was_off": {"en": "Digest was not on here.", "ru": "Дайджест здесь не был включён."},
+    "digest.refused": {"en": "Only admins can do that.", "ru": "Это могут только админы."},
+    "digest.not_available": {"en": "Digests need tracking, which is not available on this deployment.",
+                             "ru": "Для дайджестов нужно отслеживание, а оно в этой установке недоступно."},
+    "digest.posting": {"en": "Posting the digest here…", "ru": "Публикую дайджест…"},
+    "trending.usage": {"en": "Usage: /trending [hours], e.g. /trending 6 (1 to 720 hours).",
+                       "ru": "Использование: /trending [часы], например /trending 6 (от 1 до 720 часов)."},
+    "alerts.usage": {"en": "Usage: /alerts on N (N tracked chats, 2 to 1000) or /alerts off.",
+                     "ru": "Использование: /alerts on N (N отслеживаемых чатов, от 2 до 1000) или /alerts off."},
+    "alerts.on": {"en": "Alerts are on: I post here once per story that matches a false or misleading fact-check "
+                        "and reaches {n} tracked chats.",
+                  "ru": "Оповещения включены: я напишу сюда один раз о каждой истории, которая совпадает с "
+                        "проверкой «ложь» или «вводит в заблуждение» и появилась в {n} отслеживаемых чатах."},
+    "alerts.off": {"en": "Alerts are off.", "ru": "Оповещения выключены."},
+    "alert.title": {"en": "A claim fact-checked as “{label}” is spreading: {chats} tracked chats",
+                    "ru": "Распространяется утверждение с оценкой «{label}»: отслеживаемых чатов — {chats}"},
+    "alert.spread": {"en": "Spread to {n} chats:", "ru": "Появилось в чатах ({n}):"},
     # verdict labels
     "label.SUPPORTED": {"en": "True", "ru": "Правда"},
     "label.REFUTED": {"en": "False", "ru": "Ложь"},
@@ -32,6 +76,9 @@ _STRINGS: dict[str, dict[str, str]] = {
     "card.check_id": {"en": "Check id", "ru": "Номер проверки"},
     "card.mode.offline": {"en": "offline mode", "ru": "офлайн-режим"},
     "card.mode.llm": {"en": "LLM mode", "ru": "режим LLM"},
+    # A check without an LLM that still asked outside services (GDELT by default) is not "offline".
+    "card.mode.local": {"en": "no language model", "ru": "без языковой модели"},
+    "card.asked": {"en": "sent to {names}", "ru": "отправлено в {names}"},
     "card.claims": {"en": "Claims checked", "ru": "Проверенные утверждения"},
     "related.auto": {"en": "Previously fact-checked", "ru": "Уже проверялось"},
     "related.suggest": {"en": "Possibly related fact-checks", "ru": "Возможно, связанные проверки"},
@@ -106,6 +153,32 @@ _STRINGS: dict[str, dict[str, str]] = {
         "ru": "Офлайн-режим: небольшая модель не нашла здесь утверждения о фактах (вероятность утверждения "
               "{pct}%). Если вы имели в виду утверждение, пришлите его простой фразой."},
     "note.disagree": {"en": "Matching fact-checks disagree.", "ru": "Подходящие проверки расходятся в оценках."},
+    # images (bot/images.py, core/image_limits.py, core/ocr.py)
+    "card.image_text": {"en": "Text read from the image: “{text}”", "ru": "Текст, распознанный на изображении: «{text}»"},
+    "note.image_no_text": {"en": "No text could be read from the image: only the caption was checked.",
+                           "ru": "На изображении не удалось распознать текст: проверена только подпись."},
+    "image.not_image": {"en": "I can only read text from PNG, JPEG or WebP images, and this file is not one.",
+                        "ru": "Я умею читать текст только с изображений PNG, JPEG или WebP, а этот файл не из них."},
+    "image.too_large": {"en": "That image is too large for me to read: the limit is {mb} MB.",
+                        "ru": "Это изображение слишком большое: я читаю файлы до {mb} МБ."},
+    "image.too_many_pixels": {"en": "That image has too many pixels for me to read: the limit is {mp} megapixels.",
+                              "ru": "В этом изображении слишком много пикселей: я читаю до {mp} мегапикселей."},
+    "image.ocr_off": {"en": "Image checks are off on this server (no text recognition engine is installed): "
+                            "please send the text of the message instead.",
+                      "ru": "Проверка изображений на этом сервере выключена (не установлен движок распознавания "
+                            "текста): пришлите, пожалуйста, текст сообщения."},
+    "image.timeout": {"en": "Reading the text in that image took too long, so I stopped: try a smaller or "
+                            "clearer image, or send the text.",
+                      "ru": "Распознавание текста на этом изображении заняло слишком много времени, и я его "
+                            "остановил: пришлите изображение поменьше или почётче либо сам текст."},
+    "image.unreadable": {"en": "I could not read that image: the file seems to be damaged.",
+                         "ru": "Не получилось прочитать это изображение: похоже, файл повреждён."},
+    "image.download_failed": {"en": "I could not download that image: please send it again.",
+                              "ru": "Не получилось скачать это изображение: пришлите его, пожалуйста, ещё раз."},
+    "image.no_text": {"en": "I found no text in that image to check: send the claim as text, or add it as "
+                            "a caption.",
+                      "ru": "Я не нашёл на этом изображении текста для проверки: пришлите утверждение текстом "
+                            "или добавьте его в подпись."},
 }
 
 

@@ -233,6 +233,43 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX jobs_text_hash ON jobs(text_hash, status);
     CREATE INDEX jobs_check ON jobs(check_id, status);
     """,
+    # 9: digests and alerts (storage/digests.py): each chat's digest schedule and alert threshold, and
+    # the stories already alerted in a chat, so a restart never repeats an alert.
+    """
+    CREATE TABLE digest_schedules (
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        period_s REAL NOT NULL,  -- the window and the period: 86400 for daily, N h otherwise
+        daily_minute INTEGER,  -- daily digests: minutes after 00:00 UTC; NULL for "every N h"
+        top_k INTEGER NOT NULL,
+        lang TEXT NOT NULL DEFAULT '',
+        thread_id TEXT,
+        next_at REAL NOT NULL,  -- epoch seconds of the next digest
+        last_at REAL,
+        updated_by TEXT,
+        updated_at TEXT,
+        PRIMARY KEY (platform, chat_id)
+    );
+    CREATE TABLE alert_settings (
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        min_chats INTEGER NOT NULL,
+        lang TEXT NOT NULL DEFAULT '',
+        thread_id TEXT,
+        updated_by TEXT,
+        updated_at TEXT,
+        PRIMARY KEY (platform, chat_id)
+    );
+    CREATE TABLE story_alerts (
+        platform TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        story_id TEXT NOT NULL,
+        factcheck_id TEXT NOT NULL,
+        chats INTEGER NOT NULL,
+        sent_at REAL NOT NULL,
+        PRIMARY KEY (platform, chat_id, story_id)
+    );
+    """,
 )
 
 
