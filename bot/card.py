@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from bot.render import Reply, Reporter
 from core.adjudicate import MAX_CITATIONS
+from core.outside import LINKS, NAMES
 
 if TYPE_CHECKING:
     from bot.chat import CheckRequest
@@ -91,15 +92,30 @@ def checked_line(request: CheckRequest, reply: Reply, m: Markup) -> str:
     return line
 
 
+def image_line(reply: Reply, m: Markup) -> str:
+    """"Text read from the image: “…”", what the OCR read, quoted short (a screenshot is often a page)."""
+    return reply.t("card.image_text", text=m.text(clip(" ".join(reply.image_text.split()), QUOTE_CHARS)))
+
+
 def mode_text(reply: Reply) -> str:
-    return reply.t("card.mode." + reply.mode) if reply.mode in ("offline", "llm") else reply.mode
+    """"offline mode" only when nothing left the machine; otherwise the services the check asked are named
+    ("no language model · sent to GDELT")."""
+    mode = "local" if reply.mode == "offline" and reply.outside else reply.mode
+    text = reply.t("card.mode." + mode) if mode in ("offline", "llm", "local") else mode
+    if reply.outside:
+        names = [reply.t("card.linked_pages") if s == LINKS else NAMES.get(s, s) for s in reply.outside]
+        text += " · " + reply.t("card.asked", names=", ".join(names))
+    return text
 
 
 def card(reply: Reply, m: Markup, request: CheckRequest | None = None) -> list[Section]:
     """The verdict card as sections in `m`'s markup; everything from users or the web goes through `m`."""
     out = [Section("headline", [Line(m.bold(m.text(reply.headline)))])]
-    if request is not None:
-        out.append(Section("quote", [Line(checked_line(request, reply, m))]))
+    quote = [Line(checked_line(request, reply, m))] if request is not None and request.text.strip() else []
+    if reply.image_text:
+        quote.append(Line(image_line(reply, m)))
+    if quote:
+        out.append(Section("quote", quote))
     out.append(Section("body", [Line(m.text(reply.reasoning))] if reply.reasoning else []))
     if reply.claims:
         lines = []

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from core.card_words import confidence_words, related_heading, related_matches, shown_confidence
 from core.adjudicate import MAX_CITATIONS  # a card shows every citation a verdict may carry
 from core.i18n import t
+from core.outside import outside_sources
 from schema.models import AlsoReported, Citation, Match, ReportedBy, Result, Verdict
 
 VERDICT_EMOJI: dict[Verdict, str] = {
@@ -127,6 +128,8 @@ class Reply:
     repeat_note: str = ""  # "Checked 14 times this week" when a stored verdict was reused
     lang: str = "en"  # the reply language: the checked message's
     claims: list[ClaimLine] = field(default_factory=list)  # the breakdown, when there are several claims
+    image_text: str = ""  # what was read from an attached image, quoted short on the card
+    outside: list[str] = field(default_factory=list)  # outside services the check asked (core/outside.py)
 
     def t(self, key: str, **values: object) -> str:
         """The card's fixed words in the reply language (adapters escape what they interpolate)."""
@@ -151,10 +154,12 @@ def to_reply(result: Result) -> Reply:
         confidence_pct=shown_confidence(result.verdict, result.confidence), reasoning=result.reasoning,
         citations=result.citations[:MAX_CITATIONS], related_heading=heading,
         related=[_related(m) for m in shown[:3]], notes=list(result.notes), mode=result.mode,
+        outside=outside_sources(result),
         also_reported=also_reported_line(result.also_reported),
         repeat_note=(f"Checked {result.repetition.times_this_week} times this week · verdict of check "
                      f"{result.repetition.first_check_id} reused" if result.repetition else ""),
         lang=lang,
         claims=[ClaimLine(emoji=VERDICT_EMOJI[c.verdict], label=c.label, claim=c.claim, refs=list(c.citations))
                 for c in result.claims],
+        image_text=result.image_text,
     )

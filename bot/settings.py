@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from copy import copy
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from core.embeddings import DEFAULT_MODEL
+
+# What TIPLINE_OFFLINE=true sets, whatever the environment says: every setting through which message text
+# (or a link from it) would leave the machine to a third party. Your own Qdrant server and embeddings
+# server (TIPLINE_QDRANT_URL, TIPLINE_EMBED_URL) are part of the deployment and stay as configured.
+OUTBOUND: dict[str, object] = {"llm_base_url": None, "llm_api_key": None, "searxng_url": None,
+                               "brave_api_key": None, "gdelt_url": None, "factcheck_api_key": None,
+                               "max_links": 0, "feeds": []}
 
 
 class Settings(BaseSettings):
@@ -16,6 +24,8 @@ class Settings(BaseSettings):
                                       extra="ignore")
 
     data_dir: Path = Field(default=Path("./data"), description="SQLite, embedded Qdrant and the model live here.")
+    offline: bool = Field(default=False, description="Nothing leaves the machine: no LLM, no search provider, no "
+                          "GDELT, no link fetching, no feeds, whatever else is set (bot/settings.py: OUTBOUND).")
 
     # Embeddings
     embed_model: str = Field(default=DEFAULT_MODEL, description="Any fastembed text model; the default is offline.")
@@ -25,6 +35,12 @@ class Settings(BaseSettings):
         description="Threads of the multilingual model (multilingual-e5-small); default: up to 2.")
     embed_model_dir: Path | None = Field(default=None, description="Where the offline default model is assembled "
                                          "(default <data_dir>/models/all-MiniLM-L6-v2-int8).")
+    # An embeddings server instead of the in-process model (core/remote_embeddings.py, docs/deploy.md).
+    embed_url: str | None = Field(default=None, description="OpenAI-compatible embeddings API base URL (TEI, "
+                                  "Infinity, Ollama, vLLM), e.g. http://tei:80/v1; set = texts are embedded there "
+                                  "with TIPLINE_EMBED_MODEL as the model name.")
+    embed_api_key: SecretStr | None = Field(default=None, description="Bearer token of the embeddings server.")
+    embed_timeout_s: float = Field(default=30.0, gt=0, description="Seconds per request to the embeddings server.")
 
     # Qdrant: embedded under the data dir unless a server URL is given.
     qdrant_url: str | None = None
@@ -39,6 +55,15 @@ class Settings(BaseSettings):
 
     # Intake
     max_input_chars: int = 4096
+
+    # Screenshots: text read from images by Tesseract (core/ocr.py, docs/ocr.md)
+    ocr_binary: str = Field(default="tesseract", description="The Tesseract executable (a name on PATH or a "
+                            "path); missing = image checks are off and images are answered with a sentence.")
+    ocr_langs: str = Field(default="eng+rus+ukr", description="Tesseract languages; the installed ones are used.")
+    ocr_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1, description="Largest image file read.")
+    ocr_max_pixels: int = Field(default=25_000_000, ge=1, le=80_000_000,
+                                description="Largest width x height read, checked from the header before decoding.")
+    ocr_timeout_s: float = Field(default=20.0, gt=0, description="Time budget per image; Tesseract is killed past it.")
 
     # LLM (optional; without it the engine runs in offline mode)
     llm_base_url: str | None = None
@@ -58,6 +83,10 @@ class Settings(BaseSettings):
     slack_api_url: str | None = Field(default=None, description="Web API base URL with a trailing slash, e.g. "
                                       "http://127.0.0.1:PORT/api/ for a test server")
     api_token: SecretStr | None = Field(default=None, description="Bearer token for the REST API; unset = no REST API.")
+    # An offline check takes ~0.1-1 s here, one with web search and an LLM a few seconds: 10 s answers
+    # almost every check in one round trip; past it the client polls GET /v1/jobs/{n}.
+    api_wait_s: float = Field(default=10.0, ge=0, le=60, description="How long POST /v1/checks waits for the "
+                              "check before answering 202 with a job to poll.")
     http_host: str = "127.0.0.1"
     http_port: int = 8080
 
@@ -111,6 +140,14 @@ class Settings(BaseSettings):
     telegram_webhook_url: str | None = Field(default=None, description="Public HTTPS URL for webhook mode; unset = long polling.")
     telegram_webhook_secret: SecretStr | None = None
     slack_app_token: SecretStr | None = Field(default=None, description="xapp- token: Slack Socket Mode instead of HTTP.")
+
+    @model_validator(mode="after")
+    def _offline(self) -> Settings:
+        # One switch, applied here, so every part that reads these settings sees the provider as off.
+        if self.offline:
+            for name, off in OUTBOUND.items():
+                setattr(self, name, copy(off))
+        return self
 
     @field_validator("admins", "fetch_allow_hosts", "feeds", mode="before")
     @classmethod

@@ -79,6 +79,7 @@ _STRINGS: dict[str, dict[str, str]] = {
     # A check without an LLM that still asked outside services (GDELT by default) is not "offline".
     "card.mode.local": {"en": "no language model", "ru": "без языковой модели"},
     "card.asked": {"en": "sent to {names}", "ru": "отправлено в {names}"},
+    "card.linked_pages": {"en": "the linked sites", "ru": "сайты по ссылкам"},
     "card.claims": {"en": "Claims checked", "ru": "Проверенные утверждения"},
     "related.auto": {"en": "Previously fact-checked", "ru": "Уже проверялось"},
     "related.suggest": {"en": "Possibly related fact-checks", "ru": "Возможно, связанные проверки"},
@@ -175,6 +176,8 @@ _STRINGS: dict[str, dict[str, str]] = {
                          "ru": "Не получилось прочитать это изображение: похоже, файл повреждён."},
     "image.download_failed": {"en": "I could not download that image: please send it again.",
                               "ru": "Не получилось скачать это изображение: пришлите его, пожалуйста, ещё раз."},
+    "image.file_unreadable": {"en": "I could not open the image file {path}.",
+                              "ru": "Не получилось открыть файл изображения {path}."},
     "image.no_text": {"en": "I found no text in that image to check: send the claim as text, or add it as "
                             "a caption.",
                       "ru": "Я не нашёл на этом изображении текста для проверки: пришлите утверждение текстом "
