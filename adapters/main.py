@@ -4,6 +4,7 @@ failure a user can cause ends in one sentence and a non-zero exit.
     tipline chat                         interactive checks in the terminal (Ctrl-D exits)
     tipline run                          the chat bots that are configured (Telegram today)
     tipline check [--json] TEXT          one check; '-' reads the text from standard input
+    tipline check --image PATH [TEXT]    the text of a screenshot (OCR), with TEXT as its caption
     tipline ingest PATH_OR_URL...        load previously fact-checked claims
     tipline eval claim-matching ...      CLEF-2020 Task 2 run file + MAP@5
     tipline eval corroboration ...       same-story detection over CLEF tweets as a message stream
@@ -82,9 +83,23 @@ async def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def cmd_check(args: argparse.Namespace) -> int:
+    from bot.images import read_image_file, refusal_text
+    from core.image_limits import ImageRefused
+
+    if not args.text and args.image is None:
+        print("tipline: check needs the TEXT to check, or --image PATH", file=sys.stderr)
+        return EXIT_USAGE
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    async with build_app(_settings(args)) as app:
-        result = await CheckService(app.engine).check(text)
+    settings = _settings(args)
+    try:
+        image = None if args.image is None else await read_image_file(args.image, settings)
+        async with build_app(settings) as app:
+            service = CheckService(app.engine)
+            service.images = app.images
+            result = await (service.check(text) if image is None else service.check_image(image, text))
+    except ImageRefused as exc:  # the sentence a chat user would get, in the caption's language
+        print(f"tipline: {refusal_text(exc)}", file=sys.stderr)
+        return EXIT_FAILED
     print(render_json(result) if args.json else render_card(to_reply(result)))
     return 0
 
@@ -388,7 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", parents=[common], help="check one message and print the verdict card")
     c.add_argument("--json", action="store_true", help="print the Result JSON instead of the card")
-    c.add_argument("text", nargs="+", help="the text to check ('-' reads standard input)")
+    c.add_argument("--image", metavar="PATH", type=Path,
+                   help="a screenshot (PNG, JPEG, WebP): its text is read (Tesseract) and checked, with TEXT as its caption")
+    c.add_argument("text", nargs="*", help="the text to check ('-' reads standard input)")
 
     sub.add_parser("chat", parents=[common], help="interactive checks in the terminal (Ctrl-D exits)")
     sub.add_parser("run", parents=[common], help="run the configured chat bots (Telegram: set TIPLINE_TELEGRAM_TOKEN)")

@@ -32,6 +32,9 @@ from bot.card import QUOTE_CHARS, Markup, card
 from bot.chat import ERROR_TEXT, Addressed, CheckRequest, IncomingMessage, route_direct
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest, tracked_message
+from bot.digest import Digest, StoryAlert, alert_sections, digest_sections, item_lines
+from bot.digest_commands import DIGEST_COMMANDS, DigestRequest
+from core.i18n import t
 from bot.domains import GLOBAL, DomainsRequest
 from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, evidence_arg, evidence_lines,
                           give_feedback, load_check)
@@ -255,7 +258,8 @@ def render_blocks(reply: Reply, request: CheckRequest | None = None,
         else:
             blocks.append(_section("\n".join(([section.heading] if section.heading else []) + texts)))
         if section.kind == "headline":
-            checked = next((s.lines[0].text for s in sections if s.kind == "quote"), "")
+            # the checked text and the text read from an image, each quoted short
+            checked = " · ".join(line.text for s in sections if s.kind == "quote" for line in s.lines)
             if requester and re.fullmatch(r"[UW][A-Z0-9]{2,20}", requester):
                 checked = (checked + " · " if checked else "") + f"asked by <@{requester}>"
             if checked:
@@ -264,8 +268,10 @@ def render_blocks(reply: Reply, request: CheckRequest | None = None,
         blocks.append(actions_block(reply.check_id))
 
     fallback = [esc(reply.headline)]
-    if request is not None:
+    if request is not None and request.text.strip():
         fallback.append(reply.t("card.checked", text=esc(_clip(' '.join(request.text.split()), QUOTE_CHARS))))
+    if reply.image_text:
+        fallback.append(reply.t("card.image_text", text=esc(_clip(' '.join(reply.image_text.split()), QUOTE_CHARS))))
     if reply.reasoning:
         fallback.append(esc(reply.reasoning))
     fallback.append(f"{esc(reply.t('card.check_id'))}: {esc(reply.check_id)}")
@@ -372,6 +378,53 @@ class SlackResponder:
         await self._put(text, blocks)
 
 
+ACTION_DIGEST_CHECK = "tipline_digest_check"  # a digest item's "Check #n" button; its value is the message key
+
+
+def render_digest(digest: Digest) -> tuple[list[dict[str, Any]], str]:
+    """(blocks, fallback text): the digest (bot/digest.py) as Block Kit, a "Check #n" button under each
+    item without a verdict (one actions block per item: action ids need only be unique within a block)."""
+    sections = digest_sections(digest, MRKDWN)
+    blocks: list[dict[str, Any]] = [_section(sections[0].lines[0].text)]
+    if not digest.items:
+        blocks.append(_section("\n".join(line.text for line in sections[1].lines)))
+    for n, item in enumerate(digest.items, 1):
+        blocks.append(_section("\n".join(line.text for line in item_lines(n, item, digest.hours, digest.lang,
+                                                                          MRKDWN))))
+        if item.match is None:
+            blocks.append({"type": "actions", "block_id": f"tipline_digest_{n}", "elements": [
+                {"type": "button", "action_id": ACTION_DIGEST_CHECK, "value": item.check_key[:2000],
+                 "text": {"type": "plain_text", "text": t("digest.check_button", digest.lang, n=n), "emoji": True}}]})
+    if digest.items:
+        blocks.append(_context(*(line.text for line in sections[-1].lines)))
+    fallback = t("digest.title", digest.lang, hours=digest.hours)
+    return blocks, _clip(esc(fallback), FALLBACK_LIMIT)
+
+
+class SlackDigestPoster:
+    """Posts digests and alerts (bot/digest_schedule.py) as new messages in a channel (or a thread)."""
+
+    def __init__(self, client: AsyncWebClient):
+        self.client = client
+
+    async def _post(self, channel: str, thread_ts: str | None, text: str, blocks: list[dict[str, Any]]) -> None:
+        kw: dict[str, Any] = dict(channel=channel, text=text, blocks=blocks, unfurl_links=False, unfurl_media=False)
+        if thread_ts:
+            kw["thread_ts"] = thread_ts
+        await self.client.chat_postMessage(**kw)
+
+    async def post_digest(self, chat_id: str, thread_id: str | None, digest: Digest,
+                          reply_to: str | None = None) -> None:
+        blocks, text = render_digest(digest)
+        await self._post(chat_id, thread_id, text, blocks)
+
+    async def post_alert(self, chat_id: str, thread_id: str | None, alert: StoryAlert) -> None:
+        sections = alert_sections(alert, MRKDWN)
+        head = sections[0].lines[0].text
+        await self._post(chat_id, thread_id, _clip(head, FALLBACK_LIMIT),
+                         [_section(head), _section("\n".join(line.text for line in sections[1].lines))])
+
+
 NOT_A_MEMBER = {"not_in_channel", "channel_not_found"}  # chat.postMessage where the bot is not a member
 
 
@@ -448,7 +501,7 @@ class SlackBot:
         self.app = AsyncApp(client=self.client, signing_secret=config.signing_secret, name="tipline",
                             process_before_response=chat.queue is not None)
         chat.register("slack", responders=SlackResponderFactory(self.client), notifier=SlackNotifier(self.client),
-                      info=SLACK_INFO)
+                      info=SLACK_INFO, poster=SlackDigestPoster(self.client))
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.app.command("/check")(self._on_check_command)
@@ -461,6 +514,9 @@ class SlackBot:
         self.app.action(ACTION_SOURCES)(self._on_sources)
         self.app.action(ACTION_UP)(self._on_vote)
         self.app.action(ACTION_DOWN)(self._on_vote)
+        for digest_command in DIGEST_COMMANDS:
+            self.app.command(f"/{digest_command}")(self._on_digest_command)
+        self.app.action(ACTION_DIGEST_CHECK)(self._on_digest_check)
         self.app.error(self._on_error)
         self._seen: OrderedDict[str, None] = OrderedDict()  # event ids, against Slack's retries
         self._runner: web.AppRunner | None = None
@@ -741,6 +797,50 @@ class SlackBot:
                                   command=name, args=slack_to_plain(command.get("text", "")).strip(),
                                   title=command.get("channel_name", ""))
         await ack(text=esc(await self.chat.answer(req)), response_type="ephemeral")
+
+    async def _on_digest_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
+        """`/digest …`, `/trending [hours]`, `/alerts …`: configured admins only (no per-channel admin role
+        on Slack). Acked at once (a digest can take longer than Slack's 3 s); a digest is posted in the
+        channel, any other answer goes to the user alone."""
+        await ack()
+        channel, user = command.get("channel_id", ""), command.get("user_id", "")
+        kind = "private" if command.get("channel_name") == "directmessage" or channel.startswith("D") else "group"
+        req = DigestRequest(platform="slack", chat_id=channel, chat_kind=kind, target_id=command.get("trigger_id", ""),
+                            user_id=user, command=command.get("command", "").lstrip("/").lower(),
+                            args=slack_to_plain(command.get("text", "")).strip())
+
+        async def answer() -> None:
+            text = await self.chat.answer(req)
+            if text:
+                await client.chat_postEphemeral(channel=channel, user=user, text=esc(text))
+        self.chat.service.spawn(self._quietly(answer(), "digest command"), name="tipline-slack-digest")
+
+    @staticmethod
+    async def _quietly(coro: Any, what: str) -> None:
+        try:
+            await coro
+        except Exception:
+            log.exception("slack: %s failed", what)
+
+    async def _on_digest_check(self, ack: Any, body: dict[str, Any], client: Any) -> None:
+        """A digest's "Check #n": the story's representative message is checked in the digest's thread."""
+        await ack()
+        channel, _, user, key = self._action_place(body)
+        message_ts = (body.get("message") or {}).get("ts") or (body.get("container") or {}).get("message_ts")
+
+        async def check() -> None:
+            text = await self.chat.story_text(key)
+            if text is None:
+                lang = await self.chat.digests.language("slack", channel) if self.chat.digests else "en"
+                await client.chat_postEphemeral(channel=channel, user=user, text=esc(t("digest.gone", lang)))
+                return
+            req = CheckRequest(text=text, chat_id=channel, target_id=str(message_ts), thread_id=message_ts,
+                               requested_by=user)
+            responder = SlackResponder(client, channel, message_ts, requester=user)
+            action_ts = (body.get("actions") or [{}])[0].get("action_ts") or body.get("trigger_id") or ""
+            await self.chat.submit(req, responder, Ticket(f"slack-digest:{channel}:{message_ts}:{user}:{action_ts}",
+                                                          "slack", SlackResponderFactory.where(responder)))
+        self.chat.service.spawn(self._quietly(check(), "digest check"), name="tipline-slack-digest-check")
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
         log.error("slack: error while handling a request", exc_info=error)

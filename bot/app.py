@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.domains import DomainPolicy
+from bot.images import ImageReader
 from bot.metrics import Metrics
 from bot.settings import Settings
 from core.budget import BudgetedLLM
@@ -20,10 +21,12 @@ from core.engine import Engine
 from core.evidence.evidence_index import EvidenceIndex
 from core.evidence.registry import EvidenceSources
 from core.evidence.resilient import protect_sources
+from core.image_limits import ImageLimits
 from core.knowledge import KnowledgeBase
 from core.llm import LLM, OpenAICompatibleLLM
 from core.matching import ClaimMatcher
 from core.model_files import prepare_default_model
+from core.ocr import TesseractOcr
 from core.multilingual import E5Encoder, MultilingualEncoder, WithPrecomputedPassages
 from core.reranker import Reranker
 from core.tracking import Corroborator
@@ -55,6 +58,7 @@ class App:
     metrics: Metrics | None = None  # Prometheus metrics, served at /metrics by `tipline run`
     llm: LLM | None = None  # the budgeted LLM when one is configured
     sources: EvidenceSources | None = None
+    images: ImageReader | None = None  # screenshots: download + OCR (bot/images.py)
 
     def clear_embedding_caches(self) -> None:
         """Forget every remembered vector of both models, so a timed path sees a message never seen."""
@@ -104,6 +108,13 @@ def build_llm(settings: Settings, db: Database, metrics: Metrics | None = None) 
     return BudgetedLLM(client, db, settings, observer=metrics)
 
 
+def build_image_reader(settings: Settings) -> ImageReader:
+    """Screenshots: Tesseract (found or not: a missing one makes image checks answer with a sentence)."""
+    limits = ImageLimits(max_bytes=settings.ocr_max_bytes, max_pixels=settings.ocr_max_pixels)
+    return ImageReader(TesseractOcr(settings.ocr_binary, settings.ocr_langs, timeout_s=settings.ocr_timeout_s,
+                                    limits=limits), limits)
+
+
 @asynccontextmanager
 async def build_app(settings: Settings, *, seed: bool | None = None,
                     progress: Callable[[int, int], None] | None = None) -> AsyncIterator[App]:
@@ -149,4 +160,4 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         await corroborator.open()
         stack.push_async_callback(corroborator.aclose)
         yield App(settings, db, vectors, embedder, kb, matcher, engine, corroborator, metrics=metrics, llm=llm,
-                  sources=sources)
+                  sources=sources, images=build_image_reader(settings))

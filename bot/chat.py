@@ -14,19 +14,24 @@ import logging
 import re
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest
+from bot.digest_commands import DIGEST_COMMANDS, DigestRequest
 from bot.domains import GLOBAL, DomainsRequest, chat_scope, command_args
 from bot.review import ReviewRequest
 from bot.evidence import EvidenceRequest, evidence_arg
+from bot.images import ImageReader, ImageRef, NoTextInImage, combine, refusal_text
 from bot.render import Reply, to_reply
 from schema.models import Result
 from schema.text import safe_text
 from core.engine import Engine, ProgressSink
-from core.intake import EmptyInput
+from core.image_limits import ImageRefused
+from core.ocr import OcrUnavailable
+from core.i18n import t
+from core.intake import EmptyInput, detect_language
 from storage.sqlite import Database
 
 if TYPE_CHECKING:
@@ -39,7 +44,8 @@ ChatKind = Literal["private", "group", "channel"]
 
 @dataclass(frozen=True)
 class IncomingMessage:
-    """One chat message, platform-neutral. `text` is the message text or a media caption."""
+    """One chat message, platform-neutral. `text` is the message text or a media caption; `image` a
+    photo or image file attached to it (read by OCR when the message is checked)."""
 
     platform: str
     chat_id: int | str
@@ -55,6 +61,7 @@ class IncomingMessage:
     raw: Any = field(default=None, repr=False, compare=False)
     chat_title: str = ""  # a group's or channel's name, and its public @handle where it has one
     chat_handle: str = ""
+    image: ImageRef | None = None
 
     def __post_init__(self) -> None:
         # Made safe where it enters, before the durable queue stores it (SQLite refuses lone surrogates).
@@ -66,7 +73,8 @@ class IncomingMessage:
 
 @dataclass(frozen=True)
 class CheckRequest:
-    """Check `text`; answer as a reply to message `target_id` (the checked message)."""
+    """Check `text` (and the text read from `image`, if any); answer as a reply to message `target_id`
+    (the checked message)."""
 
     text: str
     chat_id: int | str
@@ -75,9 +83,12 @@ class CheckRequest:
     forwarded_from: str | None = None
     requested_by: int | str | None = None
     scope: str = GLOBAL  # whose source rules apply: global, or a group chat's own
+    image: ImageRef | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text", safe_text(self.text))
+        # The durable queue stores the request as JSON: the image comes back as a dict.
+        object.__setattr__(self, "image", ImageRef.from_payload(self.image))
         if self.forwarded_from is not None:
             object.__setattr__(self, "forwarded_from", safe_text(self.forwarded_from))
 
@@ -92,7 +103,8 @@ class Info:
     thread_id: int | str | None = None
 
 
-Action = CheckRequest | Info | DomainsRequest | EvidenceRequest | ChatSettingsRequest | ReviewRequest | None
+Action = (CheckRequest | Info | DomainsRequest | EvidenceRequest | ChatSettingsRequest | ReviewRequest | DigestRequest
+          | None)
 
 
 class Addressed(Protocol):
@@ -118,6 +130,9 @@ COMMANDS: list[tuple[str, str]] = [
     ("auto", "Admins: /auto on|off answers group messages that match a known fact-check"),
     ("forget", "Admins: delete this chat's stored messages"),
     ("stats", "Admins: checks, verdict mix, match rate, tracked chats"),
+    ("digest", "Admins: /digest on [daily HH:MM | every N h] [top K], off, now: what spread in tracked chats"),
+    ("trending", "Admins: /trending [hours] the stories spreading in tracked chats now"),
+    ("alerts", "Admins: /alerts on N: one message per false story reaching N tracked chats"),
 ]
 
 _COMMAND = re.compile(r"^/(?P<cmd>[A-Za-z0-9_]{1,32})(?:@(?P<bot>[A-Za-z0-9_]{3,64}))?(?=\s|$)")
@@ -150,16 +165,21 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
 
     def check(body: str) -> Action:
         body = body.strip()
-        if body:
+        if body or msg.image is not None:
             return CheckRequest(text=body, target_id=msg.message_id, forwarded_from=msg.forwarded_from,
-                                requested_by=msg.sender_id, scope=scope, chat_id=chat_id, thread_id=thread_id)
-        if reply_target is not None and reply_target.text.strip():
+                                requested_by=msg.sender_id, scope=scope, chat_id=chat_id, thread_id=thread_id,
+                                image=msg.image)
+        if reply_target is not None and (reply_target.text.strip() or reply_target.image is not None):
             return CheckRequest(text=reply_target.text, target_id=reply_target.message_id,
                                 forwarded_from=reply_target.forwarded_from, requested_by=msg.sender_id,
-                                scope=scope, chat_id=chat_id, thread_id=thread_id)
+                                scope=scope, chat_id=chat_id, thread_id=thread_id, image=reply_target.image)
         return Info("usage", target_id=msg.message_id, chat_id=chat_id, thread_id=thread_id)
 
     m = _COMMAND.match(text)
+    if m and m["cmd"].lower() in DIGEST_COMMANDS and not _addressed_elsewhere(m["bot"], bot_username):
+        return DigestRequest(platform=msg.platform, chat_id=msg.chat_id, chat_kind=msg.chat_kind,
+                             target_id=msg.message_id, user_id=msg.sender_id, command=m["cmd"].lower(),
+                             args=text[m.end():].strip(), thread_id=msg.thread_id)
     if msg.chat_kind == "channel":
         # The bot never posts in channels: only the admins' chat commands (/track, /forget) count there;
         # other posts of tracked channels are stored for corroboration by the adapter, not routed.
@@ -205,7 +225,9 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
         return check(text)
 
     if msg.chat_kind == "private":
-        return check(text) if text else Info("usage", target_id=msg.message_id, chat_id=chat_id, thread_id=thread_id)
+        if text or msg.image is not None:
+            return check(text)
+        return Info("usage", target_id=msg.message_id, chat_id=chat_id, thread_id=thread_id)
 
     if bot_username is None:
         return None
@@ -256,6 +278,7 @@ class Responder(Protocol):
 
 
 STAGE_TEXT: dict[str, str] = {
+    "image": "reading the text in the image",
     "intake": "reading the message",
     "match": "matching against fact-checks",
     "verdict": "weighing the evidence",
@@ -278,8 +301,9 @@ class ThrottledProgress:
         self._last: float | None = None
         self.shown: list[str] = []
 
-    async def start(self) -> None:
-        await self._show(CHECKING)
+    async def start(self, stage: str | None = None) -> None:
+        """The progress message, sent at once; with `stage`, saying what happens first."""
+        await self._show(CHECKING if stage is None else f"{CHECKING} {STAGE_TEXT.get(stage, stage)}")
 
     async def stage(self, name: str, detail: str = "") -> None:
         if self._last is not None and self.clock() - self._last < self.min_interval:
@@ -287,12 +311,13 @@ class ThrottledProgress:
         await self._show(f"{CHECKING} {STAGE_TEXT.get(name, name)}")
 
     async def _show(self, text: str) -> None:
+        first = self._last is None
         self._last = self.clock()
         self.shown.append(text)
         try:
             await self.responder.progress(text)
         except Exception:  # a failed progress edit must never fail the check
-            if text == CHECKING:
+            if first:  # but a platform that cannot take the first message cannot take the answer either
                 raise
             log.warning("progress update failed", exc_info=True)
 
@@ -373,15 +398,28 @@ class CheckService:
     async def run_check(self, req: CheckRequest, responder: Responder) -> str | None:
         """Check and answer; the check id, or None if there was nothing to check or the engine failed
         (the user was told either way). Raises only if the responder cannot reach the platform.
-        Takes no concurrency slot: callers bound concurrency (`handle` here, workers in bot/queue.py)."""
-        reused = await self._reuse(req)
+        Takes no concurrency slot: callers bound concurrency (`handle` here, workers in bot/queue.py).
+        A request with an image is read first (bot/images.py): the caption and the text read from the
+        image are checked together; an image that cannot be read is answered with one sentence."""
+        progress: ThrottledProgress | None = None
+        checked, image_text = req, None
+        if req.image is not None:
+            progress = ThrottledProgress(responder, min_interval=self.progress_interval)
+            await progress.start("image")
+            image_text = await self._read_image(req, responder)
+            if image_text is None:
+                return None  # the user was told why
+            checked = replace(req, text=combine(req.text, image_text))
+        reused = await self._reuse(checked)
         if reused is not None:  # a repeat forward: the stored verdict, at once, no progress message
             await responder.final(to_reply(reused), req)
             return reused.id
-        progress = ThrottledProgress(responder, min_interval=self.progress_interval)
-        await progress.start()
+        if progress is None:
+            progress = ThrottledProgress(responder, min_interval=self.progress_interval)
+            await progress.start()
         try:
-            result = await self.check(req.text, progress, scope=req.scope, request=req)
+            result = await self.check(checked.text, progress, scope=req.scope, request=checked,
+                                      image_text=image_text)
         except EmptyInput:
             await responder.say(EMPTY_TEXT)
             return None
@@ -400,13 +438,45 @@ class CheckService:
         return result.id
 
     async def check(self, text: str, progress: ProgressSink | None = None, *, scope: str = GLOBAL,
-                    request: CheckRequest | None = None) -> Result:
+                    request: CheckRequest | None = None, image_text: str | None = None) -> Result:
         """The one place a check is made and kept: the engine decides, a chat's request adds what the
         bot knows about chats (repeats, "also reported by"), and the Result is stored once, after that.
+        `image_text`: what was read from an attached image ("" when it held no text), for the card.
         Raises `EmptyInput` when there is nothing to check."""
         started = time.monotonic()
         result = await self.engine.check(text, progress, scope=scope)
+        if image_text is not None:
+            notes = result.notes if image_text else [*result.notes, t("note.image_no_text", result.language)]
+            result = result.model_copy(update={"image_text": image_text, "notes": notes})
         return await self._keep(result, request, started)
+
+    async def _read_image(self, req: CheckRequest, responder: Responder) -> str | None:
+        """The text of the request's image, or None after telling the user why there is none."""
+        assert req.image is not None
+        language = detect_language(req.text) if req.text.strip() else "en"
+        try:
+            if self.images is None:
+                raise OcrUnavailable("no image reader configured")
+            reading = await self.images.read(req.image)
+            if not reading.text and not req.text.strip():
+                raise NoTextInImage("no text in the image and no caption")
+        except ImageRefused as exc:
+            log.info("image of message %s in chat %s not read: %s", req.target_id, req.chat_id, exc)
+            await responder.say(refusal_text(exc, language))
+            return None
+        log.info("image of message %s in chat %s: %d characters read in %.2f s (%dx%d)", req.target_id,
+                 req.chat_id, len(reading.text), reading.ocr.seconds, reading.ocr.width, reading.ocr.height)
+        return reading.text
+
+    async def check_image(self, data: bytes, caption: str = "") -> Result:
+        """`tipline check --image`: the image's text (with `caption`) checked and kept. Raises
+        `ImageRefused` for an image that cannot be read or holds no text, `EmptyInput` as `check`."""
+        if self.images is None:
+            raise OcrUnavailable("no image reader configured")
+        reading = await self.images.read_bytes(data)
+        if not reading.text and not caption.strip():
+            raise NoTextInImage("no text in the image and no caption")
+        return await self.check(combine(caption, reading.text), image_text=reading.text)
 
     async def _keep(self, result: Result, request: CheckRequest | None, started: float) -> Result:
         if request is not None:
@@ -420,6 +490,8 @@ class CheckService:
     extras: CheckExtras | None = None
     # Called with every finished check and its duration (metrics); must not raise.
     on_result: Callable[[Result, float], None] | None = None
+    # Screenshots (bot/images.py): without a reader, an image is answered with "image checks are off".
+    images: ImageReader | None = None
 
     async def _reuse(self, req: CheckRequest) -> Result | None:
         if self.extras is None:

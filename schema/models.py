@@ -216,6 +216,8 @@ class Result(BaseModel):
     usage: LLMUsage | None = Field(default=None, description="LLM tokens and estimated cost of this check.")
     also_reported: AlsoReported | None = Field(default=None, description="Other chats/outlets with the same story.")
     repetition: Repetition | None = Field(default=None, description="Set when a stored verdict was reused.")
+    image_text: str = Field(default="", description="The text read from an attached image (OCR), checked with the "
+                            "caption; empty when no image was read.")
 
 
 def new_check_id() -> str:

@@ -1,0 +1,153 @@
+"""Screenshots: an image attached to a message is downloaded from its platform, its text read by the OCR
+engine (core/ocr.py), and that text checked with the caption, like any message.
+
+    adapter: photo / image file -> ImageRef on the IncomingMessage -> route() -> CheckRequest.image
+    worker:  ImageReader.read(ref) -> the platform's ImageFetcher downloads (capped) -> OCR -> text
+
+The request carries only a reference (a Telegram file_id, a Slack file id), so the durable queue stores
+a few bytes, and the download happens in the worker, after the platform was acknowledged. Whatever
+goes wrong is one `ImageRefused` with a sentence in the user's language (`refusal_text`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from core.i18n import t
+from core.image_limits import ImageLimits, ImageRefused, NotAnImage, inspect_image, mime_is_image
+from core.ocr import OcrEngine, OcrText, OcrUnavailable
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """An image on a platform, as a message carries it: enough to download it later."""
+
+    platform: str
+    file_id: str
+    mime: str = ""  # as the platform declares it; "" when it does not (Telegram photos are JPEG)
+    size: int | None = None  # bytes, when the platform says
+    name: str = ""
+
+    @classmethod
+    def from_payload(cls, value: Any) -> ImageRef | None:
+        """Back from the queue's JSON (`dataclasses.asdict`), or None for anything else."""
+        if isinstance(value, ImageRef) or value is None:
+            return value
+        if isinstance(value, dict) and value.get("platform") and value.get("file_id"):
+            size = value.get("size")
+            return cls(platform=str(value["platform"]), file_id=str(value["file_id"]),
+                       mime=str(value.get("mime") or ""), size=size if isinstance(size, int) else None,
+                       name=str(value.get("name") or ""))
+        return None
+
+
+class DownloadFailed(ImageRefused):
+    key = "image.download_failed"
+
+
+class FileUnreadable(ImageRefused):
+    key = "image.file_unreadable"
+
+
+class NoTextInImage(ImageRefused):
+    """The image was read and holds no text, and there is no caption: nothing to check."""
+
+    key = "image.no_text"
+
+
+class ImageFetcher(Protocol):
+    """Per platform: the bytes of an image it sent us, at most `max_bytes` of them (raise
+    `ImageTooLarge` past that, `DownloadFailed` when the platform will not give it)."""
+
+    async def fetch(self, ref: ImageRef, max_bytes: int) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class ImageReading:
+    text: str  # what the OCR read, whitespace tidied ("" when the image has no text)
+    ocr: OcrText
+
+
+_SPACES = re.compile(r"[ \t\u00a0]+")
+_BLANKS = re.compile(r"\n\s*\n+")
+
+
+def tidy(text: str) -> str:
+    """Tesseract's output: form feeds and runs of spaces and blank lines gone, lines kept."""
+    text = text.replace("\f", "\n")
+    lines = [_SPACES.sub(" ", line).strip() for line in text.splitlines()]
+    return _BLANKS.sub("\n\n", "\n".join(lines)).strip()
+
+
+def combine(caption: str, image_text: str) -> str:
+    """What is checked: the caption, then the text read from the image."""
+    return "\n\n".join(x for x in (caption.strip(), image_text.strip()) if x)
+
+
+@dataclass
+class ImageReader:
+    """Downloads (through each platform's fetcher) and reads images; built once by build_app."""
+
+    ocr: OcrEngine
+    limits: ImageLimits
+    fetchers: dict[str, ImageFetcher] = field(default_factory=dict)
+
+    def register(self, platform: str, fetcher: ImageFetcher) -> None:
+        self.fetchers[platform] = fetcher
+
+    async def read(self, ref: ImageRef) -> ImageReading:
+        """The text of the image `ref` points to; raises `ImageRefused` (with its sentence)."""
+        if not mime_is_image(ref.mime):
+            raise NotAnImage(f"declared {ref.mime!r}")
+        self.limits.refuse_size(ref.size)
+        if not await self.ocr.available():
+            raise OcrUnavailable("no OCR engine")  # before downloading what nobody can read
+        fetcher = self.fetchers.get(ref.platform)
+        if fetcher is None:
+            raise DownloadFailed(f"no image fetcher for {ref.platform!r}")
+        try:
+            data = await fetcher.fetch(ref, self.limits.max_bytes)
+        except ImageRefused:
+            raise
+        except Exception as exc:
+            log.warning("could not download image %s from %s", ref.file_id, ref.platform, exc_info=True)
+            raise DownloadFailed(repr(exc)) from exc
+        return await self.read_bytes(data)
+
+    async def read_bytes(self, data: bytes) -> ImageReading:
+        ocr = await self.ocr.read(data)
+        return ImageReading(tidy(ocr.text), ocr)
+
+
+async def read_image_file(path: Path, settings: Settings) -> bytes:
+    """An image file from disk (`tipline check --image`), its size and header checked before anything
+    decodes it; raises `ImageRefused` (`DownloadFailed` when it cannot be read at all)."""
+    limits = ImageLimits(max_bytes=settings.ocr_max_bytes, max_pixels=settings.ocr_max_pixels)
+
+    def load() -> bytes:
+        try:
+            with path.open("rb") as f:
+                limits.refuse_size(os.fstat(f.fileno()).st_size)
+                data = f.read(limits.max_bytes + 1)  # a file that grows meanwhile is still capped
+        except OSError as exc:
+            raise FileUnreadable(f"{path}: {exc.strerror or exc}", path=str(path)) from exc
+        inspect_image(data, limits)
+        return data
+
+    return await asyncio.to_thread(load)
+
+
+def refusal_text(exc: ImageRefused, language: str = "en") -> str:
+    """The one sentence a user gets for an image tipline could not read."""
+    return t(exc.key, language, **exc.values)
