@@ -1,7 +1,7 @@
 """The REST API: the same checks as the bots, as JSON, for scripts, newsroom tools and browser extensions.
 
     POST /v1/checks        {"text": "..."}                       (Authorization: Bearer <token>)
-        -> 201 Result JSON, Location /v1/checks/{id}    the check finished within WAIT_S seconds
+        -> 201 Result JSON, Location /v1/checks/{id}    the check finished within TIPLINE_API_WAIT_S
         -> 202 {"status", "job"}, Location /v1/jobs/{n}  still waiting or running: poll that
         -> 400 nothing to check / bad body · 429 rate limited · 503 queue full (both with Retry-After)
     GET  /v1/jobs/{n}      -> 200 Result JSON when done · 202 {"status"} while queued · 422 if it failed
@@ -41,9 +41,7 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
 BODY_JSON_DEPTH = 8  # the body is {"text": …}; anything deeper is not a request of ours
-# How long a POST waits for its check before answering 202: an offline check takes ~0.1-1 s here, a
-# check with web search and an LLM a few seconds; past this the client polls /v1/jobs/{n}.
-WAIT_S = 10.0
+WAIT_S = 10.0  # the default of TIPLINE_API_WAIT_S (bot/settings.py says why)
 RETRY_AFTER_S = 30
 
 

@@ -167,18 +167,29 @@ async def measure_processes(settings: Settings, provider_env: dict[str, object],
 
     port, token = free_port(), "bench-token"
     child = _Child(["run"], child_env(settings, **provider_env, api_token=token, http_host="127.0.0.1",
-                                      http_port=port), scratch)
+                                      http_port=port, api_wait_s=settings.api_wait_s), scratch)
     base = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
             await _wait_ready(session, f"{base}/healthz", child, timeout_s)
             ready_s = time.perf_counter() - child.t0
 
+            auth = {"Authorization": f"Bearer {token}"}
+
             async def one(text: str) -> None:
-                async with session.post(f"{base}/v1/checks", json={"text": text},
-                                        headers={"Authorization": f"Bearer {token}"}) as resp:
-                    if resp.status != 201:
-                        raise BenchProcessError(f"POST /v1/checks answered {resp.status}: {await resp.text()}")
+                # The REST contract (docs/reliability.md): 201 with the Result within a few seconds, else
+                # 202 and a Location to poll; 429/503 say when to come back. A client does all three.
+                url, method = f"{base}/v1/checks", "POST"
+                while True:
+                    body = {"text": text} if method == "POST" else None
+                    async with session.request(method, url, headers=auth, json=body) as resp:
+                        if resp.status in (200, 201):
+                            return
+                        if resp.status == 202:
+                            url, method = f"{base}{resp.headers['Location']}", "GET"
+                        elif resp.status not in (429, 503):
+                            raise BenchProcessError(f"{method} {url} answered {resp.status}: {await resp.text()}")
+                        await asyncio.sleep(min(float(resp.headers.get("Retry-After", "1")), 1.0))
 
             t0 = time.perf_counter()
             await asyncio.gather(*(one(t) for t in api_texts))

@@ -241,8 +241,11 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
             settings, config.split("train")[0], config.split("dev")[0], stored=s.corroborate_stored,
             ingest_n=s.corroborate_ingest, lookups=s.corroborate_lookups, repeats=s.corroborate_repeats,
             seed=config.seed))
+        # The quick run answers every REST check with 202, so the smoke test walks the poll path a
+        # real client follows (the full run keeps the default wait, as deployed).
+        pipeline_settings = settings.model_copy(update={"api_wait_s": 0.0}) if config.quick else settings
         await part("pipeline", lambda: bench_pipeline(
-            settings, levels=s.pipeline_levels, llm_ms=s.pipeline_llm_ms, search_ms=s.pipeline_search_ms,
+            pipeline_settings, levels=s.pipeline_levels, llm_ms=s.pipeline_llm_ms, search_ms=s.pipeline_search_ms,
             repeats=s.pipeline_repeats, processes=True, ingest_rows=s.process_ingest_rows,
             api_checks=s.process_api_checks))
         await part("evidence", lambda: with_app(lambda app: _evidence_eval(app, config, scratch)))
