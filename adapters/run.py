@@ -23,10 +23,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
 from typing import Any
 
-from bot.app import App, SetupError, build_app
+from adapters.banner import Started, banner
+from adapters.startup import telegram_start_error, wait_for_configuration
+from bot.app import App, SetupError, build_app, edge_dir
 from bot.chat_app import ChatApp, build_chat
 from bot.settings import Settings
 
@@ -80,17 +83,24 @@ def slack_config(settings: Settings) -> Any | None:
                        host=settings.http_host, port=settings.http_port)
 
 
-async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
-    """Run until `stop` is set (or SIGINT/SIGTERM). Raises `NoAdapterConfigured` if nothing is set up."""
+NOTHING_CONFIGURED = ("no chat adapter is configured: set TIPLINE_TELEGRAM_TOKEN (a token from @BotFather) to run "
+                      "the Telegram bot, TIPLINE_SLACK_BOT_TOKEN and TIPLINE_SLACK_SIGNING_SECRET to run the Slack "
+                      "bot, or TIPLINE_API_TOKEN to serve the REST API (docs/deploy.md)")
+
+
+async def run(settings: Settings, stop: asyncio.Event | None = None, *, wait_unconfigured: bool = False,
+              announce: Callable[[list[str]], None] | None = None) -> None:
+    """Run until `stop` is set (or SIGINT/SIGTERM). With nothing set up, raises `NoAdapterConfigured`, or
+    with `wait_unconfigured` (a service: no terminal) says so on /healthz and waits, so a supervisor's
+    restart policy does not turn the missing setting into a restart loop. `announce` hears the start-up
+    banner (adapters/banner.py)."""
     tg_config = telegram_config(settings)
     sl_config = slack_config(settings)
     api_token = _secret(settings.api_token)
-    if tg_config is None and sl_config is None and not api_token:
-        raise NoAdapterConfigured("no chat adapter is configured: set TIPLINE_TELEGRAM_TOKEN "
-                                  "(a token from @BotFather) to run the Telegram bot, "
-                                  "TIPLINE_SLACK_BOT_TOKEN and TIPLINE_SLACK_SIGNING_SECRET to run the Slack bot, "
-                                  "or TIPLINE_API_TOKEN to serve the REST API")
     stop = stop or asyncio.Event()
+    unconfigured = tg_config is None and sl_config is None and not api_token
+    if unconfigured and not wait_unconfigured:
+        raise NoAdapterConfigured(NOTHING_CONFIGURED)
     loop = asyncio.get_running_loop()
     installed: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -98,6 +108,9 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             loop.add_signal_handler(sig, stop.set)
             installed.append(sig)
     try:
+        if unconfigured:
+            await wait_for_configuration(settings, stop, NOTHING_CONFIGURED)
+            return
         async with build_app(settings) as app, AsyncExitStack() as adapters:
             # Callbacks run in reverse: intake stops first, then the queue drains, then adapters close.
             chat = build_chat(settings, app)
@@ -117,7 +130,10 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             if queue.resumed:
                 log.info("resuming %d checks left unfinished by the last run", queue.resumed)
             if tg_bot is not None:
-                await tg_bot.start()
+                try:
+                    await tg_bot.start()
+                except Exception as exc:
+                    raise telegram_start_error(exc, tg_config.base_url) from exc
                 adapters.push_async_callback(tg_bot.stop_intake)
             socket_mode = sl_config is not None and bool(_secret(settings.slack_app_token))
             if socket_mode:
@@ -126,8 +142,11 @@ async def run(settings: Settings, stop: asyncio.Event | None = None) -> None:
             # required when something arrives over HTTP (Slack HTTP mode, the REST API, a webhook).
             needed = (sl_config is not None and not socket_mode) or bool(api_token) or \
                 (tg_config is not None and bool(tg_config.webhook_url))
-            await _start_http(settings, app, chat, None if socket_mode else sl_config, api_token, adapters,
-                              telegram=tg_bot, required=needed)
+            listening = await _start_http(settings, app, chat, None if socket_mode else sl_config, api_token,
+                                          adapters, telegram=tg_bot, required=needed)
+            if announce is not None:
+                announce(banner(settings, await started(settings, app, tg_bot, sl_config, socket_mode,
+                                                        api_token, listening)))
             try:
                 await stop.wait()
             finally:
@@ -151,7 +170,7 @@ def attach_retention(app: App, stop: asyncio.Event, stack: AsyncExitStack) -> No
 
 def attach_background(settings: Settings, app: App, chat: ChatApp, stop: asyncio.Event,
                       stack: AsyncExitStack) -> None:
-    """The queue-depth gauge, feed refresh and cache expiry, as background tasks."""
+    """The queue-depth gauge, feed refresh, cache expiry, digests and alerts, as background tasks."""
     from bot.feeds import FeedRefresher
     from storage.cache import TTLCache
 
@@ -172,6 +191,8 @@ def attach_background(settings: Settings, app: App, chat: ChatApp, stop: asyncio
                 await asyncio.wait_for(stop.wait(), 15)
 
     tasks.append(asyncio.create_task(housekeeping(), name="tipline-housekeeping"))
+    if chat.digests is not None:  # scheduled digests and alerts (bot/digest_schedule.py)
+        tasks.append(asyncio.create_task(chat.digests.run(stop), name="tipline-digests"))
     if settings.feeds:
         refresher = FeedRefresher(app.kb, settings.feeds, interval_minutes=settings.feed_refresh_minutes)
         tasks.append(asyncio.create_task(refresher.run_forever(stop), name="tipline-feeds"))
@@ -194,8 +215,9 @@ async def _start_slack_socket(settings: Settings, chat: ChatApp, sl_config: Any,
 
 
 async def _start_http(settings: Settings, app: App, chat: ChatApp, sl_config: Any, api_token: str | None,
-                      stack: AsyncExitStack, *, telegram: Any = None, required: bool = True) -> None:
-    """One aiohttp server for everything that arrives over HTTP (Slack events, REST API, health)."""
+                      stack: AsyncExitStack, *, telegram: Any = None, required: bool = True) -> bool:
+    """One aiohttp server for everything that arrives over HTTP (Slack events, REST API, health).
+    False when it is not `required` and the port was taken."""
     from aiohttp import web
 
     from adapters.http_api import HttpApi
@@ -206,7 +228,7 @@ async def _start_http(settings: Settings, app: App, chat: ChatApp, sl_config: An
         web_app = SlackBot(sl_config, chat).web_app()
     else:
         web_app = web.Application()
-    HttpApi(chat, api_token, count_factchecks=app.kb.count).add_routes(web_app)
+    HttpApi(chat, api_token, count_factchecks=app.kb.count, wait_s=settings.api_wait_s).add_routes(web_app)
     if telegram is not None and telegram.config.webhook_url:
         telegram.add_webhook_route(web_app)
     if app.metrics is not None:
@@ -223,7 +245,23 @@ async def _start_http(settings: Settings, app: App, chat: ChatApp, sl_config: An
         if not required:
             log.warning("http: cannot listen on %s:%s (%s); /healthz and /metrics are off (set TIPLINE_HTTP_PORT)",
                         settings.http_host, settings.http_port, exc.strerror or exc)
-            return
+            return False
         raise SetupError(f"cannot listen on {settings.http_host}:{settings.http_port} ({exc.strerror or exc}); "
                          "set TIPLINE_HTTP_PORT to a free port") from exc
     log.info("http: listening on %s:%s", settings.http_host, settings.http_port)
+    return True
+
+
+async def started(settings: Settings, app: App, tg_bot: Any, sl_config: Any, socket_mode: bool,
+                  api_token: str | None, listening: bool) -> Started:
+    """What this run started, for the banner."""
+    telegram = None
+    if tg_bot is not None:
+        how = f"webhook {tg_bot.config.webhook_url}" if tg_bot.config.webhook_url else "long polling"
+        telegram = f"{how} as @{tg_bot.username}"
+    slack = None if sl_config is None else "Socket Mode" if socket_mode else "HTTP mode"
+    return Started(factchecks=await app.kb.count(), evidence_sources=app.sources.names if app.sources else [],
+                   llm=app.llm is not None,
+                   vectors=settings.qdrant_url or f"embedded, {edge_dir(settings)}",
+                   telegram=telegram, slack=slack, rest_api=bool(api_token),
+                   http=f"http://{settings.http_host}:{settings.http_port}" if listening else None)

@@ -41,6 +41,9 @@ from bot.card import Markup, card
 from bot.chat import COMMANDS, ERROR_TEXT, Addressed, CheckRequest, IncomingMessage, route
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import tracked_message
+from bot.digest import Digest, StoryAlert, alert_sections, digest_sections, sections_text, unchecked
+from bot.domains import GLOBAL, chat_scope
+from core.i18n import t
 from bot.evidence import callback_data, evidence_lines, give_feedback, parse_callback
 from bot.notify import Asker, ReviewNotice, notice_text
 from bot.queue import SilentResponder
@@ -176,6 +179,48 @@ def feedback_keyboard(check_id: str) -> InlineKeyboardMarkup:
         InlineKeyboardButton("👍", callback_data=callback_data("up", check_id)),
         InlineKeyboardButton("👎", callback_data=callback_data("down", check_id)),
     ]])
+
+
+DIGEST_CHECK = "dgc:"  # callback data of a digest's "check it" button: the prefix, then the message key
+
+
+def digest_keyboard(digest: Digest) -> InlineKeyboardMarkup | None:
+    """A "Check #n" button per item without a verdict (callback data is at most 64 bytes: longer keys
+    get no button rather than a cut one)."""
+    buttons = [InlineKeyboardButton(t("digest.check_button", digest.lang, n=n), callback_data=DIGEST_CHECK + key)
+               for n, key in unchecked(digest) if len((DIGEST_CHECK + key).encode()) <= 64]
+    if not buttons:
+        return None
+    return InlineKeyboardMarkup([buttons[i:i + 3] for i in range(0, len(buttons), 3)])
+
+
+class TelegramDigestPoster:
+    """Posts digests and alerts (bot/digest_schedule.py) as new messages, in Telegram HTML."""
+
+    def __init__(self, bot: Any):
+        self.bot = bot
+
+    async def _post(self, chat_id: str, thread_id: str | None, html_text: str, keyboard: Any = None,
+                    reply_to: str | None = None) -> None:
+        parts = split_html(html_text)
+        for i, part in enumerate(parts):
+            kw: dict[str, Any] = dict(chat_id=chat_id, text=part, parse_mode=ParseMode.HTML,
+                                      link_preview_options=LinkPreviewOptions(is_disabled=True))
+            if thread_id is not None:
+                kw["message_thread_id"] = int(thread_id)
+            if reply_to is not None and i == 0:
+                kw["reply_parameters"] = ReplyParameters(message_id=int(reply_to), allow_sending_without_reply=True)
+            if keyboard is not None and i == len(parts) - 1:
+                kw["reply_markup"] = keyboard
+            await self.bot.send_message(**kw)
+
+    async def post_digest(self, chat_id: str, thread_id: str | None, digest: Digest,
+                          reply_to: str | None = None) -> None:
+        await self._post(chat_id, thread_id, sections_text(digest_sections(digest, HTML)), digest_keyboard(digest),
+                         reply_to)
+
+    async def post_alert(self, chat_id: str, thread_id: str | None, alert: StoryAlert) -> None:
+        await self._post(chat_id, thread_id, sections_text(alert_sections(alert, HTML)))
 
 
 def render_evidence_html(result: Result) -> list[str]:
@@ -551,7 +596,8 @@ class TelegramBot(_DurableIntake):
         self.username: str = ""
         self._poller: asyncio.Task[None] | None = None
         chat.register("telegram", responders=TelegramResponderFactory(self.application.bot),
-                      notifier=TelegramNotifier(self.application.bot))
+                      notifier=TelegramNotifier(self.application.bot),
+                      poster=TelegramDigestPoster(self.application.bot))
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.callback_query is not None:
@@ -576,6 +622,9 @@ class TelegramBot(_DurableIntake):
 
     async def _callback(self, bot: Any, query: CallbackQuery) -> None:
         """A button under a verdict card: Sources -> the evidence in the thread; 👍/👎 -> a stored vote."""
+        if (query.data or "").startswith(DIGEST_CHECK):
+            await self._digest_check(bot, query)
+            return
         parsed = parse_callback(query.data)
         answer: str | None = None
         try:
@@ -602,6 +651,28 @@ class TelegramBot(_DurableIntake):
             await bot.answer_callback_query(query.id, text=answer)
         except Exception:
             log.exception("could not answer callback query %s", query.id)
+
+    async def _digest_check(self, bot: Any, query: CallbackQuery) -> None:
+        """A digest's "Check #n": the story's representative message is checked, the card a reply to the digest."""
+        message = query.message
+        try:
+            text = await self.chat.story_text((query.data or "")[len(DIGEST_CHECK):])
+            if text is None or not isinstance(message, Message):
+                lang = "en"
+                if isinstance(message, Message) and self.chat.digests is not None:
+                    lang = await self.chat.digests.language("telegram", message.chat_id)
+                await bot.answer_callback_query(query.id, text=t("digest.gone", lang))
+                return
+            await bot.answer_callback_query(query.id)
+            thread = message.message_thread_id if message.is_topic_message else None
+            req = CheckRequest(text=text, chat_id=message.chat_id, target_id=message.message_id, thread_id=thread,
+                               requested_by=query.from_user.id,
+                               scope=chat_scope("telegram", message.chat_id) if message.chat.type != "private"
+                               else GLOBAL)
+            await self.chat.submit(req, TelegramResponder(bot, req.chat_id, req.target_id, thread),
+                                   Ticket(f"tg-cb:{query.id}", "telegram", TelegramResponderFactory.where(req)))
+        except Exception:
+            log.exception("digest check %r failed", query.data)
 
     async def _observe(self, bot: Any, message: Message, incoming: IncomingMessage) -> None:
         """An ordinary group message or channel post: stored if the chat is tracked; in a group with

@@ -400,16 +400,22 @@ class CheckService:
         (the user was told either way). Raises only if the responder cannot reach the platform.
         Takes no concurrency slot: callers bound concurrency (`handle` here, workers in bot/queue.py).
         A request with an image is read first (bot/images.py): the caption and the text read from the
-        image are checked together; an image that cannot be read is answered with one sentence."""
+        image are checked together. An image that cannot be read is answered with one sentence, or, when
+        it has a caption, the caption is checked and that sentence becomes a note on the card."""
         progress: ThrottledProgress | None = None
-        checked, image_text = req, None
+        checked, image_text, image_note = req, None, None
         if req.image is not None:
             progress = ThrottledProgress(responder, min_interval=self.progress_interval)
             await progress.start("image")
-            image_text = await self._read_image(req, responder)
-            if image_text is None:
-                return None  # the user was told why
-            checked = replace(req, text=combine(req.text, image_text))
+            read = await self._read_image(req)
+            if isinstance(read, str):
+                image_text = read
+                checked = replace(req, text=combine(req.text, read))
+            elif req.text.strip():
+                image_note = refusal_text(read, detect_language(req.text))
+            else:
+                await responder.say(refusal_text(read))
+                return None
         reused = await self._reuse(checked)
         if reused is not None:  # a repeat forward: the stored verdict, at once, no progress message
             await responder.final(to_reply(reused), req)
@@ -419,7 +425,7 @@ class CheckService:
             await progress.start()
         try:
             result = await self.check(checked.text, progress, scope=req.scope, request=checked,
-                                      image_text=image_text)
+                                      image_text=image_text, image_note=image_note)
         except EmptyInput:
             await responder.say(EMPTY_TEXT)
             return None
@@ -438,22 +444,26 @@ class CheckService:
         return result.id
 
     async def check(self, text: str, progress: ProgressSink | None = None, *, scope: str = GLOBAL,
-                    request: CheckRequest | None = None, image_text: str | None = None) -> Result:
+                    request: CheckRequest | None = None, image_text: str | None = None,
+                    image_note: str | None = None) -> Result:
         """The one place a check is made and kept: the engine decides, a chat's request adds what the
         bot knows about chats (repeats, "also reported by"), and the Result is stored once, after that.
-        `image_text`: what was read from an attached image ("" when it held no text), for the card.
+        `image_text`: what was read from an attached image ("" when it held no text), for the card;
+        `image_note`: why an attached image was not read (its caption alone was checked).
         Raises `EmptyInput` when there is nothing to check."""
         started = time.monotonic()
         result = await self.engine.check(text, progress, scope=scope)
         if image_text is not None:
             notes = result.notes if image_text else [*result.notes, t("note.image_no_text", result.language)]
             result = result.model_copy(update={"image_text": image_text, "notes": notes})
+        elif image_note is not None:
+            result = result.model_copy(update={"notes": [*result.notes, image_note]})
         return await self._keep(result, request, started)
 
-    async def _read_image(self, req: CheckRequest, responder: Responder) -> str | None:
-        """The text of the request's image, or None after telling the user why there is none."""
+    async def _read_image(self, req: CheckRequest) -> str | ImageRefused:
+        """The text of the request's image, or why it could not be read (a captionless image with no
+        text counts as unreadable: there is nothing to check)."""
         assert req.image is not None
-        language = detect_language(req.text) if req.text.strip() else "en"
         try:
             if self.images is None:
                 raise OcrUnavailable("no image reader configured")
@@ -462,8 +472,7 @@ class CheckService:
                 raise NoTextInImage("no text in the image and no caption")
         except ImageRefused as exc:
             log.info("image of message %s in chat %s not read: %s", req.target_id, req.chat_id, exc)
-            await responder.say(refusal_text(exc, language))
-            return None
+            return exc
         log.info("image of message %s in chat %s: %d characters read in %.2f s (%dx%d)", req.target_id,
                  req.chat_id, len(reading.text), reading.ocr.seconds, reading.ocr.width, reading.ocr.height)
         return reading.text

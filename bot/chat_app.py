@@ -20,8 +20,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.chat import ERROR_TEXT, INFO_TEXT, CheckRequest, CheckService, Info, Responder
+from bot.admins import Admins
 from bot.chat_settings import ChatAdminCheck, ChatCommands, ChatSettingsRequest, CheckExtras
+from bot.digest_commands import DigestCommands, DigestRequest
+from bot.digest_schedule import Clock, DigestPoster, DigestService
 from bot.domains import DomainCommands, DomainsRequest
+from bot.images import ImageFetcher, ImageReader
 from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, load_check
 from bot.notify import Notifier
 from bot.queue import JobQueue, ResponderFactory
@@ -69,12 +73,16 @@ class ChatApp:
 
     def __init__(self, engine: Engine, *, queue: JobQueue | None = None, service: CheckService | None = None,
                  admins: Sequence[str] = (), add_factchecks: AddFactChecks | None = None,
-                 corroborator: Corroborator | None = None, db: Database | None = None):
+                 corroborator: Corroborator | None = None, db: Database | None = None,
+                 digests: DigestService | None = None, images: ImageReader | None = None):
         self.engine = engine
         self.db = db if db is not None else engine.db
         self.queue = queue
         self.service = queue.service if queue is not None else service or CheckService(engine)
         self.corroborator = corroborator
+        self.images = images
+        if images is not None:
+            self.service.images = images  # screenshots: each adapter registers how to download its images
         if corroborator is not None and self.service.extras is None:
             # No platform: one service serves every adapter (the extras exclude the asking chat on each).
             self.service.extras = CheckExtras(self.db, None, corroborator)
@@ -84,21 +92,31 @@ class ChatApp:
         # one platform reaches askers on the others.
         self.notifiers: dict[str, Notifier] = queue.notifiers if queue is not None else {}
         self.review = ReviewCommands(self.db, add_factchecks, admins, self.notifiers)
+        # Digests, /trending and alerts (bot/digest_schedule.py); None where tracking is off.
+        self.digests = digests
+        self.digest_commands = DigestCommands(self.db, digests, Admins(admins))
         self.info: dict[str, Mapping[str, str]] = {}
         # One handler per kind of command (python-telegram-bot's way), for every platform.
         self._answer: dict[type, Callable[[Any, ChatAdminCheck | None], Awaitable[str]]] = {
             DomainsRequest: lambda req, admin: self.domains.handle(req, is_chat_admin=admin),
             ChatSettingsRequest: lambda req, admin: self.chat_commands.handle(req, is_chat_admin=admin),
             ReviewRequest: lambda req, admin: self.review.handle(req),
+            DigestRequest: lambda req, admin: self.digest_commands.handle(req, is_chat_admin=admin),
         }
         self._handlers: dict[type, Handler] = {
             Info: self._info, EvidenceRequest: self._evidence_request, DomainsRequest: self._reply,
-            ChatSettingsRequest: self._chat_settings, ReviewRequest: self._reply,
+            ChatSettingsRequest: self._chat_settings, ReviewRequest: self._reply, DigestRequest: self._digest,
         }
 
     def register(self, platform: str, *, responders: ResponderFactory | None = None,
-                 notifier: Notifier | None = None, info: Mapping[str, str] | None = None) -> None:
-        """An adapter joins: how to rebuild its responders (queue), tell its askers (review), its fixed texts."""
+                 notifier: Notifier | None = None, info: Mapping[str, str] | None = None,
+                 poster: DigestPoster | None = None, images: ImageFetcher | None = None) -> None:
+        """An adapter joins: how to rebuild its responders (queue), tell its askers (review), its fixed texts,
+        post digests and alerts, and download the images its users send (screenshots)."""
+        if images is not None and self.images is not None:
+            self.images.register(platform, images)
+        if poster is not None and self.digests is not None:
+            self.digests.register(platform, poster)
         if responders is not None and self.queue is not None:
             self.queue.register(platform, responders)
         if notifier is not None:
@@ -134,7 +152,7 @@ class ChatApp:
 
     # --- commands ----------------------------------------------------------------------------
 
-    async def answer(self, request: DomainsRequest | ChatSettingsRequest | ReviewRequest, *,
+    async def answer(self, request: DomainsRequest | ChatSettingsRequest | ReviewRequest | DigestRequest, *,
                      is_chat_admin: ChatAdminCheck | None = None) -> str:
         """The sentence a command produces, or an apology if it failed; never raises."""
         try:
@@ -180,6 +198,26 @@ class ChatApp:
         # The bot never posts in channels: a channel's post is by one of its admins; log the outcome.
         log.info("channel %s: %s", request.chat_id, await self.answer(request, is_chat_admin=is_chat_admin))
 
+    async def _digest(self, platform: str, request: DigestRequest, responder: CommandResponder,
+                      is_chat_admin: ChatAdminCheck | None) -> None:
+        text = await self.answer(request, is_chat_admin=is_chat_admin)
+        if not text:
+            return  # the digest was posted: it is the answer
+        if request.chat_kind == "channel":
+            log.info("channel %s: %s", request.chat_id, text)  # never a chatty reply in a channel
+            return
+        await responder.answer(text)
+
+    async def story_text(self, key: str) -> str | None:
+        """The text behind a digest's "check it" button, or None when it is gone or its chat opted out."""
+        if self.digests is None or self.corroborator is None:
+            return None
+        store = self.corroborator.store
+        found = (await store.get([key])).get(key)
+        if found is None or not await store.is_tracked(found.platform, found.chat_id):
+            return None
+        return found.text
+
     async def evidence(self, check_id: str, responder: CommandResponder) -> bool:
         """Send the evidence view of `check_id` (or one sentence why not); False if there is no such check."""
         try:
@@ -210,4 +248,18 @@ def build_chat(settings: Settings, app: App) -> ChatApp:
     queue = JobQueue(JobStore(app.db), service, workers=settings.workers, queue_max=settings.queue_max,
                      limiter=RateLimiter(settings.user_rate_per_minute, settings.chat_rate_per_minute))
     return ChatApp(app.engine, queue=queue, admins=tuple(settings.admins), add_factchecks=app.kb.add,
-                   corroborator=app.corroborator, db=app.db)
+                   corroborator=app.corroborator, db=app.db, digests=build_digests(settings, app),
+                   images=app.images)
+
+
+def build_digests(settings: Settings, app: App, clock: Clock | None = None) -> DigestService | None:
+    """Digests and alerts over the tracked chats (none without the corroborator, whose stories they rank)."""
+    from bot.digest import DigestBuilder
+    from storage.digests import DigestStore
+
+    if app.corroborator is None:
+        return None
+    store = DigestStore(app.db)
+    builder = DigestBuilder(store, app.corroborator.store, app.matcher, llm=app.llm,
+                            retention_days=settings.retention_days)
+    return DigestService(builder, store, clock, alert_window_s=settings.corroboration_window_days * 86400.0)

@@ -396,7 +396,7 @@ def test_the_code_registers_what_the_readme_names() -> None:
     assert {"app_mention", "message"} <= found["event"]
     assert {"/check", "/evidence", "/domains", "/review", "/track", "/auto", "/forget", "/stats"} <= found["command"]
     assert found["shortcut"] == {"tipline_check_message"}
-    assert found["action"] == {"tipline_sources", "tipline_fb_up", "tipline_fb_down"}
+    assert found["action"] == {"tipline_sources", "tipline_fb_up", "tipline_fb_down", "tipline_digest_check"}
 
 
 def test_manifest_has_every_command_shortcut_and_event_the_code_listens_for() -> None:
