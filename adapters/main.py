@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from adapters.banner import tipline_version
 from adapters.cli import render_card, render_json
 from bot.app import SetupError, build_app
 from bot.chat import CheckService
@@ -75,11 +76,33 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 # --- commands -----------------------------------------------------------------------------------
 
+def _print_lines(lines: list[str]) -> None:
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
 async def cmd_run(args: argparse.Namespace) -> int:
     from adapters.run import run
 
-    await run(_settings(args))
+    # On a terminal, nothing configured ends with the sentence; as a service (no terminal: compose,
+    # systemd) it waits saying so, instead of being restarted for ever (adapters/startup.py).
+    await run(_settings(args), wait_unconfigured=not sys.stdin.isatty(), announce=_print_lines)
     return 0
+
+
+async def cmd_doctor(args: argparse.Namespace) -> int:
+    from adapters.doctor import diagnose, format_table
+
+    settings = _settings(args)
+    rows = await diagnose(settings, timeout_s=args.timeout)
+    print(format_table(rows))
+    failed = [r for r in rows if r.status == "FAIL"]
+    if settings.offline:
+        print("Offline (TIPLINE_OFFLINE=true): no outside service is used, so none was reached.")
+    elif failed:
+        print(f"{len(failed)} of {len(rows)} checks failed; the detail column says what to fix.")
+    else:
+        print("Everything configured works.")
+    return EXIT_FAILED if failed else 0
 
 
 async def cmd_check(args: argparse.Namespace) -> int:
@@ -398,6 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tipline", parents=[_global_flags(defaults=True)],
                                 description="Fact-checking bot: check messages against previously fact-checked "
                                 "claims and evidence.")
+    p.add_argument("--version", action="version", version=f"tipline {tipline_version()}")
     common = _global_flags(defaults=False)
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -408,7 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("text", nargs="*", help="the text to check ('-' reads standard input)")
 
     sub.add_parser("chat", parents=[common], help="interactive checks in the terminal (Ctrl-D exits)")
-    sub.add_parser("run", parents=[common], help="run the configured chat bots (Telegram: set TIPLINE_TELEGRAM_TOKEN)")
+    sub.add_parser("run", parents=[common], help="run the configured chat bots and the REST API (docs/deploy.md)")
+    d = sub.add_parser("doctor", parents=[common], help="check the configuration and reach what is configured "
+                       "(Telegram, Slack, the LLM, Qdrant, search providers, the embeddings server)")
+    d.add_argument("--timeout", type=float, default=10.0, help="seconds per service (default 10)")
 
     i = sub.add_parser("ingest", parents=[common], help="load previously fact-checked claims (ClaimReview, "
                        "Fact Check API JSON, CSV/TSV/JSONL, RSS/Atom)")
@@ -468,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    handlers = {"run": cmd_run, "check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "eval": cmd_eval, "bench": cmd_bench,
+    handlers = {"run": cmd_run, "doctor": cmd_doctor, "check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "eval": cmd_eval, "bench": cmd_bench,
                 "vectors": cmd_vectors}
     return await handlers[args.command](args)
 

@@ -133,7 +133,7 @@ async def run(settings: Settings, stop: asyncio.Event | None = None, *, wait_unc
                 try:
                     await tg_bot.start()
                 except Exception as exc:
-                    raise telegram_start_error(exc, tg_config.base_url) from exc
+                    raise telegram_start_error(exc, tg_bot.config.base_url) from exc
                 adapters.push_async_callback(tg_bot.stop_intake)
             socket_mode = sl_config is not None and bool(_secret(settings.slack_app_token))
             if socket_mode:

@@ -17,6 +17,7 @@ from bot.settings import Settings
 from core.budget import BudgetedLLM
 from core.checkability import CheckabilityModel, ClaimGate
 from core.embeddings import Embedder
+from core.text_embedder import TextEmbedder
 from core.engine import Engine
 from core.evidence.evidence_index import EvidenceIndex
 from core.evidence.registry import EvidenceSources
@@ -50,7 +51,7 @@ class App:
     settings: Settings
     db: Database
     vectors: VectorStore
-    embedder: Embedder
+    embedder: TextEmbedder  # in-process (core/embeddings.py) or a server (core/remote_embeddings.py)
     kb: KnowledgeBase
     matcher: ClaimMatcher
     engine: Engine
@@ -81,7 +82,15 @@ def edge_dir(settings: Settings) -> Path:
     return settings.qdrant_path.with_name("qdrant-edge")
 
 
-def load_embedder(settings: Settings) -> Embedder:
+def load_embedder(settings: Settings) -> TextEmbedder:
+    """The embedder the settings choose: an OpenAI-compatible embeddings server when TIPLINE_EMBED_URL is
+    set (one probe request, so a wrong URL fails here in one sentence), else the in-process model."""
+    if settings.embed_url:
+        from core.remote_embeddings import RemoteEmbedder
+
+        key = settings.embed_api_key.get_secret_value() if settings.embed_api_key else None
+        return RemoteEmbedder.connect(settings.embed_url, settings.embed_model, api_key=key,
+                                      batch_size=settings.embed_batch_size, timeout_s=settings.embed_timeout_s)
     if settings.uses_default_model:
         model_dir = prepare_default_model(settings.model_dir)
         return Embedder(settings.embed_model, model_dir=model_dir, batch_size=settings.embed_batch_size)
@@ -123,6 +132,11 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
     async with AsyncExitStack() as stack:
         embedder, multilingual = await asyncio.gather(asyncio.to_thread(load_embedder, settings),
                                                       asyncio.to_thread(load_multilingual, settings))
+        if settings.embed_url:  # load_embedder chose the server client: close its connections
+            from core.remote_embeddings import RemoteEmbedder
+
+            assert isinstance(embedder, RemoteEmbedder)
+            stack.push_async_callback(embedder.aclose)
         db = await Database.open(settings.sqlite_path)
         stack.push_async_callback(db.close)
         # Qdrant Edge in the data dir, or a Qdrant server by URL; chosen here, once (storage/vector_backends.py).

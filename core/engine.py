@@ -28,7 +28,7 @@ from core.budget import BudgetExceeded, MeteredLLM, llm_check
 from core.checkability import ClaimGate, not_checkable_result
 from core.claims import Claim, ClaimExtraction, extract_claims
 from core.credibility import DomainRules
-from core.embeddings import Embedder
+from core.text_embedder import TextEmbedder
 from core.evidence.base import ClaimQuery, Evidence, EvidenceSource, SourceReport
 from core.evidence.gather import gather_all
 from core.evidence.knowledge import match_evidence
@@ -75,7 +75,7 @@ class NullProgress:
 
 class Engine:
     def __init__(self, db: Database, matcher: ClaimMatcher, *, max_input_chars: int = 4096,
-                 source_policy: SourcePolicy | None = None, embedder: Embedder | None = None,
+                 source_policy: SourcePolicy | None = None, embedder: TextEmbedder | None = None,
                  llm: MeteredLLM | None = None, sources: Sequence[EvidenceSource] = (),
                  evidence_store: EvidenceStore | None = None, source_timeout_s: float = 10.0,
                  deadline_s: float = 60.0, evidence_limit: int = 8, claim_gate: ClaimGate | None = None):

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from core.embeddings import Embedder
+from core.text_embedder import TextEmbedder
 from core.matchfeatures import CorpusStats, doc_text
 from core.multilingual import MultilingualEncoder
 from schema.models import FactCheck
@@ -57,7 +57,7 @@ def load_seed_factchecks(path: Path = SEED_FILE) -> list[FactCheck]:
 
 
 class KnowledgeBase:
-    def __init__(self, db: Database, vectors: VectorStore, embedder: Embedder, collection: str,
+    def __init__(self, db: Database, vectors: VectorStore, embedder: TextEmbedder, collection: str,
                  multilingual: MultilingualEncoder):
         self.db = db
         self.vectors = vectors

@@ -33,7 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import numpy as np
 
 from core.credibility import DomainRules, credibility, domain_of, site_of
-from core.embeddings import Embedder
+from core.text_embedder import TextEmbedder
 from core.evidence.base import Evidence
 from core.sparse import bm25_scores
 
@@ -212,7 +212,7 @@ def shortlist(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, rules
     return Shortlist(out, dropped)
 
 
-async def rank(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, embedder: Embedder,
+async def rank(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, embedder: TextEmbedder,
                rules: DomainRules | None = None, now: datetime | None = None, per_domain: int = PER_DOMAIN,
                limit: int = LIMIT, min_relevance: float = MIN_RELEVANCE) -> Ranking:
     """Rank `evidence` for a claim. `claim_texts`: the claim, optionally its English translation too
@@ -223,7 +223,7 @@ async def rank(claim_texts: Sequence[str], evidence: Sequence[Evidence], *, embe
                                 limit=limit, min_relevance=min_relevance)
 
 
-async def rank_shortlist(claim_texts: Sequence[str], short: Shortlist, *, embedder: Embedder,
+async def rank_shortlist(claim_texts: Sequence[str], short: Shortlist, *, embedder: TextEmbedder,
                          now: datetime | None = None, per_domain: int = PER_DOMAIN, limit: int = LIMIT,
                          min_relevance: float = MIN_RELEVANCE) -> Ranking:
     """Steps 4–7 on a shortlist: embedding near-duplicates, relevance and its floor, score, cap, top."""

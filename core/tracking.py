@@ -46,7 +46,7 @@ from core.corroboration import (
     story_terms,
     transliterate,
 )
-from core.embeddings import Embedder
+from core.text_embedder import TextEmbedder
 from core.intake import detect_language
 from schema.models import AlsoReported, ReportedBy
 from storage.message_vectors import MessagePoint, MessageVectors, StoredMessageVector
@@ -166,7 +166,7 @@ def _secs(at: datetime) -> float:
 
 
 class Corroborator:
-    def __init__(self, store: MessageStore, vectors: MessageVectors, embedder: Embedder, *,
+    def __init__(self, store: MessageStore, vectors: MessageVectors, embedder: TextEmbedder, *,
                  window_days: float = DEFAULT_WINDOW_DAYS, retention_days: float = 30.0,
                  model: StoryModel | None = None, clock: Callable[[], float] = time.time):
         self.store = store

@@ -3,7 +3,7 @@
 Public API (the engine calls these; everything else in core/ranking, stance, numeric, scoring and
 adjudicate is theirs to use too, but these two are the contract):
 
-    async def verify_claim(claim: ClaimQuery, evidence: list[Evidence], *, embedder: Embedder,
+    async def verify_claim(claim: ClaimQuery, evidence: list[Evidence], *, embedder: TextEmbedder,
                            llm: LLM | None = None, rules: DomainRules | None = None,
                            english: str | None = None, now: datetime | None = None) -> ClaimVerdict
 
@@ -41,7 +41,7 @@ from pydantic import BaseModel, Field
 
 from core.adjudicate import adjudicate
 from core.credibility import DomainRules
-from core.embeddings import Embedder
+from core.text_embedder import TextEmbedder
 from core.evidence.base import ClaimQuery, Evidence
 from core.llm import LLM
 from schema.models import Citation, Verdict
@@ -95,7 +95,7 @@ class Aggregate(BaseModel):
     rule: str = ""
 
 
-async def verify_claim(claim: ClaimQuery, evidence: list[Evidence], *, embedder: Embedder, llm: LLM | None = None,
+async def verify_claim(claim: ClaimQuery, evidence: list[Evidence], *, embedder: TextEmbedder, llm: LLM | None = None,
                        rules: DomainRules | None = None, english: str | None = None,
                        now: datetime | None = None) -> ClaimVerdict:
     notes: list[str] = []

@@ -40,7 +40,7 @@ import numpy as np
 
 from core import scoring
 from core.credibility import credibility
-from core.embeddings import Embedder
+from core.text_embedder import TextEmbedder
 from core.evaluation import EvalDataError, score_run
 from core.evidence.base import Evidence
 from schema.models import Verdict
@@ -234,7 +234,7 @@ def classification_metrics(gold: Sequence[str], pred: Sequence[str], labels: Seq
 
 # --- the run -------------------------------------------------------------------------------------
 
-def embed_cached(embedder: Embedder, texts: Sequence[str], cache_dir: Path | None,
+def embed_cached(embedder: TextEmbedder, texts: Sequence[str], cache_dir: Path | None,
                  progress: Callable[[str, int, int], None] | None = None, chunk: int = 256) -> np.ndarray:
     """Vectors for `texts`, from `cache_dir/<model+texts hash>.npy` when it is there."""
     path = None
@@ -257,7 +257,7 @@ def embed_cached(embedder: Embedder, texts: Sequence[str], cache_dir: Path | Non
     return vecs
 
 
-def run_evidence_eval(path: Path, embedder: Embedder, *, split: str = "dev", cache_dir: Path | None = None,
+def run_evidence_eval(path: Path, embedder: TextEmbedder, *, split: str = "dev", cache_dir: Path | None = None,
                       progress: Callable[[str, int, int], None] | None = None) -> dict:
     """The full report (a JSON-able dict) for `split` ('dev', 'train' or 'all'); train figures are always
     included next to it, since the linear weight is chosen there."""

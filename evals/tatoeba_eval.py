@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.embeddings import Embedder
+from core.text_embedder import TextEmbedder
 from core.multilingual import MultilingualEncoder
 
 
@@ -43,7 +43,7 @@ def read_pairs(directory: Path, lang: str, limit: int | None = None) -> tuple[li
     return foreign[:limit], english[:limit]
 
 
-def evaluate(directory: Path, multilingual: MultilingualEncoder, english_model: Embedder | None = None,
+def evaluate(directory: Path, multilingual: MultilingualEncoder, english_model: TextEmbedder | None = None,
              languages: Sequence[str] = ("rus", "ukr"), limit: int | None = None) -> list[PairAccuracy]:
     out = []
     for lang in languages:

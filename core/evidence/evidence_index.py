@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 from core.ranking import evidence_text
 from core.credibility import default_credibility
-from core.embeddings import Embedder
+from core.text_embedder import TextEmbedder
 from core.evidence.base import ClaimQuery, Evidence
 from core.evidence.text import parse_datetime
 from storage.evidence_vectors import EvidencePoint, EvidenceVectors
@@ -34,7 +34,7 @@ def payload_of(e: Evidence) -> dict:
 
 
 class EvidenceIndex:
-    def __init__(self, vectors: EvidenceVectors, embedder: Embedder):
+    def __init__(self, vectors: EvidenceVectors, embedder: TextEmbedder):
         self.vectors = vectors
         self.embedder = embedder
 

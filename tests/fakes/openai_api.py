@@ -70,6 +70,7 @@ class FakeOpenAI:
     async def start(self) -> FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
+        app.router.add_get("/v1/models", self._models)
         self._runner, self.port = await serve_on_loopback(app, shutdown_timeout=1.0)
         return self
 
@@ -83,6 +84,16 @@ class FakeOpenAI:
         return f"http://127.0.0.1:{self.port}/v1"
 
     # --- scripting -------------------------------------------------------------------------
+
+    models: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o")  # what GET /v1/models lists
+    api_key: str | None = None  # set: GET /v1/models wants it as the bearer token, like OpenAI
+
+    async def _models(self, request: web.Request) -> web.Response:
+        """OpenAI's model list: {"object": "list", "data": [{"id", "object": "model", "created", "owned_by"}]}."""
+        if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return self._error(401, "Incorrect API key provided.", "invalid_api_key")
+        return web.json_response({"object": "list", "data": [
+            {"id": m, "object": "model", "created": 1715367049, "owned_by": "system"} for m in self.models]})
 
     def reply_json(self, content: Any, **kw: Any) -> None:
         self.script.append(Scripted(content=json.dumps(content), **kw))
