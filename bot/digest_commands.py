@@ -142,7 +142,12 @@ class DigestCommands:
     async def handle(self, req: DigestRequest, *, is_chat_admin: ChatAdminCheck | None = None) -> str:
         """The answer to send ('' when the digest itself was the answer); never raises for bad input."""
         service = self.service
-        lang = await service.language(req.platform, req.chat_id) if service is not None else "en"
+        lang = "en"
+        if service is not None:
+            # The chat's language: the one its digest was set up in, else what its messages mostly are.
+            known = await service.store.schedule(req.platform, str(req.chat_id))
+            lang = known.lang if known is not None and known.lang else \
+                await service.language(req.platform, req.chat_id)
         if not await self._allowed(req, is_chat_admin):
             await self._audit(req, f"{req.command}.refused", req.args.strip()[:200])
             return t("digest.refused", lang)

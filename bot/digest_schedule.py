@@ -115,7 +115,9 @@ class DigestService:
             await self.tick()
             nxt = self.clock.now() + self.tick_s
             due = await self._next_due()
-            await self.clock.sleep_until(min(nxt, due) if due is not None else nxt, stop)
+            until = min(nxt, due) if due is not None else nxt
+            log.debug("digest: tick %d done; next at %.0f (now %.0f)", self.ticks, until, self.clock.now())
+            await self.clock.sleep_until(until, stop)
 
     async def _next_due(self) -> float | None:
         try:
