@@ -10,6 +10,7 @@ failure a user can cause ends in one sentence and a non-zero exit.
     tipline eval corroboration ...       same-story detection over CLEF tweets as a message stream
     tipline eval evidence --data PATH    CLIMATE-FEVER: evidence retrieval and the verdict policy
     tipline bench ingest|match|corroborate|pipeline ...   speed figures
+    tipline bench ocr [--quick]          screenshots: OCR character error rate and time per image
     tipline bench report [--quick]       every documented figure, written into docs/benchmarks.md
     tipline schema [PATH]                write the Result JSON schema
 """
@@ -296,6 +297,16 @@ async def cmd_bench(args: argparse.Namespace) -> int:
                                    progress=lambda m: print(f"bench report: {m}", file=sys.stderr))
         print(f"wrote {outcome.path}: {len(outcome.blocks)} generated blocks in {outcome.seconds / 60:.1f} min")
         return 0
+    if args.what == "ocr":
+        from evals.bench_ocr import bench_ocr, format_ocr
+
+        try:
+            ocr = await bench_ocr(settings, quick=args.quick)
+        except RuntimeError as exc:
+            print(f"tipline: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        print(json.dumps(ocr, indent=2, ensure_ascii=False) if args.json else format_ocr(ocr))
+        return 0
     if args.what == "pipeline":
         from evals.bench_pipeline import bench_pipeline, format_pipeline
 
@@ -405,6 +416,10 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     bp.add_argument("--repeats", type=int, default=1, help="runs, each in a fresh data dir")
     bp.add_argument("--no-processes", action="store_true",
                     help="skip timing tipline ingest/check/run as processes (time and peak RSS)")
+
+    bo = bsub.add_parser("ocr", parents=[common, out], help="screenshots: character error rate and time per image "
+                         "on images rendered from our own English, Russian and Ukrainian sentences")
+    bo.add_argument("--quick", action="store_true", help="two renders of two sentences per language (a smoke test)")
 
     br = bsub.add_parser("report", parents=[common],
                          help="run every documented benchmark and evaluation, write docs/benchmarks.md")

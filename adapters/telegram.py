@@ -44,10 +44,12 @@ from bot.chat_settings import tracked_message
 from bot.digest import Digest, StoryAlert, alert_sections, digest_sections, sections_text, unchecked
 from bot.domains import GLOBAL, chat_scope
 from core.i18n import t
+from bot.images import ImageRef
 from bot.evidence import callback_data, evidence_lines, give_feedback, parse_callback
 from bot.notify import Asker, ReviewNotice, notice_text
 from bot.queue import SilentResponder
 from bot.render import AlsoReportedLine, Reply
+from core.image_limits import ImageLimits
 from schema.models import Result
 
 log = logging.getLogger(__name__)
@@ -110,6 +112,34 @@ def _kind(chat_type: str) -> str:
     return "group"
 
 
+def image_of(message: Message) -> ImageRef | None:
+    """The picture a message carries: the largest size of a photo (Telegram sends several, JPEG), or a
+    file sent as a document (its declared type decides later whether it is read or refused)."""
+    if message.photo:
+        best = max(message.photo, key=lambda p: p.width * p.height)
+        return ImageRef("telegram", best.file_id, mime="image/jpeg", size=best.file_size)
+    doc = message.document
+    if doc is not None:
+        return ImageRef("telegram", doc.file_id, mime=doc.mime_type or "", size=doc.file_size,
+                        name=doc.file_name or "")
+    return None
+
+
+class TelegramImageFetcher:
+    """Downloads a file users sent: getFile, then the file URL (Telegram lets bots download up to 20 MB)."""
+
+    def __init__(self, bot: Any):
+        self.bot = bot
+
+    async def fetch(self, ref: ImageRef, max_bytes: int) -> bytes:
+        limits = ImageLimits(max_bytes=max_bytes)
+        file = await self.bot.get_file(ref.file_id)
+        limits.refuse_size(file.file_size)  # known before downloading
+        data = bytes(await file.download_as_bytearray())
+        limits.refuse_size(len(data))  # a server that did not say, or said less
+        return data
+
+
 def to_incoming(message: Message, *, with_reply: bool = True) -> IncomingMessage:
     thread_id = message.message_thread_id if message.is_topic_message else None
     reply_to = None
@@ -120,7 +150,7 @@ def to_incoming(message: Message, *, with_reply: bool = True) -> IncomingMessage
         message_id=message.message_id, text=message.text or message.caption or "", thread_id=thread_id,
         sender_id=message.from_user.id if message.from_user else None, forwarded_from=forward_origin(message),
         reply_to=reply_to, received_at=message.date, raw=message, chat_title=message.chat.title or "",
-        chat_handle=f"@{message.chat.username}" if message.chat.username else "",
+        chat_handle=f"@{message.chat.username}" if message.chat.username else "", image=image_of(message),
     )
 
 
@@ -597,7 +627,8 @@ class TelegramBot(_DurableIntake):
         self._poller: asyncio.Task[None] | None = None
         chat.register("telegram", responders=TelegramResponderFactory(self.application.bot),
                       notifier=TelegramNotifier(self.application.bot),
-                      poster=TelegramDigestPoster(self.application.bot))
+                      poster=TelegramDigestPoster(self.application.bot),
+                      images=TelegramImageFetcher(self.application.bot))
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.callback_query is not None:

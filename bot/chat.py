@@ -331,7 +331,8 @@ START_TEXT = (
 )
 HELP_TEXT = (
     "How to use me\n"
-    "• Private chat: send or forward any message (text or a captioned photo/video).\n"
+    "• Private chat: send or forward any message: text, a screenshot (I read the text in it), "
+    "or a captioned photo/video.\n"
     "• Groups: reply to a message with /check, write /check <text>, or mention me with the text. "
     "I don't read ordinary group chatter.\n\n"
     "Examples\n"

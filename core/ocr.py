@@ -7,9 +7,10 @@ the image on stdin and writes the text to stdout; one process per image costs ~0
 (0.15 s for eng+rus+ukr here) next to ~0.3-1 s of recognition.
 
 Before Tesseract sees a byte, core/image_limits.py has checked the format and the pixel count from the
-header. Processes run at most `max_concurrent` at once, each with OMP_THREAD_LIMIT=1: on the 2-core
-machine of docs/benchmarks.md Tesseract's OpenMP threads made a lone image no faster and two at once
-slower (see docs/ocr.md).
+header. Processes run at most `max_concurrent` at once (2: the cores of the machine measured), each
+with OMP_THREAD_LIMIT=1: on that 2-core machine, busy with other work, a 1200x900 page of 25 lines took
+2.4 s with one thread against 6.9-10 s with OpenMP's own threads, and 4 such pages two at a time 9.1 s
+against 22.8 s (docs/ocr.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from typing import Protocol
@@ -130,9 +132,52 @@ class TesseractOcr:
             raise OcrUnavailable(f"{self.binary} or its languages {self.wanted} are not installed")
         async with self._slots:
             started = loop.time()
-            # --psm 3: automatic page segmentation (screenshots mix headers, columns and captions).
-            out, _ = await self._run([exe, "stdin", "stdout", "-l", "+".join(langs), "--psm", "3"], data,
+            # --psm 6 (one block of text, read line by line): on our renders (evals/bench_ocr.py) it read
+            # text rotated by 2° at 1.2% CER where the automatic layout analysis (--psm 3) split lines
+            # into columns and read them out of order (7.4%); straight text was read the same by both.
+            out, _ = await self._run([exe, "stdin", "stdout", "-l", "+".join(langs), "--psm", "6"], data,
                                      timeout=self.timeout_s)
             seconds = loop.time() - started
-        text = out.decode("utf-8", "replace")[:MAX_TEXT_CHARS]
+        text = fix_homoglyphs(out.decode("utf-8", "replace")[:MAX_TEXT_CHARS])
         return OcrText(text=text, width=info.width, height=info.height, seconds=seconds)
+
+
+# Latin letters Tesseract returns for the Cyrillic ones that look the same, with eng+rus+ukr loaded:
+# "ТЕРМІНОВО" came back as "TEPMIHOBO" and "На" as "Ha" (a 16% CER render, evals/bench_ocr.py). To the
+# matcher that is another word in another script.
+_TO_CYRILLIC = str.maketrans("ABCEHKMOPTXaceopxy", "АВСЕНКМОРТХасеорху")
+_TO_UKRAINIAN = str.maketrans("Ii", "Іі")
+_HOMOGLYPHS = set("ABCEHKMOPTXaceopxy")
+_WORD = re.compile(r"[^\W\d_]+")
+_CYR = re.compile(r"[\u0400-\u04ff]")
+_LAT = re.compile(r"[A-Za-z]")
+_UK_ONLY = re.compile(r"[іїєґІЇЄҐ]")
+
+
+def fix_homoglyphs(text: str) -> str:
+    """Cyrillic words Tesseract spelled partly or wholly in look-alike Latin letters, back in Cyrillic.
+
+    A word mixing both scripts gets its look-alikes replaced; a wholly Latin word only when every letter
+    has a look-alike, it has 4 letters or more (BBC and OK in a Russian text are Latin) and the text is
+    mostly Cyrillic ("COVID" keeps its V, so it stays Latin). `I`/`i`
+    become the Ukrainian `І`/`і` only in a text with Ukrainian-only letters."""
+    cyr, lat = len(_CYR.findall(text)), len(_LAT.findall(text))
+    if not cyr or not lat:
+        return text
+    ukrainian = bool(_UK_ONLY.search(text))
+    mostly_cyrillic = cyr > lat
+
+    def word(m: re.Match[str]) -> str:
+        w = m[0]
+        latin = {c for c in w if "A" <= c <= "z" and c.isascii()}
+        if not latin:
+            return w
+        mappable = _HOMOGLYPHS | (set("Ii") if ukrainian else set())
+        if not latin <= mappable:
+            return w
+        if _CYR.search(w) or (mostly_cyrillic and len(w) >= 4):
+            w = w.translate(_TO_CYRILLIC)
+            return w.translate(_TO_UKRAINIAN) if ukrainian else w
+        return w
+
+    return _WORD.sub(word, text)

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from evals.bench import Spread
 
-BLOCKS = ("run", "claim-matching", "match", "ingest", "corroboration-eval", "corroborate", "pipeline", "evidence")
+BLOCKS = ("run", "claim-matching", "match", "ingest", "corroboration-eval", "corroborate", "pipeline", "evidence",
+          "ocr")
 TIPLINE = ".venv/bin/tipline"
 
 
@@ -321,9 +322,31 @@ def evidence_block(figures: dict, config) -> str:
     ])
 
 
+def ocr_block(figures: dict, config) -> str:
+    f = figures["ocr"]
+    quick = " --quick" if figures["quick"] else ""
+    head = code(f"{TIPLINE} bench ocr{quick}")
+    if f.get("skipped"):
+        return f"{head}\n\n{_sizes_note(figures)}Not measured: {f['skipped']}."
+    s = f["seconds_per_image"]
+    rows = [[name, f"{value:.2%}"] for name, value in f["cer_by_variant"].items()]
+    by_lang = ", ".join(f"{k} {v:.2%}" for k, v in f["cer_clean_by_language"].items())
+    return "\n".join([
+        head,
+        "",
+        f"{_sizes_note(figures)}{f['images']:,} images rendered from our own sentences, read with Tesseract "
+        f"({f['tesseract_langs']}). Character error rate on clean renders: **{f['cer_clean']:.2%}** "
+        f"(goal ≤ 5%: {'met' if f['cer_clean'] <= 0.05 else 'missed'}; {by_lang}); on every render "
+        f"{f['cer_all']:.2%}. Seconds per image (header check, Tesseract's start and recognition, median image "
+        f"{f['megapixels_median']} MP): median {s['median']:.2f}, p95 {s['p95']:.2f}, max {s['max']:.2f}.",
+        "",
+        table(["render", "CER"], rows),
+    ])
+
+
 _RENDER = {"run": run_block, "claim-matching": claim_matching_block, "match": match_block, "ingest": ingest_block,
            "corroboration-eval": corroboration_eval_block, "corroborate": corroborate_block,
-           "pipeline": pipeline_block, "evidence": evidence_block}
+           "pipeline": pipeline_block, "evidence": evidence_block, "ocr": ocr_block}
 
 
 def render(figures: dict, config) -> dict[str, str]:

@@ -13,7 +13,8 @@ One run measures, with fixed seeds and the sizes in `Sizes`:
   same story      `tipline eval corroboration` on train and dev, against a cosine-threshold baseline;
   corroborate     `tipline bench corroborate`;
   pipeline        `tipline bench pipeline`, with `tipline ingest/check/run` as processes (time, peak RSS);
-  evidence        `tipline eval evidence` (CLIMATE-FEVER).
+  evidence        `tipline eval evidence` (CLIMATE-FEVER);
+  ocr             `tipline bench ocr`: character error rate and time per image on rendered screenshots.
 """
 
 from __future__ import annotations
@@ -204,6 +205,17 @@ async def _evidence_eval(app: App, config: ReportConfig, scratch: Path) -> dict:
     return await asyncio.to_thread(run_evidence_eval, path, app.embedder, split="dev")
 
 
+# --- screenshots ---------------------------------------------------------------------------------
+
+async def _ocr(settings: Settings, config: ReportConfig, progress: Progress) -> dict:
+    from evals.bench_ocr import bench_ocr
+
+    try:
+        return await bench_ocr(settings, quick=config.quick, progress=progress)
+    except RuntimeError as exc:  # no Tesseract here: the block says so instead of failing the whole report
+        return {"skipped": str(exc)}
+
+
 # --- the run -------------------------------------------------------------------------------------
 
 async def collect(settings: Settings, config: ReportConfig, progress: Progress = lambda _m: None) -> dict:
@@ -249,6 +261,7 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
             repeats=s.pipeline_repeats, processes=True, ingest_rows=s.process_ingest_rows,
             api_checks=s.process_api_checks))
         await part("evidence", lambda: with_app(lambda app: _evidence_eval(app, config, scratch)))
+        await part("ocr", lambda: _ocr(settings, config, progress))
     figures["seconds"]["total"] = round(time.perf_counter() - t_all, 1)
     figures["cpu_seconds"] = round(cpu_seconds() - cpu_all, 1)
     figures["machine"]["load_average_end"] = load_average()

@@ -29,6 +29,7 @@ COVERED = {
     "bench corroborate": "test_bench_corroborate",
     "bench pipeline": "test_bench_pipeline",
     "bench report": "test_bench_report_quick",
+    "bench ocr": "test_bench_ocr",
     "eval claim-matching": "test_eval_claim_matching",
     "eval corroboration": "test_eval_corroboration",
     "eval evidence": "test_eval_evidence",
@@ -144,6 +145,16 @@ def test_eval_checkability(tipline, tmp_path: Path) -> None:
     assert all(0.0 <= float(p) <= 1.0 and label in ("0", "1") for _, p, label in rows)
     assert {r[0]: r[2] for r in rows} == {"101": "0", "102": "1", "103": "0", "104": "1", "105": "0", "106": "1"}
     assert "wrote" in printed and "macro-F1=1.0000" in printed  # six easy messages of our own
+
+
+def test_bench_ocr(tipline) -> None:
+    """Real Tesseract on real renders: the figures are there and the clean ones are read well (the goal is a
+    CER of 5% at most; two easy renders per sentence leave a wide margin)."""
+    report = json.loads(tipline("bench", "ocr", "--quick", "--json"))
+    assert report["images"] == 2 * 6 and set(report["cer_by_language"]) == {"en", "ru", "uk"}
+    assert 0 <= report["cer_clean"] <= 0.05
+    assert 0 < report["seconds_per_image"]["median"] <= report["seconds_per_image"]["max"]
+    assert "CER on clean renders" in tipline("bench", "ocr", "--quick")
 
 
 def test_bench_report_quick(tipline, tmp_path: Path) -> None:

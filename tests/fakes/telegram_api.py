@@ -44,6 +44,9 @@ class FakeTelegram(LoopbackFake):
     # chat id -> {user id: "creator" | "administrator"}; everyone else is a plain "member"
     chat_admins: dict[int, dict[int, str]] = field(default_factory=dict)
     webhook: dict[str, Any] | None = None  # set by setWebhook: url, secret_token, allowed_updates
+    # file_id -> (file_path, bytes): what users sent, served by getFile and /file/bot<token>/<file_path>
+    files: dict[str, tuple[str, bytes]] = field(default_factory=dict)
+    downloads: list[str] = field(default_factory=list)  # file paths downloaded, in order
 
     def __post_init__(self) -> None:
         self._update_ids = itertools.count(1)
@@ -54,6 +57,7 @@ class FakeTelegram(LoopbackFake):
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
 
     @property
     def base_url(self) -> str:
@@ -79,7 +83,10 @@ class FakeTelegram(LoopbackFake):
     def make_message(self, text: str | None = None, *, chat: dict[str, Any] | None = None,
                      sender: dict[str, Any] | None = None, caption: str | None = None,
                      reply_to: dict[str, Any] | None = None, thread_id: int | None = None,
-                     forward_origin: dict[str, Any] | None = None, entities: bool = True) -> dict[str, Any]:
+                     forward_origin: dict[str, Any] | None = None, entities: bool = True,
+                     photo: bytes | None = None, document: tuple[bytes, str, str] | None = None) -> dict[str, Any]:
+        """A user's message. `photo`: image bytes sent as a photo (Telegram lists several sizes; the
+        largest is these bytes); `document`: (bytes, mime type, file name) sent as a file."""
         chat = chat or self.private_chat()
         sender = sender or {"id": 4242, "is_bot": False, "first_name": "Alice", "username": "alice"}
         msg: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()), "chat": chat,
@@ -91,7 +98,16 @@ class FakeTelegram(LoopbackFake):
                 msg["entities"] = [{"type": "bot_command", "offset": 0, "length": len(cmd.encode("utf-16-le")) // 2}]
         if caption is not None:
             msg["caption"] = caption
-            msg["photo"] = [{"file_id": "AgAD", "file_unique_id": "AQAD", "width": 90, "height": 90}]
+            if photo is None and document is None:
+                msg["photo"] = [{"file_id": "AgAD", "file_unique_id": "AQAD", "width": 90, "height": 90}]
+        if photo is not None:
+            big = self.add_file(photo, "photos", ".jpg")
+            small = self.add_file(photo[: len(photo) // 4], "photos", ".jpg")  # the thumbnail Telegram makes
+            msg["photo"] = [{**small, "width": 90, "height": 60}, {**big, "width": 1280, "height": 853}]
+        if document is not None:
+            data, mime, name = document
+            msg["document"] = {**self.add_file(data, "documents", "." + name.rsplit(".", 1)[-1]),
+                               "mime_type": mime, "file_name": name}
         if reply_to is not None:
             msg["reply_to_message"] = reply_to
         if thread_id is not None:
@@ -101,6 +117,13 @@ class FakeTelegram(LoopbackFake):
             msg["forward_origin"] = forward_origin
         self.messages[(chat["id"], msg["message_id"])] = msg
         return msg
+
+    def add_file(self, data: bytes, folder: str, suffix: str) -> dict[str, Any]:
+        """Store a file users sent; its File fields (file_id, file_unique_id, file_size) as in a message."""
+        n = len(self.files)
+        file_id = f"BQACAgIAAxkBAAI{n:04d}"
+        self.files[file_id] = (f"{folder}/file_{n}{suffix}", data)
+        return {"file_id": file_id, "file_unique_id": f"AgADuniq{n}", "file_size": len(data)}
 
     async def queue_message(self, message: dict[str, Any]) -> int:
         key = "channel_post" if message["chat"]["type"] == "channel" else "message"
@@ -181,6 +204,28 @@ class FakeTelegram(LoopbackFake):
                 self.calls.append(Call(method, params, token, body.get("result", body)))
                 self._changed.notify_all()
         return web.json_response(body, status=status)
+
+    async def api_getFile(self, params: dict[str, Any]) -> Any:
+        found = self.files.get(str(params.get("file_id") or ""))
+        if found is None:
+            raise _ApiError("Bad Request: invalid file_id")
+        path, data = found
+        if len(data) > 20 * 1024 * 1024:
+            raise _ApiError("Bad Request: file is too big")  # the Bot API's download limit
+        return {"file_id": params["file_id"], "file_unique_id": "AgADuniq", "file_size": len(data), "file_path": path}
+
+    async def _download(self, request: web.Request) -> web.Response:
+        """https://api.telegram.org/file/bot<token>/<file_path>: the bytes, or 404 as Telegram answers."""
+        if request.match_info["token"] != self.token:
+            return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
+        path = request.match_info["path"]
+        for stored, data in self.files.values():
+            if stored == path:
+                self.downloads.append(path)
+                async with self._changed:
+                    self._changed.notify_all()
+                return web.Response(body=data, content_type="application/octet-stream")
+        return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
 
     async def api_getMe(self, params: dict[str, Any]) -> Any:
         return BOT_USER
