@@ -19,7 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
@@ -36,11 +38,13 @@ from bot.digest import Digest, StoryAlert, alert_sections, digest_sections, item
 from bot.digest_commands import DIGEST_COMMANDS, DigestRequest
 from core.i18n import t
 from bot.domains import GLOBAL, DomainsRequest
+from bot.images import DownloadFailed, ImageRef
 from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, evidence_arg, evidence_lines,
                           give_feedback, load_check)
 from bot.notify import Asker, ReviewNotice, notice_text
 from bot.render import AlsoReportedLine, Reply, Reporter
 from bot.review import ReviewRequest
+from core.image_limits import ImageLimits, NotAnImage, mime_is_image
 from schema.models import Result
 
 log = logging.getLogger(__name__)
@@ -135,12 +139,64 @@ def _kind(event: dict[str, Any]) -> str:
     return "private" if event.get("channel_type") == "im" else "group"
 
 
+def image_of(message: dict[str, Any]) -> ImageRef | None:
+    """The file shared with a message (`file_share`, or a mention with an upload): the first image, else
+    the first file (its type decides later whether it is read or refused with a sentence)."""
+    files = [f for f in message.get("files") or () if isinstance(f, dict) and f.get("id")]
+    if not files:
+        return None
+    f = next((f for f in files if str(f.get("mimetype", "")).startswith("image/")), files[0])
+    size = f.get("size")
+    return ImageRef("slack", str(f["id"]), mime=str(f.get("mimetype") or ""),
+                    size=size if isinstance(size, int) else None, name=str(f.get("name") or ""))
+
+
 def to_incoming(event: dict[str, Any], bot_user_id: str | None = None) -> IncomingMessage:
     return IncomingMessage(
         platform="slack", chat_id=event.get("channel", ""), chat_kind=_kind(event),  # type: ignore[arg-type]
         message_id=event.get("ts", ""), text=slack_to_plain(event.get("text", ""), bot_user_id),
-        thread_id=event.get("thread_ts"), sender_id=event.get("user"), raw=event,
+        thread_id=event.get("thread_ts"), sender_id=event.get("user"), raw=event, image=image_of(event),
     )
+
+
+class SlackImageFetcher:
+    """A shared file's bytes: files.info (scope files:read) for its url_private, then that URL with the bot
+    token, read in chunks and cut off past the size limit. The token is only ever sent to Slack's own
+    file hosts (or the configured API's host: a test server)."""
+
+    def __init__(self, client: AsyncWebClient, token: str, api_url: str | None = None, *, timeout_s: float = 30.0):
+        self.client = client
+        self.token = token
+        self.hosts = {urlsplit(api_url).hostname} if api_url else set()
+        self.timeout_s = timeout_s
+
+    def _trusted(self, url: str) -> bool:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if host in self.hosts:
+            return parts.scheme in ("http", "https")
+        return parts.scheme == "https" and (host == "slack.com" or host.endswith(".slack.com"))
+
+    async def fetch(self, ref: ImageRef, max_bytes: int) -> bytes:
+        limits = ImageLimits(max_bytes=max_bytes)
+        info = (await self.client.files_info(file=ref.file_id)).get("file") or {}
+        limits.refuse_size(info.get("size") if isinstance(info.get("size"), int) else None)
+        if not mime_is_image(str(info.get("mimetype") or "")):
+            raise NotAnImage(f"Slack says {info.get('mimetype')!r}")
+        url = str(info.get("url_private_download") or info.get("url_private") or "")
+        if not self._trusted(url):
+            raise DownloadFailed(f"not a Slack file URL: {url[:100]!r}")
+        timeout = aiohttp.ClientTimeout(total=self.timeout_s)
+        async with aiohttp.ClientSession(timeout=timeout) as session, \
+                session.get(url, headers={"Authorization": f"Bearer {self.token}"}) as resp:
+            if resp.status != 200 or resp.content_type == "text/html":  # a sign-in page: the token was refused
+                raise DownloadFailed(f"HTTP {resp.status} {resp.content_type} for file {ref.file_id}")
+            limits.refuse_size(resp.content_length)
+            data = bytearray()
+            async for chunk in resp.content.iter_chunked(64 * 1024):
+                data += chunk
+                limits.refuse_size(len(data))
+        return bytes(data)
 
 
 _HANDLED_SUBTYPES = {None, "file_share", "thread_broadcast"}
@@ -501,7 +557,8 @@ class SlackBot:
         self.app = AsyncApp(client=self.client, signing_secret=config.signing_secret, name="tipline",
                             process_before_response=chat.queue is not None)
         chat.register("slack", responders=SlackResponderFactory(self.client), notifier=SlackNotifier(self.client),
-                      info=SLACK_INFO, poster=SlackDigestPoster(self.client))
+                      info=SLACK_INFO, poster=SlackDigestPoster(self.client),
+                      images=SlackImageFetcher(self.client, config.bot_token, config.api_url))
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.app.command("/check")(self._on_check_command)
@@ -600,11 +657,11 @@ class SlackBot:
             return
         msg, thread_ts, responder = received
         text = msg.text.strip()
-        if not text:
+        if not text and msg.image is None:
             self._say(responder, SLACK_THREAD_USAGE if event.get("thread_ts") else SLACK_USAGE)
             return
         req = CheckRequest(text=text, chat_id=msg.chat_id, target_id=msg.message_id, thread_id=thread_ts,
-                           requested_by=msg.sender_id)
+                           requested_by=msg.sender_id, image=msg.image)
         await self._dispatch(body, req, responder)
 
     async def _on_message(self, body: dict[str, Any], event: dict[str, Any], context: Any, client: Any) -> None:
@@ -653,7 +710,8 @@ class SlackBot:
         responder = SlackResponder(client, channel, thread_ts, requester=user,
                                    response_url=body.get("response_url") or None)
         text = slack_to_plain(message.get("text", ""), context.bot_user_id).strip()
-        if not text:
+        image = image_of(message)
+        if not text and image is None:
             async def usage() -> None:
                 try:
                     await self._tell(client, channel, user, body.get("response_url"), NOTHING_TO_CHECK)
@@ -661,7 +719,8 @@ class SlackBot:
                     log.exception("slack: could not answer the shortcut in %s", channel)
             self.chat.service.spawn(usage(), name="tipline-slack-shortcut-usage")
             return
-        req = CheckRequest(text=text, chat_id=channel, target_id=ts, thread_id=thread_ts, requested_by=user)
+        req = CheckRequest(text=text, chat_id=channel, target_id=ts, thread_id=thread_ts, requested_by=user,
+                           image=image)
         await self._dispatch({"event_id": f"shortcut:{body.get('trigger_id') or channel + ':' + ts}"},
                                    req, responder)
 

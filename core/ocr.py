@@ -158,8 +158,9 @@ def fix_homoglyphs(text: str) -> str:
     """Cyrillic words Tesseract spelled partly or wholly in look-alike Latin letters, back in Cyrillic.
 
     A word mixing both scripts gets its look-alikes replaced; a wholly Latin word only when every letter
-    has a look-alike, it has 4 letters or more (BBC and OK in a Russian text are Latin) and the text is
-    mostly Cyrillic ("COVID" keeps its V, so it stays Latin). `I`/`i`
+    has a look-alike, the text is mostly Cyrillic ("COVID" keeps its V, so it stays Latin) and it is not
+    a short all-capitals word (BBC and OK in a Russian text are Latin; "Ha", "y" and "TEPMIHOBO" are
+    not). `I`/`i`
     become the Ukrainian `І`/`і` only in a text with Ukrainian-only letters."""
     cyr, lat = len(_CYR.findall(text)), len(_LAT.findall(text))
     if not cyr or not lat:
@@ -175,7 +176,7 @@ def fix_homoglyphs(text: str) -> str:
         mappable = _HOMOGLYPHS | (set("Ii") if ukrainian else set())
         if not latin <= mappable:
             return w
-        if _CYR.search(w) or (mostly_cyrillic and len(w) >= 4):
+        if _CYR.search(w) or (mostly_cyrillic and (len(w) >= 4 or not w.isupper())):
             w = w.translate(_TO_CYRILLIC)
             return w.translate(_TO_UKRAINIAN) if ukrainian else w
         return w

@@ -336,7 +336,8 @@ MANIFEST_SOCKET = ROOT / "deploy" / "slack-app-manifest-socket.yml"
 EVENT_SCOPES = {"app_mention": "app_mentions:read", "message.channels": "channels:history",
                 "message.groups": "groups:history", "message.im": "im:history", "message.mpim": "mpim:history"}
 # What each Web API method the adapter calls needs (Slack's method reference).
-METHOD_SCOPES = {"chat_postMessage": "chat:write", "chat_update": "chat:write", "chat_postEphemeral": "chat:write"}
+METHOD_SCOPES = {"chat_postMessage": "chat:write", "chat_update": "chat:write", "chat_postEphemeral": "chat:write",
+                 "files_info": "files:read"}
 LISTENER_KINDS = {"event", "command", "shortcut", "action", "error"}
 
 

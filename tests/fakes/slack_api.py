@@ -43,6 +43,9 @@ class FakeSlack(LoopbackFake):
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     not_in_channel: set[str] = field(default_factory=set)
     responses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # file id -> (file object as files.info returns it, bytes served at its url_private_download)
+    files: dict[str, tuple[dict[str, Any], bytes]] = field(default_factory=dict)
+    downloads: list[tuple[str, str | None]] = field(default_factory=list)  # (file id, Authorization header)
 
     def __post_init__(self) -> None:
         self._seq = itertools.count(100)
@@ -53,6 +56,7 @@ class FakeSlack(LoopbackFake):
     def add_routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/api/{method}", self._handle)
         app.router.add_post("/response/{name}", self._response)
+        app.router.add_get("/files-pri/{team}-{file}/{name}", self._download)
 
     @property
     def base_url(self) -> str:
@@ -60,6 +64,33 @@ class FakeSlack(LoopbackFake):
 
     def response_url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.port}/response/{name}"
+
+    def add_file(self, data: bytes, mimetype: str, name: str, *, size: int | None = None) -> dict[str, Any]:
+        """A file a user uploaded; returns its file object, as events carry it in `files` (`size`: what
+        Slack reports, when a test wants it to differ from the bytes)."""
+        file_id = f"F0{len(self.files):08d}"
+        base = f"http://127.0.0.1:{self.port}/files-pri/{TEAM_ID}-{file_id}/{name}"
+        obj = {"id": file_id, "created": int(time.time()), "timestamp": int(time.time()), "name": name,
+               "title": name, "mimetype": mimetype, "filetype": name.rsplit(".", 1)[-1], "user": "U0ALICE",
+               "size": len(data) if size is None else size, "mode": "hosted", "is_external": False,
+               "url_private": base, "url_private_download": base + "?download=1"}
+        self.files[file_id] = (obj, data)
+        return obj
+
+    async def _download(self, request: web.Request) -> web.Response:
+        """url_private: the bytes with a bot token that has files:read; without one Slack answers a sign-in
+        page (200, text/html), which is what a client that forgot the token gets here too."""
+        found = self.files.get(request.match_info["file"])
+        auth = request.headers.get("Authorization")
+        self.downloads.append((request.match_info["file"], auth))
+        async with self._changed:
+            self._changed.notify_all()
+        if found is None:
+            return web.Response(status=404, text="file_not_found")
+        if auth != f"Bearer {self.token}":
+            return web.Response(text="<html>sign in to Slack</html>", content_type="text/html")
+        obj, data = found
+        return web.Response(body=data, content_type=obj["mimetype"])
 
     # --- what tests inspect ----------------------------------------------------------------
 
@@ -112,6 +143,9 @@ class FakeSlack(LoopbackFake):
             result = self._post(params)
         elif method == "chat.update":
             result = self._update(params)
+        elif method == "files.info":
+            found = self.files.get(str(params.get("file") or ""))
+            result = {"ok": True, "file": found[0]} if found else {"ok": False, "error": "file_not_found"}
         elif method == "chat.postEphemeral":
             if not params.get("channel") or not params.get("user"):
                 result = {"ok": False, "error": "channel_not_found" if not params.get("channel") else "user_not_found"}
