@@ -88,7 +88,14 @@ class RemoteEmbedder:
         async def one(batch: list[str]) -> np.ndarray:
             async with gate:
                 return await self._post_async(batch)
-        fresh = await asyncio.gather(*(one(b) for b in self._batches(todo)))
+        tasks = [asyncio.create_task(one(b)) for b in self._batches(todo)]
+        try:
+            fresh = await asyncio.gather(*tasks)
+        except BaseException:  # one batch failed for good: the others' answers are of no use
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         return self._assemble(texts, cached, todo, list(fresh))
 
     def clear_cache(self) -> None:
