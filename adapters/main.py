@@ -9,7 +9,7 @@ failure a user can cause ends in one sentence and a non-zero exit.
     tipline eval claim-matching ...      CLEF-2020 Task 2 run file + MAP@5
     tipline eval corroboration ...       same-story detection over CLEF tweets as a message stream
     tipline eval evidence --data PATH    CLIMATE-FEVER: evidence retrieval and the verdict policy
-    tipline bench ingest|match|corroborate|pipeline ...   speed figures
+    tipline bench ingest|match|corroborate|digest|pipeline ...   speed figures
     tipline bench ocr [--quick]          screenshots: OCR character error rate and time per image
     tipline bench report [--quick]       every documented figure, written into docs/benchmarks.md
     tipline schema [PATH]                write the Result JSON schema
@@ -37,7 +37,7 @@ from bot.settings import Settings
 from core.embeddings import EmbeddingError
 from core.evaluation import EvalDataError
 from core.ingest import IngestFormatError
-from core.intake import EmptyInput
+from core.intake import EmptyInput, intake
 from core.model_files import ModelFilesMissing
 from schema.models import Result
 from storage.sqlite import StorageError
@@ -115,9 +115,12 @@ async def cmd_check(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     settings = _settings(args)
+    if args.image is None:
+        # Nothing to check (empty, emoji only, binary) is refused before any model loads (EmptyInput).
+        intake(text, settings.max_input_chars)
     try:
         image = None if args.image is None else await read_image_file(args.image, settings)
-        async with build_app(settings) as app:
+        async with build_app(settings, one_shot=True) as app:
             service = CheckService(app.engine)
             service.images = app.images
             result = await (service.check(text) if image is None else service.check_image(image, text))
@@ -318,6 +321,11 @@ async def cmd_bench(args: argparse.Namespace) -> int:
         from evals.bench_ingest import bench_ingest
 
         report = await bench_ingest(settings, args.claims, limit=args.limit, repeats=args.repeats)
+    elif args.what == "digest":
+        from evals.bench_digest import bench_digest
+
+        report = await bench_digest(settings, stored=args.stored, chats=args.chats, stories=args.stories,
+                                    top_k=args.top, repeats=args.repeats)
     elif args.what == "corroborate":
         from evals.bench_corroborate import bench_corroborate
 
@@ -407,6 +415,13 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     bc.add_argument("--ingest-n", type=int, default=600, help="new messages ingested per repeat")
     bc.add_argument("-n", type=int, default=200, help="lookups per repeat")
     bc.add_argument("--repeats", type=int, default=3)
+
+    bd = bsub.add_parser("digest", parents=[common, out], help="a digest built over stored tracked messages")
+    bd.add_argument("--stored", type=int, default=100_000, help="messages stored in the window before timing")
+    bd.add_argument("--chats", type=int, default=500, help="tracked channels posting them")
+    bd.add_argument("--stories", type=int, default=5_000, help="stories they belong to (Zipf-sized)")
+    bd.add_argument("--top", type=int, default=5, help="stories shown (each matched against the fact-checks)")
+    bd.add_argument("--repeats", type=int, default=3)
 
     bp = bsub.add_parser("pipeline", parents=[common, out], help="whole checks on the LLM path, fake providers")
     bp.add_argument("--concurrency", type=_levels, default=(1, 10, 50), help="concurrent checks per level, "

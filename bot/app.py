@@ -82,9 +82,10 @@ def edge_dir(settings: Settings) -> Path:
     return settings.qdrant_path.with_name("qdrant-edge")
 
 
-def load_embedder(settings: Settings) -> TextEmbedder:
+def load_embedder(settings: Settings, workers: int | None = None) -> TextEmbedder:
     """The embedder the settings choose: an OpenAI-compatible embeddings server when TIPLINE_EMBED_URL is
-    set (one probe request, so a wrong URL fails here in one sentence), else the in-process model."""
+    set (one probe request, so a wrong URL fails here in one sentence), else the in-process model with
+    `workers` ONNX sessions (default one per core; each costs ~0.12 s of CPU to open)."""
     if settings.embed_url:
         from core.remote_embeddings import RemoteEmbedder
 
@@ -93,9 +94,10 @@ def load_embedder(settings: Settings) -> TextEmbedder:
                                       batch_size=settings.embed_batch_size, timeout_s=settings.embed_timeout_s)
     if settings.uses_default_model:
         model_dir = prepare_default_model(settings.model_dir)
-        return Embedder(settings.embed_model, model_dir=model_dir, batch_size=settings.embed_batch_size)
+        return Embedder(settings.embed_model, model_dir=model_dir, batch_size=settings.embed_batch_size,
+                        workers=workers)
     return Embedder(settings.embed_model, cache_dir=settings.data_dir / "models",
-                    batch_size=settings.embed_batch_size)
+                    batch_size=settings.embed_batch_size, workers=workers)
 
 
 def load_multilingual(settings: Settings) -> MultilingualEncoder:
@@ -126,11 +128,14 @@ def build_image_reader(settings: Settings) -> ImageReader:
 
 @asynccontextmanager
 async def build_app(settings: Settings, *, seed: bool | None = None,
-                    progress: Callable[[int, int], None] | None = None) -> AsyncIterator[App]:
-    """`progress(done, total)` hears about a re-embedding of the fact-checks after a model change."""
+                    progress: Callable[[int, int], None] | None = None, one_shot: bool = False) -> AsyncIterator[App]:
+    """`progress(done, total)` hears about a re-embedding of the fact-checks after a model change.
+    `one_shot`: the process runs one check and exits (`tipline check`): one embedding session instead
+    of one per core, since nothing runs concurrently."""
     check_data_dir(settings.data_dir)
     async with AsyncExitStack() as stack:
-        embedder, multilingual = await asyncio.gather(asyncio.to_thread(load_embedder, settings),
+        embedder, multilingual = await asyncio.gather(asyncio.to_thread(load_embedder, settings,
+                                                                        1 if one_shot else None),
                                                       asyncio.to_thread(load_multilingual, settings))
         if settings.embed_url:  # load_embedder chose the server client: close its connections
             from core.remote_embeddings import RemoteEmbedder
@@ -168,9 +173,12 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
                         source_timeout_s=settings.source_timeout_s, deadline_s=settings.check_deadline_s,
                         claim_gate=ClaimGate(CheckabilityModel.load(), multilingual))
         stack.push_async_callback(engine.aclose)
-        corroborator = Corroborator(MessageStore(db), MessageVectors(vectors, settings.messages_collection), embedder,
+        # The multilingual vectors make "also reported by" cross languages (a Russian channel's post and
+        # an English outlet's); they cost e5 per tracked message (~4x MiniLM's CPU, docs/corroboration.md).
+        corroborator = Corroborator(MessageStore(db), MessageVectors(vectors, settings.messages_collection,
+                                                                     multi_dim=multilingual.dim), embedder,
                                     window_days=settings.corroboration_window_days,
-                                    retention_days=settings.retention_days)
+                                    retention_days=settings.retention_days, multilingual=multilingual)
         await corroborator.open()
         stack.push_async_callback(corroborator.aclose)
         yield App(settings, db, vectors, embedder, kb, matcher, engine, corroborator, metrics=metrics, llm=llm,

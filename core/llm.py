@@ -25,7 +25,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-import openai
 from pydantic import BaseModel, ValidationError
 
 log = logging.getLogger(__name__)
@@ -127,6 +126,10 @@ class OpenAICompatibleLLM:
         self.model = model
         self.max_attempts = max(1, max_attempts)
         self.usage = Usage()
+        # Imported here: the openai package costs ~0.6 s of CPU to import, which every offline
+        # `tipline check` paid without ever calling an LLM (issue 14: cold check CPU).
+        import openai
+
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none",
                                           timeout=timeout_s, max_retries=http_retries)
 
@@ -142,6 +145,8 @@ class OpenAICompatibleLLM:
                            "json_schema": {"name": name, "schema": strict_schema(schema), "strict": True}}
         messages = [{"role": "system", "content": system}, {"role": "user", "content": wrap_untrusted(user)}]
         last: _Malformed | None = None
+        import openai  # already loaded by __init__; a dict lookup here
+
         for attempt in range(1, self.max_attempts + 1):
             try:
                 completion = await self._client.chat.completions.create(

@@ -10,15 +10,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from storage.edge_store import EdgeVectorStore
-from storage.qdrant_remote import RemoteVectorStore
 from storage.vector_migration import copy_store, migrate_legacy_dir
 from storage.vectors import VectorStore, VectorStoreError
+
+# storage.qdrant_remote is imported only when a server is configured: qdrant_client costs ~1.1 s of
+# CPU to import (its pydantic models), which every cold `tipline check` on Qdrant Edge paid for
+# nothing (issue 14).
 
 
 async def open_vector_store(*, dim: int, multi_dim: int | None = None, path: Path | None = None,
                             url: str | None = None, api_key: str | None = None,
                             legacy_path: Path | None = None) -> VectorStore:
     if url:
+        from storage.qdrant_remote import RemoteVectorStore
+
         return await RemoteVectorStore.connect(url, api_key=api_key, dim=dim, multi_dim=multi_dim)
     if path is None:
         raise VectorStoreError("no vector store configured: set TIPLINE_DATA_DIR or TIPLINE_QDRANT_URL")
@@ -40,6 +45,8 @@ async def push_to_server(path: Path, url: str, *, api_key: str | None = None, le
     left as it was. Returns points per collection."""
     # The dimensions only shape new fact-check collections; copying takes each collection's own.
     source = await open_vector_store(dim=1, path=path, legacy_path=legacy_path)
+    from storage.qdrant_remote import RemoteVectorStore
+
     try:
         target = await RemoteVectorStore.connect(url, api_key=api_key, dim=1)
         try:
