@@ -9,6 +9,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     TIPLINE_DATA_DIR=/data TIPLINE_EMBED_MODEL_DIR=/opt/tipline/model \
     TIPLINE_HTTP_HOST=0.0.0.0 TIPLINE_HTTP_PORT=8080
 
+# Tesseract reads screenshots (core/ocr.py; docs/ocr.md): English, Russian and Ukrainian models.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng tesseract-ocr-rus tesseract-ocr-ukr \
+ && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /opt/tipline
 COPY pyproject.toml README.md ./
 # Every package pyproject.toml installs ([tool.setuptools.packages.find]); tests/test_deploy_files.py checks.

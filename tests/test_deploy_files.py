@@ -323,6 +323,20 @@ def test_an_empty_gdelt_url_turns_news_search_off(tmp_path: Path, monkeypatch: p
     assert "gdelt" in on and "gdelt" not in off_file and "gdelt" not in off_env
 
 
+def test_the_image_has_tesseract_with_every_default_language() -> None:
+    """Screenshots are read by the `tesseract` the image installs, with each language TIPLINE_OCR_LANGS names
+    by default (Debian: tesseract-ocr-<lang>); the default binary is that package's command."""
+    runs = [args for word, args in dockerfile() if word == "RUN"]
+    apt = next((r for r in runs if "apt-get install" in r), "")
+    packages = set(re.findall(r"\btesseract-ocr(?:-[a-z]+)?\b", apt))
+    assert "tesseract-ocr" in packages, "the Dockerfile does not install tesseract-ocr"
+    wanted = Settings.model_fields["ocr_langs"].default.split("+")
+    assert {f"tesseract-ocr-{lang}" for lang in wanted} <= packages
+    assert Settings.model_fields["ocr_binary"].default == "tesseract"
+    assert "rm -rf /var/lib/apt/lists" in apt  # the package lists stay out of the image
+    assert runs.index(apt) < next(i for i, r in enumerate(runs) if "pip install" in r)
+
+
 @pytest.mark.parametrize("path", ["Dockerfile", "docker-compose.yml", ".env.example"])
 def test_deploy_files_point_to_the_guide(path: str) -> None:
     assert "docs/deploy.md" in (ROOT / path).read_text(encoding="utf-8")
