@@ -229,6 +229,9 @@ async def _start_http(settings: Settings, app: App, chat: ChatApp, sl_config: An
     else:
         web_app = web.Application()
     HttpApi(chat, api_token, count_factchecks=app.kb.count, wait_s=settings.api_wait_s).add_routes(web_app)
+    from adapters.ingest_api import IngestApi
+
+    IngestApi(app.kb, api_token).add_routes(web_app)  # POST /v1/factchecks: fact-checks added while running
     if telegram is not None and telegram.config.webhook_url:
         telegram.add_webhook_route(web_app)
     if app.metrics is not None:

@@ -31,6 +31,12 @@ class SourceReport:
     failed: str | None = None
     reasons: Counter[str] = field(default_factory=Counter)  # why rows were skipped: "no rating" -> 3
 
+    def to_json(self, max_errors: int = 50) -> dict:
+        """The report as the REST API answers it (POST /v1/factchecks); the first `max_errors` row errors."""
+        return {"source": self.source, "added": self.added, "updated": self.updated, "skipped": self.skipped,
+                "reasons": dict(self.reasons.most_common()), "errors": self.errors[:max_errors],
+                "summary": self.summary()}
+
     def summary(self) -> str:
         """`3 new, 0 updated, 2 skipped (1 no rating, 1 rating without a source URL)`."""
         why = ", ".join(f"{n} {reason}" for reason, n in self.reasons.most_common())
@@ -66,10 +72,25 @@ async def read_source(source: str, max_bytes: int = MAX_BYTES) -> tuple[str, byt
 async def ingest_source(kb: KnowledgeBase, source: str, mapping: dict[str, str] | None = None,
                         progress: Progress | None = None,
                         on_row_error: Callable[[str], None] | None = None) -> SourceReport:
+    try:
+        name, data = await read_source(source)
+    except IngestFormatError as exc:
+        report = SourceReport(source, failed=str(exc))
+        run_id = await kb.db.start_ingest_run(source)
+        await kb.db.finish_ingest_run(run_id, status="failed", added=0, skipped=0, errors=[str(exc)])
+        return report
+    return await ingest_bytes(kb, source, name, data, mapping, progress=progress, on_row_error=on_row_error)
+
+
+async def ingest_bytes(kb: KnowledgeBase, source: str, name: str, data: bytes, mapping: dict[str, str] | None = None,
+                       progress: Progress | None = None,
+                       on_row_error: Callable[[str], None] | None = None) -> SourceReport:
+    """One file's bytes (`name` for its format: .json, .csv, .tsv, …) into the knowledge base, reported as
+    `source`: what `tipline ingest`, the REST API (POST /v1/factchecks) and a file sent to the Telegram
+    bot share."""
     report = SourceReport(source)
     run_id = await kb.db.start_ingest_run(source)
     try:
-        name, data = await read_source(source)
         # Parsing a 200 MB file takes seconds of CPU: off the event loop, so a bot that ingests keeps answering.
         rows = await asyncio.to_thread(parse_bytes, name, data, mapping)
     except IngestFormatError as exc:

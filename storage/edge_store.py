@@ -46,6 +46,7 @@ from storage.vectors import (
     AnyOf,
     Between,
     CollectionSpec,
+    DataDirInUse,
     Point,
     Query,
     Record,
@@ -188,7 +189,7 @@ class EdgeVectorStore(VectorStore):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(fd)
-            raise VectorStoreError(
+            raise DataDirInUse(
                 f"another tipline process is using {root}; the embedded vector store allows one process per "
                 "data dir (stop the other one, use another TIPLINE_DATA_DIR, or run a Qdrant server and set "
                 "TIPLINE_QDRANT_URL)") from exc

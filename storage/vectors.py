@@ -37,6 +37,11 @@ class VectorStoreError(RuntimeError):
     """The vector store could not be opened or used; the message is meant for the user."""
 
 
+class DataDirInUse(VectorStoreError):
+    """Another process holds the embedded vector store (one process per data dir): `tipline ingest`
+    then hands its files to the running bot instead (adapters/ingest_client.py)."""
+
+
 class SparseTerms(Protocol):
     """Term ids and weights (core.sparse.SparseVector is one); storage needs nothing more of it."""
 
