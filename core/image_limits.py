@@ -63,7 +63,7 @@ class ImageInfo:
 
 
 def _mb(n: int) -> str:
-    return f"{n / (1024 * 1024):.0f}" if n >= 1024 * 1024 else f"{n / (1024 * 1024):.2f}"
+    return f"{n / (1024 * 1024):.2g}"  # 10 MB -> "10", a test's 4 KB -> "0.0039"
 
 
 def inspect_image(data: bytes, limits: ImageLimits) -> ImageInfo:

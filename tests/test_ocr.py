@@ -82,7 +82,7 @@ def test_a_decompression_bomb_is_refused_before_decoding() -> None:
 def test_bytes_over_the_cap_are_refused_with_the_limit_in_the_sentence() -> None:
     with pytest.raises(ImageTooLarge) as caught:
         inspect_image(render("Hello", CLEAN), ImageLimits(max_bytes=1000))
-    assert refusal_text(caught.value) == "That image is too large for me to read: the limit is 0.00 MB."
+    assert refusal_text(caught.value) == "That image is too large for me to read: the limit is 0.00095 MB."
     with pytest.raises(ImageTooLarge) as caught:
         ImageLimits(max_bytes=10 * 1024 * 1024).refuse_size(11 * 1024 * 1024)
     assert "10 MB" in refusal_text(caught.value) and "10 МБ" in refusal_text(caught.value, "ru")
