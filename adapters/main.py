@@ -601,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "schema":
             return cmd_schema(args)
         code = asyncio.run(_dispatch(args))
-        if args.command == "check":
+        if args.command == "check" and argv is None:  # the program itself, not a caller in this process
             # Everything is closed and written by now; what is left is the interpreter freeing ~500 MB of
             # models object by object, ~0.1 s of CPU a one-shot check does not need (issue 14).
             sys.stdout.flush()

@@ -8,11 +8,12 @@ session). A cold `tipline check` paid both (issue 14 point 6). This module does 
 L2 normalisation), and `tests/test_onnx_text.py` checks the vectors against fastembed's.
 
 The optimised graph is cached next to the model: onnxruntime writes it once
-(`SessionOptions.optimized_model_filepath`) and later starts load it with optimisation off, 0.12 s
-instead of 0.25 s per session. The cache is saved at ORT_ENABLE_EXTENDED, the highest level
-onnxruntime calls portable (ENABLE_ALL adds layout changes for this CPU and wrote a 90 MB file); its name
-carries the onnxruntime version and the model's size and mtime, so an upgrade or a new model file
-builds a new one instead of loading a stale graph.
+(`SessionOptions.optimized_model_filepath`, its weights in a separate file that later starts map instead
+of reading) and later starts load it with optimisation off: 0.05 s of CPU per session instead of 0.24 s,
+and ~160 MB less RSS. The cache is saved at ORT_ENABLE_EXTENDED, the highest level onnxruntime calls
+portable (ENABLE_ALL adds layout changes for this CPU); the int8 weights are stored dequantised (90 MB
+on disk beside the 23 MB model). Its name carries the onnxruntime version and the model's size and
+mtime, so an upgrade or a new model file builds a new one instead of loading a stale graph.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 MODEL_FILE = "model.onnx"
+WEIGHTS_FILE = "model.data"
 
 
 def load_tokenizer(model_dir: Path) -> Any:
@@ -67,10 +70,11 @@ def load_tokenizer(model_dir: Path) -> Any:
 
 
 def optimised_path(model: Path) -> Path:
+    """The cached optimised graph of `model`: a directory holding `model.onnx` and its weights `model.data`."""
     import onnxruntime as ort
 
     st = model.stat()
-    return model.with_name(f"{model.stem}.opt-ort{ort.__version__}-{st.st_size}-{int(st.st_mtime)}.onnx")
+    return model.with_name(f"{model.stem}.opt-ort{ort.__version__}-{st.st_size}-{int(st.st_mtime)}")
 
 
 def part_path(cached: Path) -> Path:
@@ -90,28 +94,34 @@ def open_session(model: Path, threads: int = 1) -> Any:
 
     cached = optimised_path(model)
     providers = ["CPUExecutionProvider"]
-    if cached.is_file():
+    if (cached / MODEL_FILE).is_file():
         try:
-            return ort.InferenceSession(str(cached), options(ort.GraphOptimizationLevel.ORT_DISABLE_ALL),
+            return ort.InferenceSession(str(cached / MODEL_FILE), options(ort.GraphOptimizationLevel.ORT_DISABLE_ALL),
                                         providers=providers)
-        except Exception:  # a damaged cache file: build it again below
+        except Exception:  # a damaged cache: build it again below
             log.warning("the cached optimised model %s could not be loaded; rebuilding it", cached, exc_info=True)
+            shutil.rmtree(cached, ignore_errors=True)
     so = options(ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
-    # Written under a private name, then renamed: two processes starting at once never read half a file.
+    # The weights go to a file of their own, which onnxruntime maps instead of reading: loading the cache
+    # then costs 0.05 s of CPU and ~100 MB less RSS than a graph with its 90 MB of weights inside (0.19 s).
+    so.add_session_config_entry("session.optimized_model_external_initializers_file_name", WEIGHTS_FILE)
+    so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    # Built in a private directory, then renamed: two processes starting at once never read half a cache.
     tmp = part_path(cached)
-    so.optimized_model_filepath = str(tmp)
     try:
+        tmp.mkdir()
+        so.optimized_model_filepath = str(tmp / MODEL_FILE)
         session = ort.InferenceSession(str(model), so, providers=providers)
-        tmp.replace(cached)
+        try:
+            tmp.rename(cached)
+        except OSError:  # another process got there first; theirs is as good
+            pass
     except Exception:  # e.g. a read-only model dir (onnxruntime raises its own Fail): run without the cache
         log.info("could not cache the optimised model next to %s", model, exc_info=True)
         session = ort.InferenceSession(str(model), options(ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED),
                                        providers=providers)
     finally:
-        if tmp.is_file():
-            tmp.unlink()
-    # onnxruntime's own ENABLE_ALL graph (fastembed's setting) adds only layout transforms on top of
-    # EXTENDED, which it applies again at run time anyway on this CPU; the vectors agree to ~1e-6.
+        shutil.rmtree(tmp, ignore_errors=True)
     return session
 
 

@@ -15,6 +15,7 @@ One run measures, with fixed seeds and the sizes in `Sizes`:
   pipeline        `tipline bench pipeline`, with `tipline ingest/check/run` as processes (time, peak RSS);
   evidence        `tipline eval evidence` (CLIMATE-FEVER);
   ocr             `tipline bench ocr`: character error rate and time per image on rendered screenshots.
+  cold            `tipline bench cold`: CPU, wall time and peak RSS of a cold `tipline check` process.
 """
 
 from __future__ import annotations
@@ -177,7 +178,7 @@ def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path) -> d
             messages = scratch / f"{split}.messages.tsv"
             messages.write_text("\n".join(rows[:config.sizes.queries_limit + 1]) + "\n", encoding="utf-8")
         result = run_corroboration_eval(messages, scratch / f"{split}.clusters.tsv", qrels,
-                                        embedder=app.embedder, quiet=True)
+                                        embedder=app.embedder, quiet=True, multilingual=app.kb.multilingual)
         msgs = load_messages(messages)
         data[split] = (msgs, app.embedder.embed_sync([m.text for m in msgs]), read_qrels(qrels))
         out[split] = {"messages": result["messages"], "tipline": {k: result[k] for k in ("precision", "recall", "f1")}}
@@ -189,6 +190,14 @@ def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path) -> d
         s = pairwise_scores(baseline_clusters(msgs, vecs, best), gold)
         out[split]["baseline"] = {"precision": s.precision, "recall": s.recall, "f1": s.f1}
     out["baseline_threshold"] = best
+    # Across languages: the tweets and our Russian translations of them as posts of other accounts.
+    from evals.corroboration_eval import run_translated_eval
+
+    for split in ("train", "dev"):
+        ru = config.translations / split / "tweets.queries.tsv"
+        if ru.is_file() and not config.sizes.queries_limit:
+            messages, qrels = config.split(split)
+            out[f"{split} + Russian"] = run_translated_eval(messages, ru, qrels, app.embedder, app.kb.multilingual)
     return out
 
 
@@ -214,6 +223,14 @@ async def _ocr(settings: Settings, config: ReportConfig, progress: Progress) -> 
         return await bench_ocr(settings, quick=config.quick, progress=progress)
     except RuntimeError as exc:  # no Tesseract here: the block says so instead of failing the whole report
         return {"skipped": str(exc)}
+
+
+# --- a cold `tipline check` ----------------------------------------------------------------------
+
+async def _cold(settings: Settings, config: ReportConfig) -> dict:
+    from evals.bench_cold import bench_cold
+
+    return await bench_cold(settings, repeats=2 if config.quick else 5)
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -262,6 +279,7 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
             api_checks=s.process_api_checks))
         await part("evidence", lambda: with_app(lambda app: _evidence_eval(app, config, scratch)))
         await part("ocr", lambda: _ocr(settings, config, progress))
+        await part("cold", lambda: _cold(settings, config))
     figures["seconds"]["total"] = round(time.perf_counter() - t_all, 1)
     figures["cpu_seconds"] = round(cpu_seconds() - cpu_all, 1)
     figures["machine"]["load_average_end"] = load_average()

@@ -30,6 +30,7 @@ COVERED = {
     "bench pipeline": "test_bench_pipeline",
     "bench report": "test_bench_report_quick",
     "bench ocr": "test_bench_ocr",
+    "bench cold": "test_bench_cold",
     "eval claim-matching": "test_eval_claim_matching",
     "eval corroboration": "test_eval_corroboration",
     "eval evidence": "test_eval_evidence",
@@ -155,6 +156,18 @@ def test_bench_ocr(tipline) -> None:
     assert 0 <= report["cer_clean"] <= 0.05
     assert 0 < report["seconds_per_image"]["median"] <= report["seconds_per_image"]["max"]
     assert "CER on clean renders" in tipline("bench", "ocr", "--quick")
+
+
+def test_bench_cold(tipline) -> None:
+    """Fresh `tipline check` processes: each input has its figures, the emoji-only message is refused (exit 1)
+    in far less memory than a check that loads the models."""
+    report = json.loads(tipline("bench", "cold", "--repeats", "1", "--json"))
+    rows = {f["input"]: f for f in report["figures"]}
+    assert set(rows) == {"english claim", "russian claim", "emoji only (refused)"}
+    assert rows["english claim"]["exit_code"] == 0 and rows["emoji only (refused)"]["exit_code"] == 1
+    assert all(0 < f["cpu_s_median"] <= f["cpu_s_max"] and f["wall_s_median"] > 0 for f in rows.values())
+    assert rows["emoji only (refused)"]["peak_rss_mib_median"] < rows["english claim"]["peak_rss_mib_median"] / 2
+    assert "goal ≤ 1.5 s CPU" in tipline("bench", "cold", "--repeats", "1")
 
 
 def test_bench_report_quick(tipline, tmp_path: Path) -> None:
