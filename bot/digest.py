@@ -2,7 +2,7 @@
 and when it was first seen, who else carried it, its growth, and its verdict where a fact-check matches.
 
 `DigestBuilder.build(since, until, top_k, lang)`:
-  1. one SQL read of the window's (message, chat, time, story) rows, tracked chats only
+  1. one SQL read of the window's (story, chat) pairs, grouped in SQLite, tracked chats only
      (storage/digests.py), the stories resolved through their merge aliases and ranked
      (core/trends.py) in a worker thread;
   2. for the top K only: their members' texts (one `IN` query), the representative text (extractive;
@@ -32,7 +32,7 @@ from bot.card import Line, Markup, Section, clip
 from bot.render import VERDICT_EMOJI, Reporter
 from core.i18n import t
 from core.llm import LLM
-from core.trends import Story, excerpt, rank_stories, representative
+from core.trends import REPRESENTATIVE_CANDIDATES, Story, excerpt, rank_stories, representative
 from schema.models import Match, Verdict
 from storage.digests import DigestStore
 from storage.messages import MessageStore, StoredMessage, resolve_story
@@ -106,7 +106,7 @@ class DigestBuilder:
                       top: int | None = None) -> list[Story]:
         """The window's stories, ranked (tracked chats only, nothing past retention)."""
         since = max(since, until - self.retention_s)
-        rows = await self.store.window(since, until)
+        rows = await self.store.story_chats(since, until)
         aliases = await self.messages.story_aliases()
         need = self.min_chats if min_chats is None else min_chats
         return await asyncio.to_thread(rank_stories, rows, lambda s: resolve_story(aliases, s), since=since,
@@ -120,8 +120,9 @@ class DigestBuilder:
 
     async def item(self, story: Story, lang: str, *, summarize: bool = True) -> DigestItem | None:
         firsts = [story.first_key[c] for c in story.chats]
-        texts_of = await self.messages.get(list(dict.fromkeys(firsts + list(story.keys[:SUMMARY_INPUT * 5]))))
-        members = [texts_of[k] for k in story.keys if k in texts_of]
+        keys = await self.store.story_keys(story.sources, story.since, story.until, REPRESENTATIVE_CANDIDATES)
+        texts_of = await self.messages.get(list(dict.fromkeys(firsts + keys)))
+        members = [texts_of[k] for k in keys if k in texts_of]
         if not members:
             return None  # deleted meanwhile (/forget, retention)
         rep = members[await asyncio.to_thread(representative, [m.text for m in members])]

