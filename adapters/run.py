@@ -123,7 +123,10 @@ async def run(settings: Settings, stop: asyncio.Event | None = None, *, wait_unc
             if tg_config is not None:
                 from adapters.telegram import TelegramBot
 
-                tg_bot = TelegramBot(tg_config, chat)
+                from bot.admins import Admins
+                from bot.factcheck_files import FactCheckFiles
+
+                tg_bot = TelegramBot(tg_config, chat, files=FactCheckFiles(app.kb, Admins(settings.admins)))
                 adapters.push_async_callback(tg_bot.stop)
             adapters.push_async_callback(queue.stop)
             await queue.start()

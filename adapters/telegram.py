@@ -8,6 +8,7 @@ the polling loop never waits for the engine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import html
 import logging
@@ -43,6 +44,7 @@ from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import tracked_message
 from bot.digest import Digest, StoryAlert, alert_sections, digest_sections, sections_text, unchecked
 from bot.domains import GLOBAL, chat_scope
+from bot.factcheck_files import FactCheckFiles
 from core.i18n import t
 from bot.images import ImageRef
 from bot.evidence import callback_data, evidence_lines, give_feedback, parse_callback
@@ -490,12 +492,45 @@ class _DurableIntake:
     chat: ChatApp
     username: str
     _poller: asyncio.Task[None] | None
+    files: FactCheckFiles | None
+
+    def factcheck_file(self, message: Message) -> Any | None:
+        """The document of a message that is an admin's fact-check file (bot/factcheck_files.py), else None."""
+        doc = message.document
+        if self.files is None or doc is None or message.from_user is None:
+            return None
+        wanted = self.files.wanted("telegram", message.from_user.id, message.chat.type == "private",
+                                   doc.file_name or "")
+        return doc if wanted else None
+
+    async def ingest_file(self, bot: Any, message: Message, doc: Any) -> None:
+        """Download the file (getFile), ingest it, reply with the report; every failure is one sentence."""
+        assert self.files is not None
+        user = message.from_user
+        lang = user.language_code[:2] if user is not None and user.language_code else "en"
+        name = doc.file_name or "file"
+        responder = TelegramResponder(bot, message.chat_id, message.message_id)
+        try:
+            refused = self.files.too_big(name, doc.file_size, lang)
+            if refused is not None:
+                await responder.say(refused)
+                return
+            await responder.say(t("ingest.reading", lang, name=name))
+            file = await bot.get_file(doc.file_id)
+            data = bytes(await file.download_as_bytearray())
+            await responder.say(await self.files.ingest("telegram", name, data, lang))
+        except Exception:
+            log.exception("telegram: ingesting %s failed", name)
+            with contextlib.suppress(Exception):
+                await responder.say(ERROR_TEXT)
 
     async def persist(self, update: Update) -> None:
         """Queue the check this update asks for (if any). Raises if it could not be persisted."""
         message = update.message or update.channel_post
         if message is None:
             return
+        if self.factcheck_file(message) is not None:
+            return  # an admin's fact-check file: ingested by _on_update, not a check
         action = route(to_incoming(message), self.username)
         if isinstance(action, CheckRequest):
             await self.chat.submit(action, SilentResponder(), Ticket(idempotency_key(update, message), "telegram",
@@ -610,9 +645,10 @@ class TelegramBot(_DurableIntake):
     """A PTB `Application` that hands every routed message to the shared `ChatApp` (with a queue, every
     check request is persisted before the update is confirmed: see `_DurableIntake`)."""
 
-    def __init__(self, config: TelegramConfig, chat: ChatApp):
+    def __init__(self, config: TelegramConfig, chat: ChatApp, files: FactCheckFiles | None = None):
         self.config = config
         self.chat = chat
+        self.files = files  # fact-check files admins send in a private chat (bot/factcheck_files.py)
         builder = ApplicationBuilder().token(config.token)
         if config.base_url:
             builder = builder.base_url(config.base_url)
@@ -637,6 +673,9 @@ class TelegramBot(_DurableIntake):
         message = update.message or update.channel_post
         if message is None:
             return  # edits, reactions, … are not checked
+        if (doc := self.factcheck_file(message)) is not None:
+            self.chat.service.spawn(self.ingest_file(context.bot, message, doc), name="tipline-ingest-file")
+            return
         incoming = to_incoming(message)
         action = route(incoming, self.username or context.bot.username)
         if action is None:

@@ -80,6 +80,18 @@ _STRINGS: dict[str, dict[str, str]] = {
     "card.mode.local": {"en": "no language model", "ru": "без языковой модели"},
     "card.asked": {"en": "sent to {names}", "ru": "отправлено в {names}"},
     "card.linked_pages": {"en": "the linked sites", "ru": "сайты по ссылкам"},
+    # a fact-check file an admin sends the bot (bot/factcheck_files.py)
+    "ingest.done": {"en": "{name}: {added} new, {updated} updated, {skipped} skipped. The knowledge base now has "
+                          "{total} fact-checks.",
+                    "ru": "{name}: новых {added}, обновлено {updated}, пропущено {skipped}. Теперь в базе "
+                          "{total} фактчеков."},
+    "ingest.failed": {"en": "Nothing was added from {name}: {error}",
+                      "ru": "Из {name} ничего не добавлено: {error}"},
+    "ingest.too_big": {"en": "{name} is over the {mb} MB Telegram lets bots download: send it with "
+                             "`tipline ingest --server` or POST /v1/factchecks instead.",
+                       "ru": "{name} больше {mb} МБ, которые Telegram даёт скачать ботам: загрузите его через "
+                             "`tipline ingest --server` или POST /v1/factchecks."},
+    "ingest.reading": {"en": "Adding the fact-checks in {name}…", "ru": "Добавляю фактчеки из {name}…"},
     "card.claims": {"en": "Claims checked", "ru": "Проверенные утверждения"},
     "related.auto": {"en": "Previously fact-checked", "ru": "Уже проверялось"},
     "related.suggest": {"en": "Possibly related fact-checks", "ru": "Возможно, связанные проверки"},

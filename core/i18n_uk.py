@@ -55,6 +55,11 @@ UK: dict[str, str] = {
     "card.mode.local": "без мовної моделі",
     "card.asked": "надіслано до {names}",
     "card.linked_pages": "сайти за посиланнями",
+    "ingest.done": "{name}: нових {added}, оновлено {updated}, пропущено {skipped}. Тепер у базі {total} фактчеків.",
+    "ingest.failed": "З {name} нічого не додано: {error}",
+    "ingest.too_big": "{name} більший за {mb} МБ, які Telegram дає завантажити ботам: завантажте його через "
+                      "`tipline ingest --server` або POST /v1/factchecks.",
+    "ingest.reading": "Додаю фактчеки з {name}…",
     "card.claims": "Перевірені твердження",
     "related.auto": "Уже перевірялося",
     "related.suggest": "Можливо, пов'язані перевірки",
