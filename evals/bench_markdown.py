@@ -83,6 +83,9 @@ GOALS = [
      lambda f: (f"{f['corroboration_eval']['train']['tipline']['f1']:.3f}",
                 f["corroboration_eval"]["train"]["tipline"]["f1"] >= 0.75)),
     ("whole checks, p95 ≤ 1.25 × the critical path at every level", _pipeline_goal),
+    ("a digest over 100,000 stored messages ≤ 2 s (`tipline bench digest`)",
+     lambda f: (f"{f['digest']['build_s'].median:,.2f} s over {f['digest']['stored_messages']:,} messages",
+                f["digest"]["build_s"].median <= 2.0)),
 ]
 
 

@@ -12,6 +12,7 @@ One run measures, with fixed seeds and the sizes in `Sizes`:
   ingest          `tipline bench ingest`;
   same story      `tipline eval corroboration` on train and dev, against a cosine-threshold baseline;
   corroborate     `tipline bench corroborate`;
+  digest          `tipline bench digest` (its figure is a row of the goals table);
   pipeline        `tipline bench pipeline`, with `tipline ingest/check/run` as processes (time, peak RSS);
   evidence        `tipline eval evidence` (CLIMATE-FEVER);
   ocr             `tipline bench ocr`: character error rate and time per image on rendered screenshots.
@@ -64,6 +65,8 @@ class Sizes:
     corroborate_ingest: int = 600
     corroborate_lookups: int = 197
     corroborate_repeats: int = 3
+    digest_stored: int = 100_000
+    digest_repeats: int = 3
     pipeline_levels: tuple[int, ...] = (1, 10, 50)
     pipeline_llm_ms: float = 800
     pipeline_search_ms: float = 400
@@ -77,6 +80,7 @@ class Sizes:
 # where a pass is cheap; one where a repeat means another model load).
 QUICK = Sizes(claims_limit=300, queries_limit=20, match_n=5, match_repeats=2, ingest_limit=20, ingest_repeats=1,
               corroborate_stored=300, corroborate_ingest=5, corroborate_lookups=4, corroborate_repeats=2,
+              digest_stored=300, digest_repeats=2,
               pipeline_levels=(1, 2), pipeline_llm_ms=10, pipeline_search_ms=10, pipeline_repeats=1,
               process_ingest_rows=5, process_api_checks=2, evidence_claims=30)
 
@@ -238,6 +242,7 @@ async def _cold(settings: Settings, config: ReportConfig) -> dict:
 async def collect(settings: Settings, config: ReportConfig, progress: Progress = lambda _m: None) -> dict:
     """Every figure of the report, as one JSON-able-after-`plain` dict, with the seconds each part took."""
     from evals.bench_corroborate import bench_corroborate
+    from evals.bench_digest import bench_digest
     from evals.bench_ingest import bench_ingest
     from evals.bench_pipeline import bench_pipeline
 
@@ -270,6 +275,9 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
             settings, config.split("train")[0], config.split("dev")[0], stored=s.corroborate_stored,
             ingest_n=s.corroborate_ingest, lookups=s.corroborate_lookups, repeats=s.corroborate_repeats,
             seed=config.seed))
+        await part("digest", lambda: bench_digest(settings, stored=s.digest_stored, repeats=s.digest_repeats,
+                                                  chats=min(500, s.digest_stored), stories=min(5_000, s.digest_stored),
+                                                  seed=config.seed))
         # The quick run answers every REST check with 202, so the smoke test walks the poll path a
         # real client follows (the full run keeps the default wait, as deployed).
         pipeline_settings = settings.model_copy(update={"api_wait_s": 0.0}) if config.quick else settings

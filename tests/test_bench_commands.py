@@ -27,6 +27,7 @@ COVERED = {
     "bench ingest": "test_bench_ingest",
     "bench match": "test_bench_match",
     "bench corroborate": "test_bench_corroborate",
+    "bench digest": "test_bench_digest",
     "bench pipeline": "test_bench_pipeline",
     "bench report": "test_bench_report_quick",
     "bench ocr": "test_bench_ocr",
@@ -94,6 +95,23 @@ def test_bench_corroborate(tipline) -> None:
                   "--repeats", 1)
     assert "stored_messages: 43" in out  # 40 bulk-loaded + 3 ingested
     assert "cold_p50_ms" in out and "warm_after_check_p50_ms" in out and "embedding_alone_msgs_per_s" in out
+
+
+def test_bench_digest(tipline) -> None:
+    report = json.loads(tipline("bench", "digest", "--stored", 300, "--chats", 20, "--stories", 30, "--top", 3,
+                                "--repeats", 2, "--json"))
+    assert report["stored_messages"] == 300 and report["top_k"] == 3 and report["items"] == 3
+    assert 0 < report["stories_in_two_or_more_chats"] <= 30
+    assert report["items_with_verdict"] >= 1  # the stories are seed claims: the matcher really ran
+    assert len(report["build_s"]["runs"]) == 2 and report["build_s"]["median"] > 0
+    assert report["goal_s"] == 2.0 and isinstance(report["goal_met"], bool)
+    assert "build_s:" in tipline("bench", "digest", "--stored", 50, "--chats", 5, "--stories", 5, "--repeats", 1)
+
+
+def test_bench_digest_refuses_sizes_below_one(tmp_path: Path, model_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["--data-dir", str(tmp_path / "data"), "bench", "digest", "--stored", "0"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("bench digest needs --stored of at least 1") and len(err.splitlines()) == 1
 
 
 def test_bench_pipeline(tipline) -> None:
@@ -186,6 +204,8 @@ def test_bench_report_quick(tipline, tmp_path: Path) -> None:
     processes = figures["pipeline"]["processes"]
     assert [p["command"].split()[1] for p in processes] == ["ingest", "check", "run"]
     assert all(p["peak_rss_mib"] > 50 and p["wall_s"] > 0 for p in processes)  # a real process's memory
+    assert figures["digest"]["stored_messages"] == 300 and figures["digest"]["items"] >= 1
+    assert "a digest over 100,000 stored messages ≤ 2 s" in doc and "s over 300 messages" in doc
 
 
 def _prose(text: str) -> str:
