@@ -119,8 +119,9 @@ class ChatCommands:
         await self._audit(req, f"{cmd}.{'on' if on else 'off'}", f"was={'on' if before else 'off'}")
         if cmd == "track":
             if on:
-                return ("Tracking is on: I store this chat's messages for 'also reported by' "
-                        "(kept for a limited time; /track off stops it, /forget deletes what is stored).")
+                return ("Tracking is on: I store this chat's messages for 'also reported by' and for digests "
+                        "of stories that spread to several tracked chats (kept for a limited time; /track off "
+                        "stops it, /forget deletes what is stored).")
             return "Tracking is off: I no longer store this chat's messages. /forget deletes what is stored."
         if on:
             return "Auto mode is on: I answer messages here on my own, but only when they match a known fact-check."
