@@ -2,14 +2,17 @@
 failure a user can cause ends in one sentence and a non-zero exit.
 
     tipline chat                         interactive checks in the terminal (Ctrl-D exits)
-    tipline run                          the chat bots that are configured (Telegram today)
+    tipline run                          the chat bots and the REST API that are configured, with a banner
+    tipline doctor                       check the settings and reach every configured service (a table)
+    tipline --version
     tipline check [--json] TEXT          one check; '-' reads the text from standard input
     tipline check --image PATH [TEXT]    the text of a screenshot (OCR), with TEXT as its caption
-    tipline ingest PATH_OR_URL...        load previously fact-checked claims
+    tipline ingest PATH_OR_URL...        load previously fact-checked claims (--server URL: into a running bot)
     tipline eval claim-matching ...      CLEF-2020 Task 2 run file + MAP@5
     tipline eval corroboration ...       same-story detection over CLEF tweets as a message stream
     tipline eval evidence --data PATH    CLIMATE-FEVER: evidence retrieval and the verdict policy
     tipline bench ingest|match|corroborate|digest|pipeline ...   speed figures
+    tipline bench burst [-n N]           N concurrent REST checks: time to 201/202, /healthz meanwhile
     tipline bench cold [--repeats N]     CPU, wall and peak RSS of a cold `tipline check` (fresh processes)
     tipline bench ocr [--quick]          screenshots: OCR character error rate and time per image
     tipline bench report [--quick]       every documented figure, written into docs/benchmarks.md
@@ -145,14 +148,27 @@ def _read_message() -> str:
     return "\n".join(lines)
 
 
+def chat_mode(settings: Settings, app: Any) -> str:
+    """"offline mode" only when no LLM and no search provider is on (GDELT is, by default): the banner's
+    wording otherwise, e.g. "no language model (…); search queries go to GDELT"."""
+    from adapters.banner import Started, mode_line
+    from core.outside import LINKS, LOCAL
+
+    sources = app.sources.names if app.sources else []
+    if settings.offline or (app.llm is None and all(s in LOCAL or s == LINKS for s in sources)):
+        return "offline mode"
+    return mode_line(settings, Started(factchecks=0, evidence_sources=sources, llm=app.llm is not None,
+                                       vectors="")).removeprefix("mode: ")
+
+
 async def cmd_chat(args: argparse.Namespace) -> int:
     settings = _settings(args)
     print("tipline: loading the model and the knowledge base…", file=sys.stderr)
     async with build_app(settings) as app:
         checks = CheckService(app.engine)
         count = await app.kb.count()
-        print(f"Ready: {count} fact-checks in the knowledge base, offline mode. Type or paste a message and press "
-              "Enter; Ctrl-D exits.", file=sys.stderr)
+        print(f"Ready: {count} fact-checks in the knowledge base, {chat_mode(settings, app)}. Type or paste a "
+              "message and press Enter; Ctrl-D exits.", file=sys.stderr)
         while True:
             try:
                 line = await asyncio.to_thread(_read_message)
@@ -342,6 +358,12 @@ async def cmd_bench(args: argparse.Namespace) -> int:
                                    progress=lambda m: print(f"bench report: {m}", file=sys.stderr))
         print(f"wrote {outcome.path}: {len(outcome.blocks)} generated blocks in {outcome.seconds / 60:.1f} min")
         return 0
+    if args.what == "burst":
+        from evals.bench_burst import bench_burst, format_burst
+
+        burst = await bench_burst(settings, n=args.n)
+        print(json.dumps(burst, indent=2, ensure_ascii=False) if args.json else format_burst(burst))
+        return 0
     if args.what == "cold":
         from evals.bench_cold import bench_cold, format_cold
 
@@ -448,6 +470,10 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     bc = bsub.add_parser("cold", parents=[common, out], help="CPU, wall time and peak RSS of a cold "
                          "`tipline check`, each repeat a fresh process")
     bc.add_argument("--repeats", type=int, default=5, help="processes per input (median reported)")
+
+    bb = bsub.add_parser("burst", parents=[common, out], help="N concurrent REST checks against a tipline run "
+                         "process: time to 201/202, time to the Result, /healthz latency meanwhile")
+    bb.add_argument("-n", type=int, default=300, help="checks sent at once")
 
     bi = bsub.add_parser("ingest", parents=[common, out], help="ingest speed against embedding alone")
     bi.add_argument("--claims", type=Path, required=True, help="a claims TSV (vclaim_id, vclaim, title)")

@@ -81,3 +81,26 @@ async def test_a_check_sends_nothing_out_when_offline_and_says_gdelt_when_not(tm
         assert _footer(private).endswith("· offline mode")
     finally:
         await search.stop()
+
+
+def test_tipline_chat_says_offline_mode_only_when_no_provider_is_on(tmp_path: Path, model_dir: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
+    base.update({"TIPLINE_DATA_DIR": str(tmp_path / "data"), "TIPLINE_EMBED_MODEL_DIR": str(model_dir),
+                 "PYTHONPATH": str(root)})
+
+    def ready(**env: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "adapters.main", "chat"], input="", capture_output=True,
+                              text=True, cwd=tmp_path, env={**base, **env}, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return next(line for line in proc.stderr.splitlines() if line.startswith("Ready:"))
+
+    # GDELT's public endpoint is on by default (never reached here: nothing is checked)
+    assert "fact-checks in the knowledge base, no language model (verdicts only from matching fact-checks); " \
+           "search queries go to GDELT. Type" in ready()
+    assert ", offline mode. Type" in ready(TIPLINE_GDELT_URL="")
+    assert ", offline mode. Type" in ready(TIPLINE_OFFLINE="true")
