@@ -10,6 +10,8 @@ platform has them, an "is this user an admin of this chat" check. Everything els
     EvidenceRequest      -> the stored check's evidence view
     DomainsRequest       -> DomainCommands        ChatSettingsRequest -> ChatCommands
     ReviewRequest        -> ReviewCommands (its notices reach askers through every adapter's notifier)
+    DigestRequest        -> DigestCommands (/digest, /trending, /alerts; digests and alerts are posted
+                            through each adapter's DigestPoster, by the background task of DigestService)
 """
 
 from __future__ import annotations
@@ -245,7 +247,10 @@ def build_chat(settings: Settings, app: App) -> ChatApp:
     if app.metrics is not None:
         metrics = app.metrics
         service.on_result = lambda result, seconds: metrics.observe_result(result, seconds)
-    queue = JobQueue(JobStore(app.db), service, workers=settings.workers, queue_max=settings.queue_max,
+    from storage.reply_journal import ReplyJournal
+
+    journal = ReplyJournal(settings.data_dir / "reply-refs.journal")
+    queue = JobQueue(JobStore(app.db, journal), service, workers=settings.workers, queue_max=settings.queue_max,
                      limiter=RateLimiter(settings.user_rate_per_minute, settings.chat_rate_per_minute))
     return ChatApp(app.engine, queue=queue, admins=tuple(settings.admins), add_factchecks=app.kb.add,
                    corroborator=app.corroborator, db=app.db, digests=build_digests(settings, app),

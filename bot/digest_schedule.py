@@ -165,9 +165,12 @@ class DigestService:
         done = {(a.platform, a.chat_id): {resolve_story(aliases, s) for s in await self.store.alerted(a.platform,
                                                                                                      a.chat_id)}
                 for a in settings}
+        live = {s.id for s in stories}
+        for gone in [k for k in self._matched if k not in live]:
+            del self._matched[gone]  # the cache holds only the stories still in the window
         sent = 0
         todo = [s for s in stories if any(len(s.chats) >= a.min_chats and s.id not in done[(a.platform, a.chat_id)]
-                                          for a in settings)]
+                                          for a in settings) and not self._settled(s)]
         for story in todo[:ALERT_STORIES]:
             match = await self._match(story)
             if match is None or match.verdict not in ALERT_VERDICTS:
@@ -176,6 +179,13 @@ class DigestService:
                 if len(story.chats) >= a.min_chats and story.id not in done[(a.platform, a.chat_id)]:
                     sent += await self._alert(a, story, now)
         return sent
+
+    def _settled(self, story: Story) -> bool:
+        """Matched already, at this many chats, and not to a fact-check that alerts: nothing to do (so the
+        per-tick limit goes to stories not looked at yet)."""
+        seen = self._matched.get(story.id)
+        return seen is not None and seen[0] == len(story.chats) and \
+            (seen[1] is None or seen[1].verdict not in ALERT_VERDICTS)
 
     async def _match(self, story: Story) -> Match | None:
         seen = self._matched.get(story.id)

@@ -186,7 +186,10 @@ async def test_telegram_digest_schedule_trending_alerts_and_opt_outs(tg, app):
         tr.params["text"]
     assert await command(fake, EDITORS, "/trending 9999") == t("trending.usage", "en")
 
-    # Alerts: once per story, across ticks and across a restart.
+    # Alerts: not below the threshold; then once per story, across ticks and across a restart.
+    assert await command(fake, EDITORS, "/alerts on 1") == t("alerts.usage", "en")
+    assert (await command(fake, EDITORS, "/alerts on 4")).startswith("Alerts are on")
+    assert await digests.run_alerts() == 0  # the false story is in 3 tracked chats (the 4th never opted in)
     assert (await command(fake, EDITORS, "/alerts on 3")).startswith("Alerts are on")
     await clock.advance(61)
     [alert] = await fake.wait_for(lambda: posts_to(fake, EDITORS, "<b>🚨"))
