@@ -68,7 +68,20 @@ class Doctor:
                          "TIPLINE_TELEGRAM_TOKEN; copy it again from @BotFather")
         bot = body["result"]
         groups = "" if bot.get("can_read_all_group_messages") else "; privacy mode on (groups: /check and mentions)"
+        if self.s.telegram_webhook_url:
+            groups += await self._webhook(base)
         return f"@{bot.get('username')} (getMe){groups}"
+
+    async def _webhook(self, base: str) -> str:
+        """What Telegram says of the webhook: whether it points at ours, and its last delivery error."""
+        async with self.http.get(f"{base}{_secret(self.s.telegram_token)}/getWebhookInfo") as resp:
+            info = (await _json(resp)).get("result") or {}
+        if info.get("url") != self.s.telegram_webhook_url:
+            return f"; the webhook is {info.get('url') or 'not set'} (tipline run sets it to TIPLINE_TELEGRAM_WEBHOOK_URL)"
+        if info.get("last_error_message"):
+            raise Failed(f"Telegram cannot deliver to {self.s.telegram_webhook_url}: {info['last_error_message']} "
+                         f"({info.get('pending_update_count', 0)} updates waiting)")
+        return f"; webhook {info['url']}"
 
     async def slack(self) -> str:
         if not (_secret(self.s.slack_signing_secret) or _secret(self.s.slack_app_token)):

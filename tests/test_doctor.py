@@ -252,3 +252,23 @@ def test_the_commands_are_documented(argv: list[str]) -> None:
     proc = subprocess.run([sys.executable, "-m", "adapters.main", *argv], capture_output=True, text=True, cwd=ROOT,
                           timeout=60)
     assert proc.returncode == 0 and "usage: tipline" in proc.stdout
+
+
+async def test_doctor_reports_telegrams_webhook_delivery_errors(tmp_path: Path, model_dir: Path) -> None:
+    tg = await FakeTelegram().start()
+    hook = "https://bot.example.org/telegram/webhook"
+    try:
+        env = _env(tmp_path, model_dir, telegram_token=tg.token, telegram_api_url=tg.base_url,
+                   telegram_webhook_url=hook, telegram_webhook_secret="s3cret")
+        code, out, _ = await _tipline(tmp_path, env, "doctor")
+        assert code == 0 and _rows(out)["telegram"][1].endswith(
+            "; the webhook is not set (tipline run sets it to TIPLINE_TELEGRAM_WEBHOOK_URL)")
+        tg.webhook = {"url": hook, "secret_token": "s3cret", "allowed_updates": None}
+        tg.webhook_error = "Wrong response from the webhook: 502 Bad Gateway"
+        code, out, _ = await _tipline(tmp_path, env, "doctor")
+        assert code == 1 and _rows(out)["telegram"] == (
+            "FAIL", f"Telegram cannot deliver to {hook}: Wrong response from the webhook: 502 Bad Gateway "
+                    "(0 updates waiting)")
+        assert all(c.method in ("getMe", "getWebhookInfo") for c in tg.calls)  # nothing changed
+    finally:
+        await tg.stop()

@@ -230,6 +230,16 @@ class FakeTelegram(LoopbackFake):
     async def api_getMe(self, params: dict[str, Any]) -> Any:
         return BOT_USER
 
+    webhook_error: str | None = None  # set: getWebhookInfo reports it as the last delivery error
+
+    async def api_getWebhookInfo(self, params: dict[str, Any]) -> Any:
+        """WebhookInfo: url ("" in polling mode), pending_update_count, and the last delivery error if any."""
+        info: dict[str, Any] = {"url": (self.webhook or {}).get("url", ""), "has_custom_certificate": False,
+                                "pending_update_count": len(self.updates)}
+        if self.webhook_error:
+            info.update(last_error_date=int(time.time()) - 60, last_error_message=self.webhook_error)
+        return info
+
     async def api_deleteWebhook(self, params: dict[str, Any]) -> Any:
         self.webhook = None
         return True
