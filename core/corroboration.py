@@ -28,6 +28,7 @@ from datetime import datetime
 import numpy as np
 
 from core.matchfeatures import entities as _raw_entities
+from core.matchfeatures import latin_script
 from core.sparse import term_ids
 
 # --- fitted constants ----------------------------------------------------------------------------
@@ -44,6 +45,20 @@ THRESHOLD: float = 0.5667
 COS_FLOOR: float = 0.35  # pairs below this cosine are never scored (cheap pre-filter; all gold
 # train pairs linked at the threshold have cosine well above it)
 DEFAULT_WINDOW_DAYS: float = 7.0
+# A pair with a non-Latin side is judged on the multilingual model's cosine (e5 "query:" vectors):
+# MiniLM reads no Russian (Tatoeba RU->EN 0.2 %), and the English model on MiniLM linked Russian
+# translations of the train tweets at pairwise precision 0.010. Two more models, same three features,
+# fitted like the English one on CLEF train tweets plus our Russian translations of them posted by other
+# accounts (eval/clef2020-ru): one for pairs across scripts (Russian and English), one for pairs both in
+# one non-Latin script (Russian and Russian). Figures and refit: docs/corroboration.md.
+# Signatures ("— Name (@handle) date") are stripped from both sides before fitting: a translation keeps
+# its tweet's handle, which no real pair of posts shares (kept, the cross model leaned on that overlap).
+CROSS_WEIGHTS: tuple[float, ...] = (22.6712, 7.6542, 7.0581)
+CROSS_BIAS: float = -21.6595
+CROSS_THRESHOLD: float = 0.2816
+NATIVE_WEIGHTS: tuple[float, ...] = (8.2519, 8.9425, 8.0687)
+NATIVE_BIAS: float = -11.2336
+NATIVE_THRESHOLD: float = 0.1032
 # textclean steps applied before embedding/terms; measured on train (docs/corroboration.md): the
 # claim-matching defaults help (.761 -> .773), also stripping the signature hurts (-> .749).
 TEXT_STEPS: tuple[str, ...] = ("forward_header", "pic_links", "urls", "hashtag_words")
@@ -194,6 +209,31 @@ class StoryModel:
         return _sigmoid(feats @ np.asarray(self.weights, dtype=np.float64) + self.bias)
 
 
+ENGLISH, CROSS, NATIVE = 0, 1, 2  # routes: both Latin / across scripts / both one non-Latin script
+
+
+def story_models() -> tuple[StoryModel, StoryModel, StoryModel]:
+    """The model of each route, indexed by ENGLISH, CROSS, NATIVE."""
+    return (StoryModel(), StoryModel(CROSS_WEIGHTS, CROSS_BIAS, CROSS_THRESHOLD),
+            StoryModel(NATIVE_WEIGHTS, NATIVE_BIAS, NATIVE_THRESHOLD))
+
+
+def route(a_latin: np.ndarray | bool, b_latin: np.ndarray | bool) -> np.ndarray:
+    """ENGLISH when both sides are in a Latin script, CROSS when one is, NATIVE when neither."""
+    a, b = np.asarray(a_latin, dtype=bool), np.asarray(b_latin, dtype=bool)
+    return np.where(a & b, ENGLISH, np.where(a | b, CROSS, NATIVE))
+
+
+def route_scores(models: Sequence[StoryModel], routes: np.ndarray, feats: np.ndarray) -> np.ndarray:
+    """Each pair's score by its route's model, minus that model's threshold: linked when >= 0."""
+    out = np.zeros(len(routes))
+    for r, m in enumerate(models):
+        sel = routes == r
+        if sel.any():
+            out[sel] = m.score(feats[sel]) - m.threshold
+    return out
+
+
 def jaccard(a: frozenset, b: frozenset) -> float:
     if not a or not b:
         return 0.0
@@ -207,8 +247,13 @@ class StoryDetector:
 
     def __init__(self, model: StoryModel | None = None, window_days: float = DEFAULT_WINDOW_DAYS,
                  dim: int = 384, capacity: int = 1024, record_pairs: bool = False,
-                 same_account: bool = False):
+                 same_account: bool = False, others: Sequence[StoryModel] | None = None, multi_dim: int = 0):
         self.model = model or StoryModel()
+        # With multilingual vectors (multi_dim > 0: every add() then brings one) a pair with a non-Latin
+        # side goes to `others` (CROSS, NATIVE models) on them; without, `model` judges every pair.
+        self.models = (self.model, *(others or story_models()[1:]))
+        self._multi = np.zeros((capacity, multi_dim), dtype=np.float32) if multi_dim else None
+        self._latin = np.ones(capacity, dtype=bool)
         self.window = float(window_days) * 86400.0
         self.same_account = same_account  # evaluation only: also link messages of one account
         self._vecs = np.zeros((capacity, dim), dtype=np.float32)
@@ -228,16 +273,16 @@ class StoryDetector:
 
     # -- public -------------------------------------------------------------------------------------
     def add(self, message_id: str, account: str, time: datetime | float | None, text: str,
-            vector: np.ndarray) -> str:
+            vector: np.ndarray, multi: np.ndarray | None = None) -> str:
         """Store a message, link it to same-story messages of other accounts, return its cluster id
         (the message id of the oldest message of the story)."""
-        i = self._store(message_id, account, time, text, vector)
+        i = self._store(message_id, account, time, text, vector, multi)
         cand = self._candidates(i)
         if cand.size:
             feats = self.features(i, cand)
             if self.record_pairs:
                 self.pairs.extend((int(j), i, f) for j, f in zip(cand, feats))
-            keep = cand[self.model.score(feats) >= self.model.threshold]
+            keep = cand[self.linked(i, cand, feats)]
             for j in keep:
                 self.uf.union(int(j), i)
         return self.cluster_of(message_id)
@@ -253,8 +298,18 @@ class StoryDetector:
     def clusters(self) -> dict[str, str]:
         return {m: self.ids[self.uf.find(k)] for k, m in enumerate(self.ids)}
 
+    def routes(self, i: int, cand: np.ndarray) -> np.ndarray:
+        """The route (ENGLISH, CROSS, NATIVE) of each pair (i, j)."""
+        if self._multi is None:
+            return np.full(len(cand), ENGLISH)
+        return route(self._latin[cand], bool(self._latin[i]))
+
+    def linked(self, i: int, cand: np.ndarray, feats: np.ndarray) -> np.ndarray:
+        return route_scores(self.models, self.routes(i, cand), feats) >= 0
+
     # -- internals ----------------------------------------------------------------------------------
-    def _store(self, message_id: str, account: str, time, text: str, vector: np.ndarray) -> int:
+    def _store(self, message_id: str, account: str, time, text: str, vector: np.ndarray,
+               multi: np.ndarray | None = None) -> int:
         if message_id in self._index:
             raise ValueError(f"duplicate message id {message_id!r}")
         if self.n == len(self._times):
@@ -262,10 +317,19 @@ class StoryDetector:
             self._vecs = np.resize(self._vecs, (cap, self._vecs.shape[1]))
             self._times = np.concatenate([self._times, np.full(cap - len(self._times), np.nan)])
             self._accounts = np.resize(self._accounts, cap)
+            self._latin = np.resize(self._latin, cap)
+            if self._multi is not None:
+                self._multi = np.resize(self._multi, (cap, self._multi.shape[1]))
         i = self.n
         v = np.asarray(vector, dtype=np.float32).ravel()
         norm = float(np.linalg.norm(v))
         self._vecs[i] = v / norm if norm > 0 else v
+        self._latin[i] = latin_script(text)
+        if self._multi is not None:
+            if multi is None:
+                raise ValueError("this detector judges pairs across scripts: add() needs the multilingual vector")
+            m = np.asarray(multi, dtype=np.float32).ravel()
+            self._multi[i] = m / max(float(np.linalg.norm(m)), 1e-12)
         self._times[i] = _seconds(time)
         self._accounts[i] = self._account_ids.setdefault(account, len(self._account_ids))
         self._ents.append(story_entities(text))
@@ -289,14 +353,19 @@ class StoryDetector:
             times = self._times[:n]
             ok &= np.isnan(times) | (np.abs(t - times) <= self.window)
         # one contiguous mat-vec over all stored rows (no fancy-index copy of the matrix), then mask
-        ok &= (self._vecs[:n] @ self._vecs[i]) >= self.model.cos_floor
-        return np.flatnonzero(ok)
+        english = (self._vecs[:n] @ self._vecs[i]) >= self.model.cos_floor
+        if self._multi is None:
+            return np.flatnonzero(ok & english)
+        multi = (self._multi[:n] @ self._multi[i]) >= self.models[CROSS].cos_floor
+        return np.flatnonzero(ok & np.where(route(self._latin[:n], bool(self._latin[i])) == ENGLISH, english, multi))
 
     def _idf(self, tid: int) -> float:
         return math.log(1.0 + self.n / self._df.get(tid, 1))
 
     def features(self, i: int, cand: np.ndarray) -> np.ndarray:
         cos = self._vecs[cand] @ self._vecs[i]
+        if self._multi is not None:
+            cos = np.where(self.routes(i, cand) == ENGLISH, cos, self._multi[cand] @ self._multi[i])
         out = np.zeros((len(cand), len(FEATURES)), dtype=np.float64)
         out[:, 0] = cos
         ei, ti = self._ents[i], self._terms[i]

@@ -38,7 +38,11 @@ import numpy as np
 
 from core.corroboration import (
     DEFAULT_WINDOW_DAYS,
+    ENGLISH,
     StoryModel,
+    route,
+    route_scores,
+    story_models,
     _alias_terms,
     jaccard,
     prepare_text,
@@ -48,8 +52,10 @@ from core.corroboration import (
 )
 from core.text_embedder import TextEmbedder
 from core.intake import detect_language
+from core.matchfeatures import latin_script
+from core.multilingual import MultilingualEncoder
 from schema.models import AlsoReported, ReportedBy
-from storage.message_vectors import MessagePoint, MessageVectors, StoredMessageVector
+from storage.message_vectors import MULTI, VECTOR, MessagePoint, MessageVectors, StoredMessageVector
 from storage.messages import MessageStore, StoredMessage, message_key, resolve_story
 
 log = logging.getLogger(__name__)
@@ -105,10 +111,12 @@ class _Row:
     entities: frozenset[str]
     terms: frozenset[int]
     denies: bool
+    latin: bool  # which same-story model judges its pairs (core.corroboration.route)
 
 
 def _row_of(clean: str) -> _Row:
-    return _Row(story_entities(clean), story_terms(_alias_terms(transliterate(clean))), denies(clean))
+    return _Row(story_entities(clean), story_terms(_alias_terms(transliterate(clean))), denies(clean),
+                latin_script(clean))
 
 
 @dataclass
@@ -127,6 +135,7 @@ class _Prepared:
     messages: Sequence[TrackedMessage]
     keep: list[TrackedMessage]
     vecs: np.ndarray
+    multi: np.ndarray | None
     stories: dict[str, str]
     merges: list[tuple[str, list[str]]]
 
@@ -168,13 +177,21 @@ def _secs(at: datetime) -> float:
 class Corroborator:
     def __init__(self, store: MessageStore, vectors: MessageVectors, embedder: TextEmbedder, *,
                  window_days: float = DEFAULT_WINDOW_DAYS, retention_days: float = 30.0,
-                 model: StoryModel | None = None, clock: Callable[[], float] = time.time):
+                 model: StoryModel | None = None, clock: Callable[[], float] = time.time,
+                 multilingual: MultilingualEncoder | None = None):
         self.store = store
         self.vectors = vectors
         self.embedder = embedder
+        # With the multilingual model, a pair with a non-Latin side (a Russian channel's post and an
+        # English outlet's, two Russian posts) is found and judged on its vectors: MiniLM reads no
+        # Russian. `vectors` must then have been made with its dimension (MessageVectors.multi_dim).
+        self.multilingual = multilingual
+        if (multilingual is None) != (not vectors.multi_dim):
+            raise ValueError("the multilingual model and the collection's multilingual vectors go together")
         self.window_s = float(window_days) * 86400.0
         self.retention_s = float(retention_days) * 86400.0
         self.model = model or StoryModel()
+        self.models = (self.model, *story_models()[1:])
         self.clock = clock
         # Document frequency of each rare term over the stored messages, and how many are counted: the
         # IDF of the term-overlap feature (the fitted weights assume IDF over what is stored).
@@ -200,7 +217,8 @@ class Corroborator:
         Vectors without a row (a crash between the two writes) are dropped; rows without a vector (the
         other order, or an older version's write) are embedded again; points written before the story
         fields existed (a data dir moved from an older version) get them from their row."""
-        await self.vectors.ensure()
+        if await self.vectors.ensure():
+            log.warning("corroboration: the messages collection gains multilingual vectors; re-indexing")
         points: dict[str, StoredMessageVector] = {}
         async for batch in self.vectors.scan():
             points.update((m.key, m) for m in batch)
@@ -230,13 +248,21 @@ class Corroborator:
         for i in range(0, len(todo), 1024):
             chunk = todo[i:i + 1024]
             vecs = await self.vectors.vectors_of([m.id for m in chunk if m.id in points])
-            missing = [m for m in chunk if m.id not in vecs]
+            missing = [m for m in chunk if VECTOR not in vecs.get(m.id, {})]
             if missing:
                 emb = await self.embedder.embed([prepare_text(m.text) for m in missing])
-                vecs.update({m.id: v for m, v in zip(missing, emb)})
+                for m, v in zip(missing, emb):
+                    vecs.setdefault(m.id, {})[VECTOR] = v
+            if self.multilingual is not None:
+                missing = [m for m in chunk if MULTI not in vecs.get(m.id, {})]
+                if missing:
+                    emb = await self.multilingual.queries([prepare_text(m.text) for m in missing])
+                    for m, v in zip(missing, emb):
+                        vecs.setdefault(m.id, {})[MULTI] = v
             rows_info = await asyncio.to_thread(lambda c=chunk: [_row_of(prepare_text(m.text)) for m in c])
-            fresh = [MessagePoint(m.id, vecs[m.id], m.platform, str(m.chat_id), str(m.message_id), m.ts,
-                                  story[m.id], start[story[m.id]], r.entities, r.terms, r.denies)
+            fresh = [MessagePoint(m.id, vecs[m.id][VECTOR], m.platform, str(m.chat_id), str(m.message_id), m.ts,
+                                  story[m.id], start[story[m.id]], r.entities, r.terms, r.denies, r.latin,
+                                  vecs[m.id].get(MULTI))
                      for m, r in zip(chunk, rows_info)]
             await self.vectors.upsert(fresh)
             points.update((p.key, StoredMessageVector(p.key, p.chat, p.ts, p.story, p.story_start, p.entities,
@@ -343,11 +369,14 @@ class Corroborator:
         keep = [m for m in messages if m.text.strip() and await self.store.is_tracked(m.platform, m.chat_id)]
         keep.sort(key=lambda m: _secs(m.at))
         if not keep:
-            return _Prepared(messages, [], np.zeros((0, self.embedder.dim), np.float32), {}, [])
+            return _Prepared(messages, [], np.zeros((0, self.embedder.dim), np.float32), None, {}, [])
         clean = [prepare_text(m.text) for m in keep]
         vecs = await self._embed(clean)
-        stories, merges = await self._link_batch(keep, clean, vecs)
-        return _Prepared(messages, keep, vecs, stories, merges)
+        # e5 "query:" vectors of the same cleaned text the matcher embeds, so a lookup after a check
+        # finds its vector in the encoder's cache.
+        multi = await self.multilingual.queries(clean) if self.multilingual is not None else None
+        stories, merges = await self._link_batch(keep, clean, vecs, multi)
+        return _Prepared(messages, keep, vecs, multi, stories, merges)
 
     async def _write(self, p: _Prepared) -> list[str | None]:
         if p.keep:
@@ -362,7 +391,7 @@ class Corroborator:
         return [p.stories.get(m.key) for m in p.messages]
 
     async def bulk_load(self, messages: Sequence[TrackedMessage], vectors: np.ndarray,
-                        stories: Sequence[str] | None = None) -> None:
+                        stories: Sequence[str] | None = None, multi: np.ndarray | None = None) -> None:
         """Store messages with precomputed vectors and known story ids, without linking (imports and
         `tipline bench corroborate`, which fills 100,000 messages without embedding each one)."""
         stories = list(stories) if stories is not None else [m.key for m in messages]
@@ -378,8 +407,8 @@ class Corroborator:
             info = await asyncio.to_thread(lambda c=chunk: [_row_of(prepare_text(m.text)) for m in c])
             await self.vectors.upsert([
                 MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id), _secs(m.at), s, start[s],
-                             r.entities, r.terms, r.denies)
-                for m, v, s, r in zip(chunk, vectors[i:i + 1024], stories[i:i + 1024], info)])
+                             r.entities, r.terms, r.denies, r.latin, None if multi is None else multi[i + k])
+                for k, (m, v, s, r) in enumerate(zip(chunk, vectors[i:i + 1024], stories[i:i + 1024], info))])
             await asyncio.to_thread(self._count_many, [r.terms for r in info], +1)
 
     def _count_many(self, terms: Sequence[frozenset[int]], sign: int) -> None:
@@ -387,8 +416,8 @@ class Corroborator:
             for t in terms:
                 self._count(t, sign)
 
-    async def _link_batch(self, msgs: Sequence[TrackedMessage], clean: Sequence[str],
-                          vecs: np.ndarray) -> tuple[dict[str, str], list[tuple[str, list[str]]]]:
+    async def _link_batch(self, msgs: Sequence[TrackedMessage], clean: Sequence[str], vecs: np.ndarray,
+                          multi: np.ndarray | None) -> tuple[dict[str, str], list[tuple[str, list[str]]]]:
         """Link each message to the same-story messages of other chats within the window and store it;
         stories that a message joins are merged (the one that started first keeps its id, so story ids
         stay stable)."""
@@ -400,16 +429,15 @@ class Corroborator:
             replaced = await self.vectors.scoring_data([m.key for m in msgs])  # re-ingested keys
             if replaced:
                 await asyncio.to_thread(self._count_many, [r.terms for r in replaced.values()], -1)
-            for m, info, v in zip(msgs, infos, vecs):
+            for at, (m, info, v) in enumerate(zip(msgs, infos, vecs)):
                 ts = _secs(m.at)
+                mv = None if multi is None else multi[at]
                 await asyncio.to_thread(self._count_many, [info.terms], +1)  # the IDF counts the message itself
-                cands = [c for c in await self.vectors.nearest(v, t=ts, window_s=self.window_s, exclude_chats=[m.chat],
-                                                               floor=self.model.cos_floor, limit=CANDIDATES)
-                         if c.key != m.key]
+                cands = [c for c in await self._candidates(info, v, mv, ts, [m.chat]) if c.key != m.key]
                 story, start = m.key, ts
                 if cands:
-                    scores = await asyncio.to_thread(self._scores, info, cands)
-                    linked = [c for c, sc in zip(cands, scores) if sc >= self.model.threshold]
+                    _, ok = await asyncio.to_thread(self._scores, info, cands)
+                    linked = [c for c, good in zip(cands, ok) if good]
                     if linked:
                         self.stats.links += len(linked)
                         options = {(c.story_start, c.story) for c in linked} | {(ts, m.key)}
@@ -420,7 +448,8 @@ class Corroborator:
                             merges.append((story, others))
                             renamed.update((o, story) for o in others)
                 await self.vectors.upsert([MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id), ts,
-                                                        story, start, info.entities, info.terms, info.denies)])
+                                                        story, start, info.entities, info.terms, info.denies,
+                                                        info.latin, mv)])
                 stories[m.key] = story
         # later messages of the batch may have merged earlier ones' stories
         for k, name in stories.items():
@@ -429,10 +458,37 @@ class Corroborator:
             stories[k] = name
         return stories, merges
 
-    def _scores(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
+    async def _candidates(self, info: _Row, vec: np.ndarray, multi: np.ndarray | None, t: float,
+                          chats: list[str]) -> list[StoredMessageVector]:
+        """Earlier messages of other chats within the window worth scoring, each with the cosine its
+        route is judged on: a Latin-script message's Latin neighbours by the English vectors, every
+        other pair by the multilingual ones (two filtered queries, or one for a non-Latin message)."""
+        near = self.vectors.nearest
+        if multi is None:
+            return await near(vec, t=t, window_s=self.window_s, exclude_chats=chats, floor=self.model.cos_floor,
+                              limit=CANDIDATES)
+        floor = self.models[1].cos_floor
+        if not info.latin:
+            return await near(multi, t=t, window_s=self.window_s, exclude_chats=chats, floor=floor,
+                              limit=CANDIDATES, using=MULTI)
+        english, other = await asyncio.gather(
+            near(vec, t=t, window_s=self.window_s, exclude_chats=chats, floor=self.model.cos_floor,
+                 limit=CANDIDATES, script="latin"),
+            near(multi, t=t, window_s=self.window_s, exclude_chats=chats, floor=floor, limit=CANDIDATES,
+                 using=MULTI, script="other"))
+        return english + other
+
+    def _scores(self, info: _Row, cands: Sequence[StoredMessageVector]) -> tuple[np.ndarray, np.ndarray]:
+        """Each candidate's same-story probability by its route's model, and whether it links."""
+        if self.multilingual is None:
+            routes = np.full(len(cands), ENGLISH)
+        else:
+            routes = route(np.array([c.latin for c in cands], dtype=bool), info.latin)
         with self._lock:
             feats = self._features(info, cands)
-        return self.model.score(feats)
+        margin = route_scores(self.models, routes, feats)
+        thresholds = np.array([self.models[r].threshold for r in routes])
+        return margin + thresholds, margin >= 0
 
     def _features(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
         """cos / entity Jaccard / IDF-weighted term Jaccard, exactly as `StoryDetector.features`.
@@ -469,9 +525,10 @@ class Corroborator:
         if not clean.strip():
             return None
         vec = (await self._embed([clean]))[0]
+        multi = (await self.multilingual.queries([clean]))[0] if self.multilingual is not None else None
         t = _secs(at) if at is not None else self.clock()
         chats = [f"{p}:{c}" for p, c in exclude_chats]
-        found = await self._find(clean, vec, t, chats)
+        found = await self._find(clean, vec, multi, t, chats)
         skip = {n.lower().lstrip("@") for n in exclude_names if n}
         per_chat: list[tuple[_Hit, float, float]] = []  # (chat's first message of the story, best score, credibility)
         for h, score in found.per_chat.values():
@@ -510,20 +567,20 @@ class Corroborator:
                             first_seen_in=first_item, outlets=list(outlets), agreement=round(found.agreement, 4),
                             tier=tier, note=note)
 
-    async def _find(self, clean: str, vec: np.ndarray, t: float, chats: list[str]) -> _Found:
+    async def _find(self, clean: str, vec: np.ndarray, multi: np.ndarray | None, t: float,
+                    chats: list[str]) -> _Found:
         found = _Found()
-        cands = await self.vectors.nearest(vec, t=t, window_s=self.window_s, exclude_chats=chats,
-                                           floor=self.model.cos_floor, limit=CANDIDATES)
+        info = await asyncio.to_thread(_row_of, clean)
+        cands = await self._candidates(info, vec, multi, t, chats)
         if not cands:
             return found
-        info = await asyncio.to_thread(_row_of, clean)
-        scores = await asyncio.to_thread(self._scores, info, cands)
+        scores, linked = await asyncio.to_thread(self._scores, info, cands)
         story_score: dict[str, float] = {}
         direct: list[float] = []
         seen: set[str] = set()
-        for c, sc in zip(cands, scores):
+        for c, sc, ok in zip(cands, scores, linked):
             sc = float(sc)
-            if sc < self.model.threshold:
+            if not ok:
                 continue
             found.add(_Hit(c.key, c.chat, c.ts, sc, True), sc)
             seen.add(c.key)

@@ -4,7 +4,8 @@ The stored messages are CLEF tweets (`messages_path`, e.g. train) posted by `cha
 over 29 days: each tweet is reposted ~stored/len(tweets) times, its copies forming one story, filled
 through `Corroborator.bulk_load` with the tweet's real embedding plus a little noise (embedding 100,000
 texts would measure only the model). Then, `repeats` times:
-  embedding alone: the next `ingest_n` new messages' texts through the embedder, nothing stored (the bound);
+  embedding alone: the next `ingest_n` new messages' texts through both embedders (MiniLM and, when on, the
+                   multilingual model), nothing stored (the bound);
   ingest:          the same `ingest_n` messages through the real path (micro-batched embedding, same-story
                    linking against everything stored, SQLite + Qdrant writes), all submitted at once;
   lookup, cold:    each of `lookups` texts never seen before (`queries_path`, e.g. dev tweets) through the
@@ -46,12 +47,24 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
     now = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory(prefix="tipline-bench-") as tmp:
         async with build_app(temp_settings(settings, Path(tmp)), seed=False) as app:
-            c, embedder = app.corroborator, app.embedder
+            c, embedder, multi = app.corroborator, app.embedder, app.corroborator.multilingual
             vecs = await embedder.embed([prepare_text(t) for t in base])
+            multi_base = await multi.queries([prepare_text(t) for t in base]) if multi is not None else None
+
+            def clear() -> None:  # both models' caches: every timed embedding is of a text not seen before
+                embedder.clear_cache()
+                if multi is not None:
+                    multi.clear_cache()
+
+            async def embed_both(texts: list[str]) -> None:
+                await embedder.embed(texts)
+                if multi is not None:
+                    await multi.queries(texts)
             for k in range(chats):
                 await c.store.set_flag("telegram", f"-100{k:07d}", "tracking", True, kind="channel",
                                        handle=f"@bench{k}")
             msgs, mvecs, stories = [], np.zeros((stored, vecs.shape[1]), np.float32), []
+            mmulti = np.zeros((stored, multi_base.shape[1]), np.float32) if multi_base is not None else None
             for i in range(stored):
                 j = i % len(base)
                 chat = f"-100{int(rng.integers(chats)):07d}"
@@ -60,9 +73,12 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                                            permalink=f"https://t.me/bench/{i}", kind="channel"))
                 v = vecs[j] + rng.normal(0, 0.01, vecs.shape[1]).astype(np.float32)
                 mvecs[i] = v / np.linalg.norm(v)
+                if mmulti is not None and multi_base is not None:
+                    w = multi_base[j] + rng.normal(0, 0.01, multi_base.shape[1]).astype(np.float32)
+                    mmulti[i] = w / np.linalg.norm(w)
                 stories.append(f"telegram:bench:{j}")
             t0 = time.perf_counter()
-            await c.bulk_load(msgs, mvecs, stories)
+            await c.bulk_load(msgs, mvecs, stories, mmulti)
             fill_s = time.perf_counter() - t0
             # The vector engine indexes in the background; time a running bot's steady state.
             t0 = time.perf_counter()
@@ -79,11 +95,11 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                                         f"Update {r}.{i}: {base[int(rng.integers(len(base)))]}",
                                         now - timedelta(seconds=float(rng.uniform(0, 3600))), author="@benchnew",
                                         kind="channel") for i in range(ingest_n)]
-                embedder.clear_cache()
+                clear()
                 t0 = time.perf_counter()
-                await embedder.embed([prepare_text(m.text) for m in fresh])
+                await embed_both([prepare_text(m.text) for m in fresh])
                 embed_alone.append(ingest_n / (time.perf_counter() - t0))
-                embedder.clear_cache()
+                clear()
                 t0 = time.perf_counter()
                 results = await asyncio.gather(*(c.ingest(m) for m in fresh))
                 ingest.append(ingest_n / (time.perf_counter() - t0))
@@ -92,17 +108,18 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 cold, warm = [], []
                 for i, q in enumerate(questions):
                     text = f"asked {r}.{i}: {q}"  # never seen before, in any pass
-                    embedder.clear_cache()
+                    clear()
                     t0 = time.perf_counter()
                     res = await c.lookup(text, exclude_chats=_ASKER)
                     cold.append((time.perf_counter() - t0) * 1000)
                     found += r == 0 and res is not None
-                    embedder.clear_cache()
+                    clear()
                     t0 = time.perf_counter()
-                    await embedder.embed([prepare_text(text)])
+                    await embed_both([prepare_text(text)])
                     embed_all.append((time.perf_counter() - t0) * 1000)
-                    # The bot's order: the engine's match embeds clean_query(text) (not timed), then the lookup.
-                    await embedder.embed([clean_query(text)])
+                    # The bot's order: the engine's match embeds clean_query(text) with both models (not
+                    # timed), then the lookup.
+                    await embed_both([clean_query(text)])
                     t0 = time.perf_counter()
                     await c.lookup(text, exclude_chats=_ASKER)
                     warm.append((time.perf_counter() - t0) * 1000)

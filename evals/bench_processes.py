@@ -185,8 +185,9 @@ async def measure_processes(settings: Settings, provider_env: dict[str, object],
                     async with session.request(method, url, headers=auth, json=body) as resp:
                         if resp.status in (200, 201):
                             return
-                        if resp.status == 202:
-                            url, method = f"{base}{resp.headers['Location']}", "GET"
+                        if resp.status == 202:  # the POST names the job to poll; a poll keeps polling
+                            url = f"{base}{resp.headers['Location']}" if "Location" in resp.headers else url
+                            method = "GET"
                         elif resp.status not in (429, 503):
                             raise BenchProcessError(f"{method} {url} answered {resp.status}: {await resp.text()}")
                         await asyncio.sleep(min(float(resp.headers.get("Retry-After", "1")), 1.0))

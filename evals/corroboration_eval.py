@@ -18,16 +18,21 @@ from pathlib import Path
 import numpy as np
 
 from core.corroboration import (
+    CROSS,
+    NATIVE,
     COS_FLOOR,
     DEFAULT_WINDOW_DAYS,
     TEXT_STEPS,
     StoryDetector,
     StoryModel,
     best_threshold,
+    clusters_at,
     fit_logistic,
     pairwise_scores,
     parse_signature,
     prepare_text,
+    route,
+    route_scores,
 )
 from core.evaluation import read_qrels, read_queries
 
@@ -80,12 +85,15 @@ def _stream_order(msgs: Sequence[Message]) -> list[int]:
 
 def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | None = None,
                window_days: float = DEFAULT_WINDOW_DAYS, record_pairs: bool = False,
-               same_account: bool = False) -> StoryDetector:
+               same_account: bool = False, multi: np.ndarray | None = None,
+               others: Sequence[StoryModel] | None = None) -> StoryDetector:
+    """Replay `msgs` in time order; with `multi` (multilingual vectors) pairs with a non-Latin side are
+    judged on those by `others` (the CROSS and NATIVE models), as the live path does."""
     det = StoryDetector(model=model, window_days=window_days, dim=vecs.shape[1], record_pairs=record_pairs,
-                        same_account=same_account)
+                        same_account=same_account, others=others, multi_dim=0 if multi is None else multi.shape[1])
     for k in _stream_order(msgs):
         m = msgs[k]
-        det.add(m.id, m.account, m.time, m.text, vecs[k])
+        det.add(m.id, m.account, m.time, m.text, vecs[k], None if multi is None else multi[k])
     return det
 
 
@@ -120,13 +128,51 @@ def fit(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]],
     return model, {"candidate_pairs": len(pairs), "positive_pairs": int(y.sum()), "train": asdict(s)}
 
 
+def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gold: dict[str, set[str]],
+               english: StoryModel | None = None, window_days: float = DEFAULT_WINDOW_DAYS,
+               cos_floor: float = COS_FLOOR) -> tuple[list[StoryModel], dict]:
+    """Fit the CROSS and NATIVE models (the ENGLISH one kept), each on the candidate pairs of its route,
+    then each threshold in turn to maximise the whole clustering's pairwise F1 (use TRAIN)."""
+    english = english or StoryModel()
+    probe = StoryModel(weights=(0.0, 0.0, 0.0), bias=0.0, threshold=2.0, cos_floor=cos_floor)
+    det = run_stream(msgs, vecs, english, window_days, record_pairs=True, multi=multi, others=[probe, probe])
+    pairs = [(i, j) for i, j, _ in det.pairs]
+    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, 3))
+    routes = np.array([int(route(det._latin[i], det._latin[j])) for i, j in pairs], dtype=int)
+    y = np.array([float(bool(gold.get(det.ids[i], set()) & gold.get(det.ids[j], set()))) for i, j in pairs])
+    models = [english]
+    for r in (CROSS, NATIVE):
+        sel = routes == r
+        if y[sel].sum() >= 5 and (1 - y[sel]).sum() >= 5:
+            w, b = fit_logistic(x[sel], y[sel])
+            models.append(StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, cos_floor=cos_floor))
+        else:  # too few pairs of this route to fit: it links nothing
+            models.append(probe)
+    info: dict = {"candidate_pairs": {}, "positive_pairs": {}}
+    for r in (CROSS, NATIVE):
+        sel = routes == r
+        info["candidate_pairs"][r], info["positive_pairs"][r] = int(sel.sum()), int(y[sel].sum())
+        best = (models[r].threshold, -1.0)
+        for t in np.unique(np.round(models[r].score(x[sel]), 4)):
+            models[r].threshold = float(t)
+            f1 = pairwise_scores(clusters_at(det.ids, pairs, route_scores(models, routes, x) + 1.0, 1.0), gold).f1
+            if f1 > best[1]:
+                best = (float(t), f1)
+        models[r].threshold = best[0]
+    final = pairwise_scores(clusters_at(det.ids, pairs, route_scores(models, routes, x) + 1.0, 1.0), gold)
+    info["train"] = asdict(final)
+    return models, info
+
+
 def run_corroboration_eval(messages_path: Path, out_path: Path, qrels_path: Path | None = None,
                            model_dir: Path = DEFAULT_MODEL_DIR, model: StoryModel | None = None,
                            window_days: float = DEFAULT_WINDOW_DAYS, embedder=None,
-                           quiet: bool = False) -> dict:
+                           quiet: bool = False, multilingual=None) -> dict:
+    """With `multilingual` (the product's setting) pairs with a non-Latin side are judged on its vectors."""
     msgs = load_messages(Path(messages_path))
     vecs = embed_cached([m.text for m in msgs], model_dir, embedder)
-    det = run_stream(msgs, vecs, model, window_days)
+    multi = multilingual.queries_sync([m.text for m in msgs]) if multilingual is not None else None
+    det = run_stream(msgs, vecs, model, window_days, multi=multi)
     clusters = det.clusters()
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -141,6 +187,34 @@ def run_corroboration_eval(messages_path: Path, out_path: Path, qrels_path: Path
             print(f"pairwise P={s.precision:.4f} R={s.recall:.4f} F1={s.f1:.4f} "
                   f"(pred {s.predicted_pairs}, gold {s.gold_pairs}, true {s.true_pairs})")
     return result
+
+
+def translated_stream(messages_path: Path, translations_path: Path,
+                      qrels_path: Path) -> tuple[list[Message], dict[str, set[str]]]:
+    """The English tweets plus our Russian translations of them (eval/clef2020-ru) as posts of other
+    accounts at the same time ("@ru_<handle>", ids "ru<id>"): a translation shares its tweet's claims,
+    so a same-story pair across languages is gold whenever the two tweets' pair is."""
+    english = load_messages(messages_path)
+    by_id = {m.id: m for m in english}
+    russian = [Message(f"ru{m.id}", f"@ru_{by_id[m.id].account.lstrip('@')}", by_id[m.id].time, m.raw, m.text)
+               for m in load_messages(translations_path) if m.id in by_id]
+    gold = read_qrels(qrels_path)
+    return english + russian, gold | {f"ru{k}": v for k, v in gold.items()}
+
+
+def run_translated_eval(messages_path: Path, translations_path: Path, qrels_path: Path, embedder,
+                        multilingual) -> dict:
+    """Same-story detection over English tweets and their Russian translations together: pairwise
+    P/R/F1 and the share of tweets linked to their own translation."""
+    msgs, gold = translated_stream(messages_path, translations_path, qrels_path)
+    texts = [m.text for m in msgs]
+    det = run_stream(msgs, embed_cached(texts, embedder=embedder), multi=multilingual.queries_sync(texts))
+    clusters = det.clusters()
+    s = pairwise_scores(clusters, gold)
+    pairs = [m.id for m in msgs if f"ru{m.id}" in clusters]
+    own = sum(clusters[i] == clusters[f"ru{i}"] for i in pairs) / len(pairs) if pairs else 0.0
+    return {"messages": len(msgs), "precision": s.precision, "recall": s.recall, "f1": s.f1,
+            "linked_to_own_translation": own}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,7 +4,11 @@ One point per stored message: a dense cosine vector and the payload
 
     key, platform, chat ("platform:chat_id"), message_id, ts (unix seconds),
     story (the key of the story's first message), story_start (its time),
-    ents (alias-normalised entities), terms (rare-term ids), denies (polarity cue)
+    ents (alias-normalised entities), terms (rare-term ids), denies (polarity cue),
+    script ("latin" or "other": which same-story model judges a pair, core/corroboration.py)
+
+and, when the multilingual model is on, a second named vector `multi` (e5): pairs with a non-Latin side
+are found and judged on it.
 
 `ts`, `chat` and `story` are indexed, so "the nearest messages of other chats within the window" is
 one query with a payload filter (time range, chats excluded) and "the rest of these stories inside the
@@ -31,8 +35,9 @@ from storage.vectors import (
 )
 
 VECTOR = "text"
+MULTI = "multi"
 _NS = uuid.UUID("0b7d3f4e-9c1a-4b6e-8f21-5a3c9e7d1b20")  # message key -> stable point id
-SCORING_FIELDS = ["key", "chat", "ts", "story", "story_start", "ents", "terms", "denies"]
+SCORING_FIELDS = ["key", "chat", "ts", "story", "story_start", "ents", "terms", "denies", "script"]
 
 
 def point_id(key: str) -> str:
@@ -52,6 +57,8 @@ class MessagePoint:
     entities: frozenset[str]
     terms: frozenset[int]
     denies: bool
+    latin: bool = True
+    multi: np.ndarray | None = None  # the multilingual vector, when that model is on
 
     @property
     def chat(self) -> str:
@@ -72,6 +79,7 @@ class StoredMessageVector:
     denies: bool
     score: float = 0.0
     complete: bool = True  # False for a point written before the story fields existed (an older data dir)
+    latin: bool = True
 
     @classmethod
     def of(cls, payload: dict, score: float = 0.0) -> StoredMessageVector:
@@ -80,13 +88,13 @@ class StoredMessageVector:
         return cls(key, str(payload.get("chat", "")), ts, str(payload.get("story") or key),
                    float(payload.get("story_start", ts)), frozenset(payload.get("ents") or ()),
                    frozenset(int(t) for t in payload.get("terms") or ()), bool(payload.get("denies", False)), score,
-                   "story" in payload)
+                   "story" in payload, payload.get("script", "latin") == "latin")
 
 
 def _payload(p: MessagePoint) -> dict:
     return {"key": p.key, "platform": p.platform, "chat": p.chat, "message_id": p.message_id, "ts": p.ts,
             "story": p.story, "story_start": p.story_start, "ents": sorted(p.entities), "terms": sorted(p.terms),
-            "denies": p.denies}
+            "denies": p.denies, "script": "latin" if p.latin else "other"}
 
 
 def _window(t: float | None, window_s: float, exclude_chats: Sequence[str],
@@ -98,27 +106,50 @@ def _window(t: float | None, window_s: float, exclude_chats: Sequence[str],
 
 
 class MessageVectors:
-    def __init__(self, store: VectorStore, name: str):
+    def __init__(self, store: VectorStore, name: str, multi_dim: int | None = None):
         self.store = store
         self.name = name
+        self.multi_dim = multi_dim  # None: no multilingual vectors (every pair judged on VECTOR)
 
-    async def ensure(self) -> None:
-        await self.store.ensure_collection(self.name, CollectionSpec(
-            dense={VECTOR: self.store.dim}, indexes={"ts": "float", "chat": "keyword", "story": "keyword"}))
+    def spec(self) -> CollectionSpec:
+        dense = {VECTOR: self.store.dim} | ({MULTI: self.multi_dim} if self.multi_dim else {})
+        return CollectionSpec(dense=dense, indexes={"ts": "float", "chat": "keyword", "story": "keyword",
+                                                    "script": "keyword"})
+
+    async def ensure(self) -> bool:
+        """Create the collection, or recreate it empty when it lacks a vector this version writes (a
+        data dir from before the multilingual vectors): SQLite holds every message, and the caller
+        embeds them again. True when it was recreated."""
+        have = await self.store.spec_of(self.name)
+        if have is not None and not set(self.spec().dense) <= set(have.dense):
+            await self.store.delete_collection(self.name)
+            await self.store.create_collection(self.name, self.spec())
+            return True
+        await self.store.ensure_collection(self.name, self.spec())
+        return False
 
     async def upsert(self, points: Sequence[MessagePoint]) -> None:
-        await self.store.upsert(self.name, [Point(point_id(p.key), {VECTOR: np.asarray(p.vector, np.float32)},
-                                                  _payload(p)) for p in points])
+        def vectors(p: MessagePoint) -> dict[str, np.ndarray]:
+            out = {VECTOR: np.asarray(p.vector, np.float32)}
+            if self.multi_dim:
+                if p.multi is None:
+                    raise ValueError(f"message {p.key} has no multilingual vector")
+                out[MULTI] = np.asarray(p.multi, np.float32)
+            return out
+        await self.store.upsert(self.name, [Point(point_id(p.key), vectors(p), _payload(p)) for p in points])
 
     async def delete(self, keys: Sequence[str]) -> None:
         await self.store.delete(self.name, [point_id(k) for k in keys])
 
     async def nearest(self, vector: np.ndarray, *, t: float | None, window_s: float,
-                      exclude_chats: Sequence[str] = (), floor: float, limit: int) -> list[StoredMessageVector]:
-        """The best `limit` messages with cosine >= floor, outside every chat of `exclude_chats`, within
-        `window_s` of `t` (no time limit if t is None), best first."""
+                      exclude_chats: Sequence[str] = (), floor: float, limit: int, using: str = VECTOR,
+                      script: str | None = None) -> list[StoredMessageVector]:
+        """The best `limit` messages by the named vector `using` with cosine >= floor, outside every chat
+        of `exclude_chats`, within `window_s` of `t` (no time limit if t is None), of one `script` only
+        ("latin"/"other") if given, best first."""
+        extra = (AnyOf("script", (script,)),) if script else ()
         [points] = await self.store.query_batch(self.name, [Query(
-            VECTOR, np.asarray(vector, np.float32), limit, where=_window(t, window_s, exclude_chats),
+            using, np.asarray(vector, np.float32), limit, where=_window(t, window_s, exclude_chats, extra),
             min_score=floor)], payload=SCORING_FIELDS)
         return [StoredMessageVector.of(p.payload, p.score) for p in points]
 
@@ -156,9 +187,11 @@ class MessageVectors:
     async def of_chat(self, chat: str) -> list[StoredMessageVector]:
         return [m async for batch in self.scan(Where(must=(AnyOf("chat", (chat,)),))) for m in batch]
 
-    async def vectors_of(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        records = await self.store.retrieve(self.name, [point_id(k) for k in keys], payload=["key"], vectors=[VECTOR])
-        return {str(r.payload.get("key")): r.dense[VECTOR] for r in records if VECTOR in r.dense}
+    async def vectors_of(self, keys: Sequence[str]) -> dict[str, dict[str, np.ndarray]]:
+        """Each stored key's vectors by name (VECTOR, and MULTI when kept)."""
+        names = [VECTOR] + ([MULTI] if self.multi_dim else [])
+        records = await self.store.retrieve(self.name, [point_id(k) for k in keys], payload=["key"], vectors=names)
+        return {str(r.payload.get("key")): dict(r.dense) for r in records if r.dense}
 
     async def count(self) -> int:
         return await self.store.count(self.name)

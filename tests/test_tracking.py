@@ -110,7 +110,8 @@ async def test_chains_form_one_persisted_story(app):
 async def test_reopened_corroborator_loads_stories_from_qdrant_and_sqlite(app):
     a, b = await tracked(app, 2)
     await app.corroborator.ingest(msg(a, METRO[0], NOW - timedelta(hours=2)))
-    fresh = Corroborator(app.corroborator.store, app.corroborator.vectors, app.embedder)
+    fresh = Corroborator(app.corroborator.store, app.corroborator.vectors, app.embedder,
+                         multilingual=app.corroborator.multilingual)
     await fresh.open()
     assert fresh.indexed == app.corroborator.indexed == await app.corroborator.vectors.count()
     found = await fresh.lookup(METRO[1], exclude_chats=[("telegram", b)], at=NOW)
@@ -129,15 +130,16 @@ async def test_open_reconciles_the_vectors_with_sqlite(app):
     await c.ingest(lost)
     await c.ingest(old_style)
     await c.vectors.delete([lost.key])
-    [vec] = (await c.vectors.vectors_of([old_style.key])).values()
-    await app.vectors.upsert(c.vectors.name, [Point(point_id(old_style.key), {VECTOR: vec}, {
+    [vecs] = (await c.vectors.vectors_of([old_style.key])).values()
+    vec = vecs[VECTOR]
+    await app.vectors.upsert(c.vectors.name, [Point(point_id(old_style.key), vecs, {
         "key": old_style.key, "platform": "telegram", "chat": f"telegram:{b}", "message_id": old_style.message_id,
         "ts": _secs(old_style.at)})])
     orphan = msg(x, flood[2], NOW - timedelta(hours=1))
     await app.vectors.upsert(c.vectors.name, [Point(point_id(orphan.key), {VECTOR: vec}, {
         "key": orphan.key, "chat": f"telegram:{x}", "ts": _secs(orphan.at)})])
 
-    fresh = Corroborator(c.store, c.vectors, app.embedder)
+    fresh = Corroborator(c.store, c.vectors, app.embedder, multilingual=c.multilingual)
     await fresh.open()
     stored = await c.vectors.scoring_data([lost.key, old_style.key, orphan.key])
     assert set(stored) == {lost.key, old_style.key}
@@ -332,3 +334,53 @@ async def test_stored_rows_carry_author_link_time_and_language(app):
     assert (row.platform, row.chat_id, row.message_id) == ("telegram", a, m.message_id)
     assert row.author == m.author and row.permalink == m.permalink and row.language == "ru"
     assert abs(row.ts - NOW.timestamp() + 180) < 1e-3 and row.story_id == m.key
+
+
+RECALL = ("Pfizer recalls its COVID vaccine worldwide, the company said",
+          "Pfizer is pulling its COVID vaccine from every market, company says")
+RECALL_RU = ("Pfizer отзывает свою вакцину от COVID по всему миру, сообщили в компании",
+             "Компания Pfizer объявила, что отзывает вакцину от COVID во всех странах")
+TESLA_RU = "Tesla отзывает 2 миллиона машин из-за автопилота"
+
+
+async def test_also_reported_by_crosses_languages(app):
+    """A Russian channel's post and an English outlet's report of the same story are one story, found
+    from either language; the English vectors alone cannot read the Russian side."""
+    c = app.corroborator
+    ru, en, ru2, other, asker = await tracked(app, 5)
+    await c.ingest(msg(ru, RECALL_RU[0], NOW - timedelta(hours=3)))
+    await c.ingest(msg(en, RECALL[0], NOW - timedelta(hours=2)))
+    await c.ingest(msg(other, TESLA_RU, NOW - timedelta(hours=2)))  # another recall, another story
+    stored = {m.chat_id: m for m in await c.store.since((NOW - timedelta(hours=4)).timestamp())
+              if m.chat_id in (ru, en, other)}
+    assert stored[ru].story_id == stored[en].story_id != stored[other].story_id  # linked at ingest
+
+    from_english = await c.lookup(RECALL[1], exclude_chats=[("telegram", asker)], at=NOW)
+    assert from_english is not None and {i.chat_id for i in from_english.items} == {ru, en}
+    from_russian = await c.lookup(RECALL_RU[1], exclude_chats=[("telegram", asker)], at=NOW)
+    assert from_russian is not None and {i.chat_id for i in from_russian.items} == {ru, en}
+    # Two Russian posts of one story link too.
+    await c.ingest(msg(ru2, RECALL_RU[1], NOW - timedelta(hours=1)))
+    again = await c.lookup(RECALL[1], exclude_chats=[("telegram", asker)], at=NOW)
+    assert again is not None and {i.chat_id for i in again.items} == {ru, en, ru2}
+
+
+async def test_a_collection_without_multilingual_vectors_is_reindexed_from_sqlite(app, tmp_path):
+    """A data dir from before the multilingual vectors: its messages collection is rebuilt on open from
+    the messages in SQLite (nothing lost), and then links across languages."""
+    c = app.corroborator
+    name = "messages_upgrade"
+    old = Corroborator(c.store, MessageVectors(app.vectors, name), app.embedder)
+    await old.open()
+    ru, en, asker = await tracked(app, 3)
+    await old.ingest(msg(ru, RECALL_RU[0], NOW - timedelta(hours=3)))
+    await old.ingest(msg(en, METRO[0], NOW - timedelta(hours=2)))
+    kept = await old.vectors.count()
+    assert kept >= 2
+
+    new = Corroborator(c.store, MessageVectors(app.vectors, name, multi_dim=c.multilingual.dim), app.embedder,
+                       multilingual=c.multilingual)
+    await new.open()
+    assert await new.vectors.count() >= kept
+    found = await new.lookup(RECALL[1], exclude_chats=[("telegram", asker)], at=NOW)
+    assert found is not None and ru in {i.chat_id for i in found.items}
