@@ -277,3 +277,24 @@ async def test_slack_a_file_larger_than_slack_says_is_cut_off(slack, app):
     finally:
         await bot.stop()
     assert texts[-1] == "That image is too large for me to read: the limit is 0.0039 MB."
+
+
+async def test_slack_check_this_message_on_a_screenshot(slack, slack_bot):
+    """The message shortcut on someone's message that is only an image: the image is what gets checked."""
+    from urllib.parse import urlencode
+
+    from adapters.slack import SHORTCUT_CHECK
+
+    file = slack.add_file(screenshot(CLAIM_EN, 6), "image/png", "rumour.png")
+    ts = _ts()
+    message = {"type": "message", "user": "U0CAROL", "text": "", "ts": ts, "team": TEAM_ID, "files": [file]}
+    payload = {"type": "message_action", "token": "legacy", "action_ts": _ts(), "callback_id": SHORTCUT_CHECK,
+               "trigger_id": f"{ts}.shortcut", "response_url": "", "team": {"id": TEAM_ID, "domain": "t"},
+               "channel": {"id": "C0GENERAL", "name": "rumours"},
+               "user": {"id": "U0ALICE", "username": "alice", "team_id": TEAM_ID}, "message_ts": ts,
+               "message": message}
+    status, _ = await post(slack_bot, urlencode({"payload": json.dumps(payload)}),
+                           content_type="application/x-www-form-urlencoded")
+    assert status == 200
+    texts, _ = await slack.wait_for(slack_answer(slack, "C0GENERAL", ts), timeout=60)
+    assert f"Text read from the image: “{CLAIM_EN}”" in texts[-1]
