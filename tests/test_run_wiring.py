@@ -132,6 +132,9 @@ async def test_run_builds_one_chat_app_and_one_check_service_for_every_adapter(s
         assert chats[0].service is services[0] and chats[0].queue is not None
         assert chats[0].queue.service is services[0]
         assert set(chats[0].notifiers) == {"telegram", "slack"}
+        # digests and alerts: both platforms post through the one service, run as a background task
+        assert chats[0].digests is not None and set(chats[0].digests.posters) == {"telegram", "slack"}
+        assert any(t.get_name() == "tipline-digests" and not t.done() for t in asyncio.all_tasks())
     finally:
         stop.set()
         await asyncio.wait_for(task, 60)
