@@ -869,9 +869,15 @@ class SlackBot:
                             user_id=user, command=command.get("command", "").lstrip("/").lower(),
                             args=slack_to_plain(command.get("text", "")).strip())
 
+        response_url = command.get("response_url")
+
         async def answer() -> None:
             text = await self.chat.answer(req)
-            if text:
+            if not text:
+                return
+            if response_url:  # works in channels the app is not a member of, where postEphemeral fails
+                await respond_ephemeral(response_url, esc(text))
+            else:
                 await client.chat_postEphemeral(channel=channel, user=user, text=esc(text))
         self.chat.service.spawn(self._quietly(answer(), "digest command"), name="tipline-slack-digest")
 

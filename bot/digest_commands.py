@@ -161,11 +161,7 @@ class DigestCommands:
             if hours is None:
                 return t("trending.usage", lang)
             schedule = await service.store.schedule(req.platform, chat_id)
-            await service.post(req.platform, chat_id, thread, hours=hours,
-                               top_k=schedule.top_k if schedule else DEFAULT_TOP,
-                               lang=(schedule.lang if schedule and schedule.lang else lang),
-                               reply_to=str(req.target_id) if req.chat_kind != "channel" else None)
-            return ""
+            return await self._post(req, service, chat_id, thread, hours, schedule, lang)
         if req.command == "alerts":
             return await self._alerts(req, head, rest, lang, chat_id, thread)
         if head == "off" and not rest:
@@ -174,11 +170,8 @@ class DigestCommands:
             return t("digest.off" if removed else "digest.was_off", lang)
         if head == "now" and not rest:
             schedule = await service.store.schedule(req.platform, chat_id)
-            await service.post(req.platform, chat_id, thread, hours=schedule.period_s / 3600.0 if schedule else 24.0,
-                               top_k=schedule.top_k if schedule else DEFAULT_TOP,
-                               lang=(schedule.lang if schedule and schedule.lang else lang),
-                               reply_to=str(req.target_id) if req.chat_kind != "channel" else None)
-            return ""
+            return await self._post(req, service, chat_id, thread, schedule.period_s / 3600.0 if schedule else 24.0,
+                                    schedule, lang)
         plan = parse_on(rest) if head == "on" else None
         if plan is None:
             return t("digest.usage", lang)
@@ -192,6 +185,19 @@ class DigestCommands:
             hhmm = f"{plan.daily_minute // 60:02d}:{plan.daily_minute % 60:02d}"
             return t("digest.on.daily", lang, hhmm=hhmm, k=plan.top_k, next=_when(nxt))
         return t("digest.on.every", lang, n=round(plan.period_s / 3600), k=plan.top_k, next=_when(nxt))
+
+    @staticmethod
+    async def _post(req: DigestRequest, service: DigestService, chat_id: str, thread: str | None, hours: float,
+                    schedule: DigestSchedule | None, lang: str) -> str:
+        """Post a digest now: '' when posted (it is the answer), else one sentence why not."""
+        try:
+            await service.post(req.platform, chat_id, thread, hours=hours,
+                               top_k=schedule.top_k if schedule else DEFAULT_TOP, lang=lang,
+                               reply_to=str(req.target_id) if req.chat_kind != "channel" else None)
+        except Exception:  # the platform refused (not a member, no right to post): say so, not "checking failed"
+            log.warning("digest: could not post in %s:%s", req.platform, chat_id, exc_info=True)
+            return t("digest.failed", lang)
+        return ""
 
     async def _alerts(self, req: DigestRequest, head: str, rest: str, lang: str, chat_id: str,
                       thread: str | None) -> str:

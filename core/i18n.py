@@ -45,6 +45,8 @@ _STRINGS: dict[str, dict[str, str]] = {
     "digest.not_available": {"en": "Digests need tracking, which is not available on this deployment.",
                              "ru": "Для дайджестов нужно отслеживание, а оно в этой установке недоступно."},
     "digest.posting": {"en": "Posting the digest here…", "ru": "Публикую дайджест…"},
+    "digest.failed": {"en": "I could not post the digest here: is the bot a member of this chat, allowed to post?",
+                      "ru": "Не удалось опубликовать дайджест здесь: бот состоит в этом чате и может писать в него?"},
     "trending.usage": {"en": "Usage: /trending [hours], e.g. /trending 6 (1 to 720 hours).",
                        "ru": "Использование: /trending [часы], например /trending 6 (от 1 до 720 часов)."},
     "alerts.usage": {"en": "Usage: /alerts on N (N tracked chats, 2 to 1000) or /alerts off.",

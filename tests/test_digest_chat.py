@@ -12,6 +12,7 @@ import json
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import pytest_asyncio
@@ -294,6 +295,12 @@ async def test_slack_digest_command_rights_blocks_alerts_and_check_button(slack,
     [actions] = [b for b in blocks if b["type"] == "actions"][-1:]
     [button] = actions["elements"]
     assert button["action_id"] == ACTION_DIGEST_CHECK and button["value"].startswith(("slack:", "telegram:"))
+
+    fake.not_in_channel.add("C0DGOUT")  # the app was never invited there: one sentence, to the admin alone
+    command = slash("/trending", "6", "C0DGOUT", SLACK_ADMIN) + "&" + urlencode({"response_url": fake.response_url("out")})
+    await post(bot, command, content_type=FORM)
+    [failed] = await fake.wait_for(lambda: fake.responses.get("out"))
+    assert failed["text"] == t("digest.failed", "en") and failed["response_type"] == "ephemeral"
 
     await post(bot, slash("/alerts", "on 1", "C0DGEDIT", SLACK_ADMIN), content_type=FORM)
     [usage] = await fake.wait_for(lambda: [c for c in fake.called("chat.postEphemeral")
