@@ -79,6 +79,10 @@ class _Tracked:
         self.job_id = job.id
         self.ref = job.reply_ref
 
+    def _before(self) -> None:
+        if self.ref is None:  # this call sends the first reply message: say so before it exists
+            self.store.note_reply_intent(self.job_id)
+
     async def _after(self) -> None:
         ref = self.factory.reply_ref(self.inner)
         if ref is not None and ref != self.ref:
@@ -86,18 +90,21 @@ class _Tracked:
             await self.store.set_reply_ref(self.job_id, ref)
 
     async def progress(self, text: str) -> None:
+        self._before()
         try:
             await self.inner.progress(text)
         finally:
             await self._after()
 
     async def final(self, reply: Reply, request: CheckRequest | None = None) -> None:
+        self._before()
         try:
             await self.inner.final(reply, request)
         finally:
             await self._after()
 
     async def say(self, text: str) -> None:
+        self._before()
         try:
             await self.inner.say(text)
         finally:
@@ -225,6 +232,9 @@ class JobQueue:
         self.resumed = await self.store.recover()
         if self.resumed:
             log.info("queue: %d unfinished jobs from the last run are back in line", self.resumed)
+        if self.store.uncertain_replies:
+            log.warning("queue: %d jobs were sending their first reply when the last run ended; a message "
+                        "they sent may be left behind", self.store.uncertain_replies)
         self._workers = [asyncio.create_task(self._worker(), name=f"tipline-worker-{n}")
                          for n in range(self.workers)]
         self._workers.append(asyncio.create_task(self._prune(), name="tipline-jobs-prune"))
@@ -232,6 +242,7 @@ class JobQueue:
     async def _prune(self) -> None:
         while not self._stopping:
             try:
+                await self.store.compact_journal()
                 if pruned := await self.store.prune(KEEP_FINISHED_S):
                     log.info("queue: forgot %d finished jobs older than a week", pruned)
             except Exception:

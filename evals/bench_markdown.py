@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from evals.bench import Spread
 
 BLOCKS = ("run", "claim-matching", "match", "ingest", "corroboration-eval", "corroborate", "pipeline", "evidence",
-          "ocr", "cold")
+          "ocr", "cold", "burst")
 TIPLINE = ".venv/bin/tipline"
 
 
@@ -375,7 +375,24 @@ def cold_block(figures: dict, config) -> str:
     ])
 
 
-_RENDER = {"cold": cold_block, "run": run_block, "claim-matching": claim_matching_block, "match": match_block, "ingest": ingest_block,
+def burst_block(figures: dict, config) -> str:
+    f = figures["burst"]
+    rows = [[label, str(d["n"]), f"{d['p50']:.3f}", f"{d['p95']:.3f}", f"{d['max']:.3f}"]
+            for label, d in [*((f"first answer: {k}", v) for k, v in f["first_answer_s_by_status"].items()),
+                             ("Result in hand (after polling a 202)", f["result_s"]),
+                             ("GET /healthz during the burst", f["healthz_s"])] if d["n"]]
+    return "\n".join([
+        code(f"{TIPLINE} bench burst -n {f['n']}"),
+        "",
+        f"{_sizes_note(figures)}{f['n']} `POST /v1/checks` at once to a `tipline run` process (offline, default "
+        f"workers and queue cap, rate limits lifted); every Result in {f['seconds']} s, peak RSS "
+        f"{f['peak_rss_mib']:.0f} MiB.",
+        "",
+        table(["", "n", "p50 s", "p95 s", "max s"], rows),
+    ])
+
+
+_RENDER = {"burst": burst_block, "cold": cold_block, "run": run_block, "claim-matching": claim_matching_block, "match": match_block, "ingest": ingest_block,
            "corroboration-eval": corroboration_eval_block, "corroborate": corroborate_block,
            "pipeline": pipeline_block, "evidence": evidence_block, "ocr": ocr_block}
 

@@ -17,6 +17,7 @@ One run measures, with fixed seeds and the sizes in `Sizes`:
   evidence        `tipline eval evidence` (CLIMATE-FEVER);
   ocr             `tipline bench ocr`: character error rate and time per image on rendered screenshots.
   cold            `tipline bench cold`: CPU, wall time and peak RSS of a cold `tipline check` process.
+  burst           `tipline bench burst`: N concurrent REST checks to `tipline run`, and /healthz meanwhile.
 """
 
 from __future__ import annotations
@@ -237,6 +238,12 @@ async def _cold(settings: Settings, config: ReportConfig) -> dict:
     return await bench_cold(settings, repeats=2 if config.quick else 5)
 
 
+async def _burst(settings: Settings, config: ReportConfig) -> dict:
+    from evals.bench_burst import bench_burst
+
+    return await bench_burst(settings, n=4 if config.quick else 300)
+
+
 # --- the run -------------------------------------------------------------------------------------
 
 async def collect(settings: Settings, config: ReportConfig, progress: Progress = lambda _m: None) -> dict:
@@ -288,6 +295,7 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
         await part("evidence", lambda: with_app(lambda app: _evidence_eval(app, config, scratch)))
         await part("ocr", lambda: _ocr(settings, config, progress))
         await part("cold", lambda: _cold(settings, config))
+        await part("burst", lambda: _burst(settings, config))
     figures["seconds"]["total"] = round(time.perf_counter() - t_all, 1)
     figures["cpu_seconds"] = round(cpu_seconds() - cpu_all, 1)
     figures["machine"]["load_average_end"] = load_average()

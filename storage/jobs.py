@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from storage.reply_journal import ReplyJournal
 from storage.sqlite import Database
 
 Status = Literal["held", "pending", "running", "done", "failed", "refused"]
@@ -65,10 +66,13 @@ def _job(row: Any) -> Job:
 
 
 class JobStore:
-    """Every write goes through `Database.transaction()` (the single writer), so claims are atomic."""
+    """Every write goes through `Database.transaction()` (the single writer), so claims are atomic.
+    `journal`: where a reply message's id is recorded the moment it exists (storage/reply_journal.py)."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, journal: ReplyJournal | None = None):
         self.db = db
+        self.journal = journal
+        self.uncertain_replies = 0  # at the last recover(): jobs that may have sent a reply nobody recorded
 
     async def get(self, idem_key: str) -> Job | None:
         cur = await self.db._conn.execute("SELECT * FROM jobs WHERE idem_key = ?", (idem_key,))
@@ -126,9 +130,33 @@ class JobStore:
         async with self.db.transaction() as conn:
             await conn.execute(f"UPDATE jobs SET {sql} WHERE id = ?", (*args, job_id))
 
+    def note_reply_intent(self, job_id: int) -> None:
+        """Before a job's first reply message is sent (synchronous, microseconds)."""
+        if self.journal is not None:
+            self.journal.intent(job_id)
+
     async def set_reply_ref(self, job_id: int, reply_ref: str) -> None:
-        """Remember the reply message already sent, so a resumed job edits it instead of sending anew."""
+        """Remember the reply message already sent, so a resumed job edits it instead of sending anew.
+        The journal line is written before this coroutine first yields: durable against kill -9 at once."""
+        if self.journal is not None:
+            self.journal.sent(job_id, reply_ref)
         await self._set(job_id, "reply_ref = ?", reply_ref)
+
+    async def compact_journal(self) -> None:
+        """Move the journal's recorded ids into `jobs` and drop them from the journal (a running bot)."""
+        if self.journal is None:
+            return
+        self.journal.rotate()
+        await self._apply_journal()
+        self.journal.clear(rotated_only=True)
+
+    async def _apply_journal(self) -> set[int]:
+        assert self.journal is not None
+        replay = self.journal.replay()
+        async with self.db.transaction() as conn:
+            for job_id, ref in replay.refs.items():
+                await conn.execute("UPDATE jobs SET reply_ref = ? WHERE id = ? AND reply_ref IS NULL", (ref, job_id))
+        return replay.uncertain
 
     async def release(self, job_id: int, *, status: Status = "pending") -> None:
         """Make a held job claimable, or put an unfinished one back in line."""
@@ -152,7 +180,16 @@ class JobStore:
             await conn.execute("DELETE FROM jobs WHERE id = ? AND status = 'refused'", (job_id,))
 
     async def recover(self) -> int:
-        """At start-up: jobs a crash left `running` or `held` go back in line. Returns how many."""
+        """At start-up: jobs a crash left `running` or `held` go back in line, with every reply message id the
+        journal holds (so they edit it). Returns how many jobs went back."""
+        if self.journal is not None:
+            uncertain = await self._apply_journal()
+            if uncertain:
+                marks = ",".join("?" * len(uncertain))
+                self.uncertain_replies = await self.db.count(
+                    f"SELECT COUNT(*) FROM jobs WHERE id IN ({marks}) AND reply_ref IS NULL "
+                    "AND status IN ('running', 'held')", tuple(uncertain))
+            self.journal.clear()
         async with self.db.transaction() as conn:
             cur = await conn.execute("UPDATE jobs SET status = 'pending' WHERE status IN ('running', 'held')")
             return cur.rowcount

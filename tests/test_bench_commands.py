@@ -32,6 +32,7 @@ COVERED = {
     "bench report": "test_bench_report_quick",
     "bench ocr": "test_bench_ocr",
     "bench cold": "test_bench_cold",
+    "bench burst": "test_bench_burst",
     "eval claim-matching": "test_eval_claim_matching",
     "eval corroboration": "test_eval_corroboration",
     "eval evidence": "test_eval_evidence",
@@ -186,6 +187,17 @@ def test_bench_cold(tipline) -> None:
     assert all(0 < f["cpu_s_median"] <= f["cpu_s_max"] and f["wall_s_median"] > 0 for f in rows.values())
     assert rows["emoji only (refused)"]["peak_rss_mib_median"] < rows["english claim"]["peak_rss_mib_median"] / 2
     assert "goal ≤ 1.5 s CPU" in tipline("bench", "cold", "--repeats", "1")
+
+
+def test_bench_burst(tipline) -> None:
+    """A real `tipline run` child takes a few REST checks at once: every client gets its Result, /healthz is
+    polled meanwhile, and the figures are where the report reads them."""
+    report = json.loads(tipline("bench", "burst", "-n", "4", "--json"))
+    assert report["n"] == 4 and sum(report["statuses"].values()) == 4
+    assert set(report["statuses"]) <= {"201", "202"}
+    assert report["result_s"]["n"] == 4 and report["healthz_s"]["n"] >= 1
+    assert 0 < report["first_answer_s"]["p50"] <= report["first_answer_s"]["max"] <= report["result_s"]["max"]
+    assert report["peak_rss_mib"] > 50
 
 
 def test_bench_report_quick(tipline, tmp_path: Path) -> None:
