@@ -96,7 +96,16 @@ class Doctor:
             body = await _json(resp)
         if not body.get("ok"):
             raise Failed(f"auth.test: {body.get('error') or resp.status}: the bot token (xoxb-…) was refused")
-        mode = "Socket Mode" if app_token else "HTTP mode"
+        mode = "HTTP mode"
+        if app_token:
+            # Hands out a WebSocket URL that is never opened: it checks the app token and changes nothing.
+            async with self.http.post(f"{base}apps.connections.open",
+                                      headers={"Authorization": f"Bearer {app_token}"}) as resp:
+                opened = await _json(resp)
+            if not opened.get("ok"):
+                raise Failed(f"apps.connections.open: {opened.get('error') or resp.status}: the app-level token "
+                             "(TIPLINE_SLACK_APP_TOKEN) was refused; it needs the connections:write scope")
+            mode = "Socket Mode"
         return f"{body.get('user')} in {body.get('team')} (auth.test), {mode}"
 
     async def llm(self) -> str:

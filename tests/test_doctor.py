@@ -272,3 +272,20 @@ async def test_doctor_reports_telegrams_webhook_delivery_errors(tmp_path: Path, 
         assert all(c.method in ("getMe", "getWebhookInfo") for c in tg.calls)  # nothing changed
     finally:
         await tg.stop()
+
+
+async def test_doctor_checks_slacks_app_level_token_in_socket_mode(tmp_path: Path, model_dir: Path) -> None:
+    from tests.fakes.slack_socket import FakeSlackSocket
+
+    slack = await FakeSlackSocket().start()
+    try:
+        env = _env(tmp_path, model_dir, slack_bot_token=slack.token, slack_app_token=slack.app_token,
+                   slack_api_url=slack.base_url)
+        code, out, _ = await _tipline(tmp_path, env, "doctor")
+        assert code == 0 and _rows(out)["slack"] == ("ok", "tipline in Tipline Test (auth.test), Socket Mode")
+        code, out, _ = await _tipline(tmp_path, {**env, "TIPLINE_SLACK_APP_TOKEN": "xapp-1-revoked"}, "doctor")
+        assert code == 1 and _rows(out)["slack"] == (
+            "FAIL", "apps.connections.open: invalid_auth: the app-level token (TIPLINE_SLACK_APP_TOKEN) was "
+                    "refused; it needs the connections:write scope")
+    finally:
+        await slack.stop()
