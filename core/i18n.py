@@ -19,7 +19,7 @@ _STRINGS: dict[str, dict[str, str]] = {
     "digest.empty": {"en": "No story reached two or more tracked chats in the last {hours} h.",
                      "ru": "За последние {hours} ч ни одна история не появилась в двух и более отслеживаемых чатах."},
     "digest.first_seen": {"en": "First seen {when} in", "ru": "Впервые: {when} в"},
-    "digest.also": {"en": "Also reported by", "ru": "Также писали"},
+    "digest.also": {"en": "Also reported by:", "ru": "Также писали:"},
     "digest.more": {"en": "(+{n} more)", "ru": "(и ещё {n})"},
     "digest.count": {"en": "{chats} chats ({channels} channels), {messages} messages",
                      "ru": "чатов: {chats} (каналов: {channels}), сообщений: {messages}"},

@@ -11,7 +11,7 @@ UK: dict[str, str] = {
     "digest.title": "📰 Що поширювалося у відстежуваних чатах за {hours} год",
     "digest.empty": "За останні {hours} год жодна історія не з'явилася у двох і більше відстежуваних чатах.",
     "digest.first_seen": "Уперше: {when} у",
-    "digest.also": "Також писали",
+    "digest.also": "Також писали:",
     "digest.more": "(і ще {n})",
     "digest.count": "чатів: {chats} (каналів: {channels}), повідомлень: {messages}",
     "digest.growth": "+{n} чатів за останні {hours} год",

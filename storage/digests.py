@@ -94,7 +94,7 @@ class DigestStore:
     async def story_keys(self, stories: Sequence[str], since: float, until: float, limit: int) -> list[str]:
         """Keys of the messages stored under any of the ids `stories` (one story and the ids merged into
         it) in tracked chats within the window, oldest first, at most `limit` (the messages_story index)."""
-        ids = list(stories)[:500]
+        ids = list(stories)[:500]  # SQL variables: 999 in older SQLite builds; a story merges far fewer ids
         rows = await self.db.fetchall(
             f"SELECT m.id FROM messages m JOIN tracked_chats c ON c.platform = m.platform AND c.chat_id = m.chat_id "
             f"AND c.tracking = 1 WHERE m.story_id IN ({','.join('?' * len(ids))}) AND m.ts >= ? AND m.ts < ? "
