@@ -104,6 +104,9 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     failed = [r for r in rows if r.status == "FAIL"]
     if settings.offline:
         print("Offline (TIPLINE_OFFLINE=true): no outside service is used, so none was reached.")
+    elif any(r.status == "warn" for r in rows) and not failed:
+        print("GDELT cannot be reached: this machine looks offline. Checks still work from the knowledge base; "
+              "set TIPLINE_OFFLINE=true to stop trying.")
     elif failed:
         print(f"{len(failed)} of {len(rows)} checks failed; the detail column says what to fix.")
     else:

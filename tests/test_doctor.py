@@ -46,7 +46,7 @@ def _rows(table: str) -> dict[str, tuple[str, str]]:
     rows = {}
     for line in table.splitlines()[1:]:
         parts = line.split(None, 2)
-        if len(parts) >= 2 and parts[1] in ("ok", "FAIL", "off", "local"):
+        if len(parts) >= 2 and parts[1] in ("ok", "FAIL", "warn", "off", "local"):
             rows[parts[0]] = (parts[1], parts[2] if len(parts) > 2 else "")
     return rows
 
@@ -289,3 +289,17 @@ async def test_doctor_checks_slacks_app_level_token_in_socket_mode(tmp_path: Pat
                     "refused; it needs the connections:write scope")
     finally:
         await slack.stop()
+
+
+async def test_doctor_on_a_machine_without_network_warns_about_gdelt_and_exits_0(tmp_path: Path,
+                                                                                  model_dir: Path) -> None:
+    """The defaults (GDELT on) with no route to the internet: the only way out is a proxy that is not
+    there (doctor honours HTTPS_PROXY, like the evidence sources), so the connection fails as offline."""
+    env = _env(tmp_path, model_dir)
+    del env["TIPLINE_GDELT_URL"]
+    env.update({"HTTPS_PROXY": f"http://127.0.0.1:{_free_port()}", "HTTP_PROXY": f"http://127.0.0.1:{_free_port()}"})
+    code, out, err = await _tipline(tmp_path, env, "doctor", "--timeout", "5")
+    rows = _rows(out)
+    assert code == 0, out + err
+    assert rows["gdelt"][0] == "warn" and "on by default, checks go on without it" in rows["gdelt"][1]
+    assert "this machine looks offline" in out
