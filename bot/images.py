@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -83,10 +84,18 @@ _SPACES = re.compile(r"[ \t\u00a0]+")
 _BLANKS = re.compile(r"\n\s*\n+")
 
 
+def _not_noise(word: str) -> bool:
+    # An avatar or an icon comes back as a "word" of symbols only ("©®" for a round avatar on the post
+    # renders of evals/bench_ocr.py); it would be quoted on the card and checked.
+    return not all(unicodedata.category(c) in ("So", "Sk", "Co") for c in word)
+
+
 def tidy(text: str) -> str:
-    """Tesseract's output: form feeds and runs of spaces and blank lines gone, lines kept."""
+    """Tesseract's output: form feeds, symbol-only words (icons), runs of spaces and blank lines gone,
+    lines kept."""
     text = text.replace("\f", "\n")
-    lines = [_SPACES.sub(" ", line).strip() for line in text.splitlines()]
+    lines = [" ".join(w for w in _SPACES.sub(" ", line).split(" ") if w and _not_noise(w))
+             for line in text.splitlines()]
     return _BLANKS.sub("\n\n", "\n".join(lines)).strip()
 
 

@@ -68,6 +68,7 @@ class Variant:
     jpeg_quality: int | None = None  # None: PNG
     rotate: float = 0.0  # degrees, counter-clockwise
     clean: bool = False
+    post: bool = False  # drawn as a social post: avatar, name line above, counters below (all scored)
 
 
 VARIANTS: tuple[Variant, ...] = (
@@ -81,8 +82,18 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("JPEG quality 40", jpeg_quality=40),
     Variant("rotated 2°", rotate=2.0),
     Variant("JPEG 60, rotated 1°, serif 20 px", font="DejaVuSerif.ttf", size=20, jpeg_quality=60, rotate=1.0),
+    Variant("post card (avatar, name line, counters), JPEG 75", size=22, jpeg_quality=75, post=True),
 )
 QUICK_VARIANTS = (VARIANTS[0], VARIANTS[5])
+
+
+POST_NAME = "Daily Truth News @daily_truth_news · 2h"
+POST_COUNTERS = "128 replies 1,204 reposts 3.4K likes"
+
+
+def drawn_text(text: str, v: Variant) -> str:
+    """Everything `render` draws for `text` in variant `v`, in reading order (what the CER is over)."""
+    return f"{POST_NAME} {text} {POST_COUNTERS}" if v.post else text
 
 
 def render(text: str, v: Variant, width: int = 900) -> bytes:
@@ -93,10 +104,17 @@ def render(text: str, v: Variant, width: int = 900) -> bytes:
     avg = font.getlength("abcdefghijklmnopqrstuvwxyz абвгдежзийклмнопрстуфхцчшщ") / 54
     lines = textwrap.wrap(text, max(10, int((width - 2 * v.size) / avg)))
     line_h = int(v.size * 1.45)
-    im = Image.new("RGB", (width, 2 * v.size + line_h * len(lines)), v.bg)
+    top = 3 * line_h if v.post else 0
+    im = Image.new("RGB", (width, 2 * v.size + line_h * len(lines) + 2 * top), v.bg)
     draw = ImageDraw.Draw(im)
+    if v.post:  # a grey avatar, the name line in bold beside it, the counters in grey under the text
+        small = ImageFont.truetype(str(FONT_DIR / "DejaVuSans-Bold.ttf"), int(v.size * 0.8))
+        draw.ellipse((v.size, v.size, v.size + 2 * line_h, v.size + 2 * line_h), fill="#9aa5b1")
+        draw.text((v.size + 2 * line_h + v.size // 2, v.size + line_h // 2), POST_NAME, font=small, fill="#333333")
+        draw.text((v.size, v.size + top + line_h * len(lines) + line_h), POST_COUNTERS,
+                  font=ImageFont.truetype(str(FONT_DIR / v.font), int(v.size * 0.8)), fill="#657786")
     for i, line in enumerate(lines):
-        draw.text((v.size, v.size + i * line_h), line, font=font, fill=v.fg)
+        draw.text((v.size, v.size + top + i * line_h), line, font=font, fill=v.fg)
     if v.rotate:
         im = im.rotate(v.rotate, resample=Image.Resampling.BICUBIC, expand=True, fillcolor=v.bg)
     out = io.BytesIO()
@@ -174,7 +192,7 @@ async def bench_ocr(settings: Settings, *, quick: bool = False,
                 seconds.append(time.perf_counter() - t0)
                 pixels.append(read.width * read.height)
                 for tally in (by_variant.setdefault(v.name, _Tally()), by_lang.setdefault(lang, _Tally()), all_):
-                    tally.add(text, read.text)
+                    tally.add(drawn_text(text, v), read.text)
                 if v.clean:
                     clean.add(text, read.text)
                     clean_lang.setdefault(lang, _Tally()).add(text, read.text)

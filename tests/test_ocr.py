@@ -164,6 +164,7 @@ def test_cyrillic_words_spelled_in_latin_look_alikes_are_fixed() -> None:
 
 def test_tidy_and_combine() -> None:
     assert tidy("  Line  one \f\n\n\n  line two  \n") == "Line one\n\nline two"
+    assert tidy("©® Daily News @daily · 2h\n♡ 12 — ok") == "Daily News @daily · 2h\n12 — ok"
     assert combine("  caption ", "image text") == "caption\n\nimage text"
     assert combine("", "image text") == "image text" and combine("caption", "") == "caption"
 
