@@ -293,6 +293,16 @@ async def cmd_eval_corroboration(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: {result['messages']} messages in {result['clusters']} stories")
     if args.qrels:
         print(f"pairwise P={result['precision']:.4f} R={result['recall']:.4f} F1={result['f1']:.4f}")
+    if args.translations:
+        if not args.qrels:
+            raise EvalDataError("--translations needs --qrels")
+        from evals.corroboration_eval import run_translated_eval
+
+        both = await asyncio.to_thread(run_translated_eval, args.messages, args.translations, args.qrels,
+                                       embedder, multilingual)
+        print(f"with the translations ({both['messages']} messages): pairwise P={both['precision']:.4f} "
+              f"R={both['recall']:.4f} F1={both['f1']:.4f}; linked to their own translation "
+              f"{both['linked_to_own_translation']:.4f}")
     return 0
 
 
@@ -572,6 +582,9 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--messages", type=Path, required=True, help="tweets.queries.tsv")
     co.add_argument("--out", type=Path, required=True, help="message_id<TAB>cluster_id file to write")
     co.add_argument("--qrels", type=Path, help="tweet-vclaim-pairs.qrels: print pairwise precision, recall, F1")
+    co.add_argument("--translations", type=Path, help="translations of the same tweets (same ids, e.g. "
+                    "eval/clef2020-ru/dev/tweets.queries.tsv), posted by other accounts: same-story detection "
+                    "across languages")
 
     ev = esub.add_parser("evidence", parents=[common], help="CLIMATE-FEVER: evidence retrieval (dense, BM25, "
                          "hybrid) and the verdict policy with oracle stances")

@@ -9,6 +9,7 @@ Two tweets are the same story when they share a vclaim_id in the qrels.
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -37,6 +38,7 @@ from core.corroboration import (
 from core.evaluation import read_qrels, read_queries
 
 DEFAULT_MODEL_DIR = Path("/tmp/model")
+_ANY_SIGNATURE = re.compile(r"\s*[—–-]\s*[^—–\n]{0,80}?\(@\w+\)[^\n]{0,40}$")
 CACHE_DIR = Path("/tmp/corrcache")
 
 
@@ -199,7 +201,13 @@ def translated_stream(messages_path: Path, translations_path: Path,
     russian = [Message(f"ru{m.id}", f"@ru_{by_id[m.id].account.lstrip('@')}", by_id[m.id].time, m.raw, m.text)
                for m in load_messages(translations_path) if m.id in by_id]
     gold = read_qrels(qrels_path)
-    return english + russian, gold | {f"ru{k}": v for k, v in gold.items()}
+    # Signatures go from every text (accounts and times were read from them above): a translation keeps
+    # its tweet's handle, which no real pair of posts shares. core.textclean's signature step knows
+    # English month names only; a translation's signature ends in a Russian date.
+    steps = (*TEXT_STEPS, "signature")
+    msgs = [Message(m.id, m.account, m.time, m.raw, _ANY_SIGNATURE.sub("", prepare_text(m.raw, steps)))
+            for m in english + russian]
+    return msgs, gold | {f"ru{k}": v for k, v in gold.items()}
 
 
 def run_translated_eval(messages_path: Path, translations_path: Path, qrels_path: Path, embedder,

@@ -137,6 +137,14 @@ def test_eval_corroboration(tipline, tmp_path: Path) -> None:
                   "--qrels", CLEF / "train" / "tweet-vclaim-pairs.qrels", "--out", tmp_path / "clusters.tsv")
     assert "pairwise P=" in out
     assert len((tmp_path / "clusters.tsv").read_text().splitlines()) == 10
+    # Across languages: "translations" of the same tweets (here the texts themselves, as posts of other
+    # accounts) are each tweet's own story.
+    translations = tmp_path / "translations.tsv"
+    translations.write_text((CLEF / "train" / "tweets.queries.tsv").read_text(encoding="utf-8"), encoding="utf-8")
+    out = tipline("eval", "corroboration", "--messages", CLEF / "train" / "tweets.queries.tsv",
+                  "--qrels", CLEF / "train" / "tweet-vclaim-pairs.qrels", "--out", tmp_path / "clusters.tsv",
+                  "--translations", translations)
+    assert "with the translations (20 messages)" in out and "linked to their own translation 1.0000" in out
 
 
 def test_eval_evidence(tipline, tmp_path: Path) -> None:

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Fit the same-story models for pairs with a non-Latin side (core/corroboration.py: CROSS_*, NATIVE_*).
+
+Data: the CLEF-2020 Task 2 train tweets plus our Russian translations of them (eval/clef2020-ru), each
+translation posted by another account ("@ru_<handle>") at the tweet's time; two messages are one story
+when their tweets share a verified claim (`evals.corroboration_eval.translated_stream`, which strips
+every signature: a translation keeps its tweet's handle, which no real pair of posts shares).
+
+  CROSS  (one side Latin, one not): logistic on [e5 cosine, entity Jaccard, IDF term Jaccard] over the
+         candidate pairs of that route, threshold = the best pairwise F1 of the whole clustering (the
+         English model's links as shipped);
+  NATIVE (both non-Latin): the same fit on the Russian translations alone (their own stream), where
+         Russian-Russian pairs are not also linked through their English originals.
+Dev is only reported, beside the English vectors alone (the shipped behaviour before these models).
+
+usage:
+  python tools/fit_story_models.py --data ../shared/eval/clef2020-task2 [--cache /tmp/storycache]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.app import load_embedder, load_multilingual  # noqa: E402
+from bot.settings import Settings  # noqa: E402
+from core.corroboration import StoryModel, pairwise_scores  # noqa: E402
+from evals.corroboration_eval import fit, fit_routes, run_stream, translated_stream  # noqa: E402
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, required=True, help="the clef2020-task2 directory")
+    ap.add_argument("--translations", type=Path, default=Path(__file__).resolve().parents[1] / "eval" / "clef2020-ru")
+    ap.add_argument("--cache", type=Path, help="keep the vectors here as .npy for reruns")
+    ap.add_argument("--data-dir", type=Path, default=Path("data"), help="where the default model is assembled")
+    args = ap.parse_args(argv)
+    settings = Settings(data_dir=args.data_dir)
+    embedder, multilingual = load_embedder(settings), load_multilingual(settings)
+
+    def vectors(texts: list[str], which: str) -> np.ndarray:
+        key = hashlib.sha256(("\x1e".join(texts) + which).encode()).hexdigest()[:20]
+        path = args.cache / f"story_{which}_{key}.npy" if args.cache else None
+        if path is not None and path.exists():
+            return np.load(path)
+        v = np.asarray(embedder.embed_sync(texts) if which == "mini" else multilingual.queries_sync(texts),
+                       np.float32)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, v)
+        return v
+
+    data = {}
+    for split in ("train", "dev"):
+        msgs, gold = translated_stream(args.data / split / "tweets.queries.tsv",
+                                       args.translations / split / "tweets.queries.tsv",
+                                       args.data / split / "tweet-vclaim-pairs.qrels")
+        texts = [m.text for m in msgs]
+        data[split] = (msgs, vectors(texts, "mini"), vectors(texts, "e5"), gold)
+
+    msgs, mini, e5, gold = data["train"]
+    models, info = fit_routes(msgs, mini, e5, gold, StoryModel())
+    ru = [i for i, m in enumerate(msgs) if m.id.startswith("ru")]
+    native, native_info = fit([msgs[i] for i in ru], e5[ru], {k: v for k, v in gold.items() if k.startswith("ru")})
+    shipped = [models[0], models[1], native]
+
+    def show(name: str, m: StoryModel) -> None:
+        print(f"{name}_WEIGHTS = ({', '.join(f'{w:.4f}' for w in m.weights)})  {name}_BIAS = {m.bias:.4f}  "
+              f"{name}_THRESHOLD = {m.threshold:.4f}")
+    show("CROSS", models[1])
+    show("NATIVE", native)
+    print(f"train pairs: {info['candidate_pairs']} candidates, {info['positive_pairs']} positive (by route); "
+          f"Russian-only fit: {native_info['candidate_pairs']} candidates")
+    for split, (msgs, mini, e5, gold) in data.items():
+        for label, clusters in (
+                ("English vectors only", run_stream(msgs, mini, StoryModel()).clusters()),
+                ("routed (shipped)", run_stream(msgs, mini, StoryModel(), multi=e5, others=shipped[1:]).clusters())):
+            s = pairwise_scores(clusters, gold)
+            own = np.mean([clusters[m.id] == clusters[f"ru{m.id}"] for m in msgs if f"ru{m.id}" in clusters])
+            print(f"{split:5} {label:22} P {s.precision:.3f} R {s.recall:.3f} F1 {s.f1:.3f}  "
+                  f"tweets linked to their own translation {own:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
