@@ -179,6 +179,37 @@ async def test_telegram_tracking_and_also_reported_by(tg, app):
     assert all(c.params.get("chat_id") != channel["id"] for c in fake.called("sendMessage"))
 
 
+async def test_telegram_also_reported_by_across_languages(tg, app):
+    """A Russian channel carried the story; a user asks in English (and another in Russian): the card
+    names the channel of the other language."""
+    fake = tg
+    store = app.corroborator.store
+    ru = {"id": -1001110077, "type": "channel", "title": "Новости дня", "username": "novosti_dnya"}
+    en = {"id": -1001110078, "type": "channel", "title": "World Wire", "username": "worldwire"}
+    for chat, text in ((ru, "Pfizer отзывает свою вакцину от COVID по всему миру, сообщили в компании"),
+                       (en, "Pfizer is pulling its COVID vaccine from every market, company says")):
+        await fake.queue_message(channel_post(fake, chat, "/track on"))
+        await eventually(lambda chat=chat: store.is_tracked("telegram", chat["id"]))
+        await fake.queue_message(channel_post(fake, chat, text))
+        await eventually(lambda chat=chat: store.count("telegram", chat["id"]))
+
+    async def card_for(question: str) -> str:
+        asked = await fake.send_user_message(question)
+
+        def card():
+            for sent in fake.replies_to(asked["message_id"]):
+                for e in fake.edits_of(sent.result["message_id"]) or [sent]:
+                    if not e.params["text"].startswith(CHECKING):
+                        return e
+        return (await fake.wait_for(card)).params["text"]
+
+    english = await card_for("Pfizer recalls its COVID vaccine worldwide, the company said")
+    assert "Also reported by: " in english and ">@novosti_dnya</a>" in english and ">@worldwire</a>" in english
+    russian = await card_for("Компания Pfizer объявила, что отзывает вакцину от COVID во всех странах")
+    assert ">@worldwire</a>" in russian and ">@novosti_dnya</a>" in russian
+    assert_valid_telegram_html(russian)
+
+
 async def test_telegram_auto_mode_answers_only_strong_matches(tg, app):
     fake = tg
     group = {"id": -1003330003, "type": "supergroup", "title": "Auto group"}
