@@ -28,7 +28,7 @@ from contextlib import AsyncExitStack, suppress
 from typing import Any
 
 from adapters.banner import Started, banner
-from adapters.startup import telegram_start_error, wait_for_configuration
+from adapters.startup import slack_start_error, telegram_start_error, wait_for_configuration
 from bot.app import App, SetupError, build_app, edge_dir
 from bot.chat_app import ChatApp, build_chat
 from bot.settings import Settings
@@ -140,7 +140,10 @@ async def run(settings: Settings, stop: asyncio.Event | None = None, *, wait_unc
                 adapters.push_async_callback(tg_bot.stop_intake)
             socket_mode = sl_config is not None and bool(_secret(settings.slack_app_token))
             if socket_mode:
-                await _start_slack_socket(settings, chat, sl_config, adapters)
+                try:
+                    await _start_slack_socket(settings, chat, sl_config, adapters)
+                except Exception as exc:
+                    raise slack_start_error(exc, settings.slack_api_url) from exc
             # The HTTP server also serves /healthz and /metrics, so it always starts; it is only
             # required when something arrives over HTTP (Slack HTTP mode, the REST API, a webhook).
             needed = (sl_config is not None and not socket_mode) or bool(api_token) or \
@@ -212,7 +215,13 @@ async def _start_slack_socket(settings: Settings, chat: ChatApp, sl_config: Any,
     from adapters.slack_socket import SlackSocketMode
 
     slack = SlackBot(sl_config, chat)
-    socket = SlackSocketMode(slack, _secret(settings.slack_app_token) or "")
+    app_token = _secret(settings.slack_app_token) or ""
+    if not app_token.startswith("xapp-"):
+        raise SetupError("TIPLINE_SLACK_APP_TOKEN must be an app-level token starting with xapp-")
+    # The SDK retries a refused app token for ever, logging each time: asked once first, a wrong token
+    # stops `tipline run` with a sentence (adapters/startup.py) instead of a silent hang.
+    await slack.client.apps_connections_open(app_token=app_token)
+    socket = SlackSocketMode(slack, app_token)
     await socket.start()
     stack.push_async_callback(socket.stop)
 

@@ -42,6 +42,23 @@ def telegram_start_error(exc: Exception, base_url: str | None) -> Exception:
     return exc
 
 
+def slack_start_error(exc: Exception, api_url: str | None) -> Exception:
+    """The sentence for Slack's Socket Mode that could not connect, or `exc` itself."""
+    import aiohttp
+    from slack_sdk.errors import SlackApiError
+
+    if isinstance(exc, ValueError) and "xapp-" in str(exc):
+        return SetupError(str(exc))
+    if isinstance(exc, SlackApiError):
+        error = exc.response.get("error") if exc.response is not None else None
+        return SetupError(f"Slack refused TIPLINE_SLACK_APP_TOKEN ({error or exc}): create an app-level token with "
+                          "the connections:write scope under Basic Information, App-Level Tokens")
+    if isinstance(exc, (aiohttp.ClientError, TimeoutError)):
+        return SetupError(f"cannot reach Slack at {api_url or 'https://slack.com/api/'} ({type(exc).__name__}); "
+                          "check the network, HTTPS_PROXY if you need a proxy, or TIPLINE_SLACK_API_URL")
+    return exc
+
+
 async def wait_for_configuration(settings: Settings, stop: asyncio.Event, sentence: str) -> None:
     """Say `sentence` (what to configure) in the log and on /healthz (503) until `stop` is set."""
     log.error("tipline run: %s; waiting (restart it once this is set)", sentence)

@@ -303,3 +303,23 @@ async def test_doctor_on_a_machine_without_network_warns_about_gdelt_and_exits_0
     assert code == 0, out + err
     assert rows["gdelt"][0] == "warn" and "on by default, checks go on without it" in rows["gdelt"][1]
     assert "this machine looks offline" in out
+
+
+@pytest.mark.parametrize("app_token,sentence", [
+    ("xapp-1-revoked", "tipline: Slack refused TIPLINE_SLACK_APP_TOKEN (invalid_auth): create an app-level token "
+                       "with the connections:write scope under Basic Information, App-Level Tokens"),
+    ("xoxb-not-an-app-token", "tipline: TIPLINE_SLACK_APP_TOKEN must be an app-level token starting with xapp-"),
+])
+async def test_a_wrong_slack_app_token_ends_in_one_sentence(tmp_path: Path, model_dir: Path, app_token: str,
+                                                            sentence: str) -> None:
+    from tests.fakes.slack_socket import FakeSlackSocket
+
+    slack = await FakeSlackSocket().start()
+    try:
+        env = _env(tmp_path, model_dir, slack_bot_token=slack.token, slack_app_token=app_token,
+                   slack_api_url=slack.base_url, http_port=str(_free_port()))
+        code, _, err = await _tipline(tmp_path, env, "run")
+        assert code == 1 and err.strip().splitlines()[-1] == sentence
+        assert "unexpected error" not in err
+    finally:
+        await slack.stop()
