@@ -27,7 +27,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
 from typing import Any
 
-from adapters.banner import Started, banner
+from adapters.banner import Started, banner, tipline_version
 from adapters.startup import slack_start_error, telegram_start_error, wait_for_configuration
 from bot.app import App, SetupError, build_app, edge_dir
 from bot.chat_app import ChatApp, build_chat
@@ -111,6 +111,9 @@ async def run(settings: Settings, stop: asyncio.Event | None = None, *, wait_unc
         if unconfigured:
             await wait_for_configuration(settings, stop, NOTHING_CONFIGURED)
             return
+        if announce is not None:  # at once: loading the models and the knowledge base takes seconds
+            announce([f"tipline {tipline_version()}: starting; loading the models and the knowledge base "
+                      f"in {settings.data_dir}…"])
         async with build_app(settings) as app, AsyncExitStack() as adapters:
             # Callbacks run in reverse: intake stops first, then the queue drains, then adapters close.
             chat = build_chat(settings, app)

@@ -159,6 +159,8 @@ async def test_run_prints_a_banner_then_stops_on_sigterm(tmp_path: Path, model_d
             assert line, "tipline run ended before its banner: " + "".join(lines)
             lines.append(line.rstrip("\n"))
         banner = "\n".join(lines)
+        assert lines[0] == (f"tipline {tipline_version()}: starting; loading the models and the knowledge base in "
+                            f"{tmp_path / 'data'}…")
         assert f"tipline {tipline_version()} · data dir {tmp_path / 'data'} · " in banner
         assert "mode: no language model (verdicts only from matching fact-checks)" in banner
         assert "telegram: long polling as @tipline_bot" in banner
