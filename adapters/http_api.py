@@ -145,11 +145,12 @@ class HttpApi:
                                      headers={"Location": f"/v1/jobs/{job.id}", "Retry-After": "2"})
         return await self._finished_response(finished, replayed=replayed)
 
-    async def _finished_response(self, job: Job, *, replayed: bool = False) -> web.Response:
+    async def _finished_response(self, job: Job, *, replayed: bool = False, created: bool = True) -> web.Response:
+        """`created`: this request made the check (201); a replay or a poll of /v1/jobs/{n} reads it (200)."""
         if job.status == "done" and job.check_id:
             result = await self.db.get_check(job.check_id)
             if result is not None:
-                return _created(result, status=200 if replayed else 201, replayed=replayed)
+                return _created(result, status=201 if created and not replayed else 200, replayed=replayed)
         if job.status == "refused":
             return _error(503, "this check was refused while the queue was full; send it again",
                           headers={"Retry-After": str(RETRY_AFTER_S)})
@@ -168,7 +169,7 @@ class HttpApi:
         if job.status in ("held", "pending", "running"):
             return web.json_response({"status": "running" if job.status == "running" else "queued", "job": job.id},
                                      status=202, headers={"Retry-After": "2"})
-        return await self._finished_response(job)
+        return await self._finished_response(job, created=False)
 
     async def get_check(self, request: web.Request) -> web.Response:
         if not self._authorised(request):

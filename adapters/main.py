@@ -86,12 +86,19 @@ def _print_lines(lines: list[str]) -> None:
     print("\n".join(lines), file=sys.stderr, flush=True)
 
 
+def _log_lines(lines: list[str]) -> None:
+    """With --log-json, stderr stays one JSON object per line: the banner goes through the log."""
+    for line in lines:
+        logging.getLogger("tipline.run").info("%s", line)
+
+
 async def cmd_run(args: argparse.Namespace) -> int:
     from adapters.run import run
 
     # On a terminal, nothing configured ends with the sentence; as a service (no terminal: compose,
     # systemd) it waits saying so, instead of being restarted for ever (adapters/startup.py).
-    await run(_settings(args), wait_unconfigured=not sys.stdin.isatty(), announce=_print_lines)
+    await run(_settings(args), wait_unconfigured=not sys.stdin.isatty(),
+              announce=_log_lines if args.log_json else _print_lines)
     return 0
 
 
