@@ -175,10 +175,11 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         stack.push_async_callback(engine.aclose)
         # The multilingual vectors make "also reported by" cross languages (a Russian channel's post and
         # an English outlet's); they cost e5 per tracked message (~4x MiniLM's CPU, docs/corroboration.md).
+        across = multilingual if settings.stories_across_languages else None
         corroborator = Corroborator(MessageStore(db), MessageVectors(vectors, settings.messages_collection,
-                                                                     multi_dim=multilingual.dim), embedder,
-                                    window_days=settings.corroboration_window_days,
-                                    retention_days=settings.retention_days, multilingual=multilingual)
+                                                                     multi_dim=across.dim if across else None),
+                                    embedder, window_days=settings.corroboration_window_days,
+                                    retention_days=settings.retention_days, multilingual=across)
         await corroborator.open()
         stack.push_async_callback(corroborator.aclose)
         yield App(settings, db, vectors, embedder, kb, matcher, engine, corroborator, metrics=metrics, llm=llm,

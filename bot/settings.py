@@ -120,6 +120,10 @@ class Settings(BaseSettings):
     messages_collection: str = "messages"
     retention_days: float = 30.0
     corroboration_window_days: float = 7.0
+    # On: a Russian channel's post and an English outlet's report are one story (docs/corroboration.md).
+    # It costs an e5 embedding per tracked message: 14.3 tracked msgs/s instead of 52.8, cold lookups
+    # 81 ms instead of 26 (docs/benchmarks.md). Off: English-model stories only, for English-only trackers.
+    stories_across_languages: bool = True
 
     # Reliability: job queue, rate limits, provider protection, LLM budget
     workers: int = 4

@@ -236,7 +236,10 @@ class Corroborator:
             await self.vectors.delete(orphans)
             for k in orphans:
                 del points[k]
-        todo = [m for m in rows if m.id not in points or not points[m.id].complete]
+        # A point written while stories across languages were off has no multilingual vector: embedded now.
+        lacking = self.multilingual is not None
+        todo = [m for m in rows if m.id not in points or not points[m.id].complete
+                or (lacking and not points[m.id].has_multi)]
         if not todo:
             return
         log.warning("corroboration: indexing %d stored messages", len(todo))
@@ -480,15 +483,17 @@ class Corroborator:
 
     def _scores(self, info: _Row, cands: Sequence[StoredMessageVector]) -> tuple[np.ndarray, np.ndarray]:
         """Each candidate's same-story probability by its route's model, and whether it links."""
-        if self.multilingual is None:
-            routes = np.full(len(cands), ENGLISH)
-        else:
-            routes = route(np.array([c.latin for c in cands], dtype=bool), info.latin)
+        routes = route(np.array([c.latin for c in cands], dtype=bool), info.latin)
         with self._lock:
             feats = self._features(info, cands)
         margin = route_scores(self.models, routes, feats)
         thresholds = np.array([self.models[r].threshold for r in routes])
-        return margin + thresholds, margin >= 0
+        linked = margin >= 0
+        if self.multilingual is None:
+            # Stories across languages off: only pairs the English model can read link (on MiniLM's
+            # vectors a Russian pair scored at pairwise precision 0.010).
+            linked &= routes == ENGLISH
+        return margin + thresholds, linked
 
     def _features(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
         """cos / entity Jaccard / IDF-weighted term Jaccard, exactly as `StoryDetector.features`.

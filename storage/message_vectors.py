@@ -37,7 +37,7 @@ from storage.vectors import (
 VECTOR = "text"
 MULTI = "multi"
 _NS = uuid.UUID("0b7d3f4e-9c1a-4b6e-8f21-5a3c9e7d1b20")  # message key -> stable point id
-SCORING_FIELDS = ["key", "chat", "ts", "story", "story_start", "ents", "terms", "denies", "script"]
+SCORING_FIELDS = ["key", "chat", "ts", "story", "story_start", "ents", "terms", "denies", "script", "multi"]
 
 
 def point_id(key: str) -> str:
@@ -80,6 +80,7 @@ class StoredMessageVector:
     score: float = 0.0
     complete: bool = True  # False for a point written before the story fields existed (an older data dir)
     latin: bool = True
+    has_multi: bool = False  # stored with the multilingual vector (written while that was on)
 
     @classmethod
     def of(cls, payload: dict, score: float = 0.0) -> StoredMessageVector:
@@ -88,13 +89,13 @@ class StoredMessageVector:
         return cls(key, str(payload.get("chat", "")), ts, str(payload.get("story") or key),
                    float(payload.get("story_start", ts)), frozenset(payload.get("ents") or ()),
                    frozenset(int(t) for t in payload.get("terms") or ()), bool(payload.get("denies", False)), score,
-                   "story" in payload, payload.get("script", "latin") == "latin")
+                   "story" in payload, payload.get("script", "latin") == "latin", bool(payload.get("multi", False)))
 
 
 def _payload(p: MessagePoint) -> dict:
     return {"key": p.key, "platform": p.platform, "chat": p.chat, "message_id": p.message_id, "ts": p.ts,
             "story": p.story, "story_start": p.story_start, "ents": sorted(p.entities), "terms": sorted(p.terms),
-            "denies": p.denies, "script": "latin" if p.latin else "other"}
+            "denies": p.denies, "script": "latin" if p.latin else "other", "multi": p.multi is not None}
 
 
 def _window(t: float | None, window_s: float, exclude_chats: Sequence[str],

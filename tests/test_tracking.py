@@ -384,3 +384,32 @@ async def test_a_collection_without_multilingual_vectors_is_reindexed_from_sqlit
     assert await new.vectors.count() >= kept
     found = await new.lookup(RECALL[1], exclude_chats=[("telegram", asker)], at=NOW)
     assert found is not None and ru in {i.chat_id for i in found.items}
+
+
+async def test_stories_across_languages_can_be_turned_off_and_on_again(app):
+    """TIPLINE_STORIES_ACROSS_LANGUAGES=false on a data dir that had it on: the collection keeps its
+    multilingual vectors, new messages are stored without one and link by the English model; turned on
+    again, the collection is filled again from SQLite and links across languages."""
+    c = app.corroborator
+    name = "messages_toggle"
+    on = Corroborator(c.store, MessageVectors(app.vectors, name, multi_dim=c.multilingual.dim), app.embedder,
+                      multilingual=c.multilingual)
+    await on.open()
+    ru, en, en2, asker = await tracked(app, 4)
+    await on.ingest(msg(ru, RECALL_RU[0], NOW - timedelta(hours=3)))
+    off = Corroborator(c.store, MessageVectors(app.vectors, name), app.embedder)
+    await off.open()
+    ferry = ("Volcanic ash closes Keflavik airport, every flight to Oslo and Copenhagen cancelled",
+             "Keflavik airport shut by volcanic ash: Oslo and Copenhagen flights cancelled")
+    await off.ingest(msg(en, ferry[0], NOW - timedelta(hours=2)))
+    await off.ingest(msg(en2, ferry[1], NOW - timedelta(hours=1)))
+    english = await off.lookup(ferry[1], exclude_chats=[("telegram", asker)], at=NOW)
+    assert english is not None and {i.chat_id for i in english.items} == {en, en2}
+    again = Corroborator(c.store, MessageVectors(app.vectors, name, multi_dim=c.multilingual.dim), app.embedder,
+                         multilingual=c.multilingual)
+    await again.open()
+    found = await again.lookup(RECALL[1], exclude_chats=[("telegram", asker)], at=NOW)
+    assert found is not None and ru in {i.chat_id for i in found.items}
+    # The English messages stored while it was off were given their multilingual vector on open.
+    keys = [m.id for m in await c.store.since((NOW - timedelta(hours=4)).timestamp()) if m.chat_id in (en, en2)]
+    assert len(keys) == 2 and all(m.has_multi for m in (await again.vectors.scoring_data(keys)).values())
