@@ -50,6 +50,20 @@ def _is_card(msg: dict) -> bool:
     return "Check id:" in (msg.get("text") or "")
 
 
+def outcomes(fake: FakeTelegram, sent: list[tuple[int, int]]) -> tuple[int, int, int]:
+    """(orphans, doubled, unanswered) over the user messages `sent`: a bot message that is not a card is
+    an orphan placeholder, two cards for one message a double, none an unanswered message."""
+    got = _bot_replies(fake)
+    orphans = doubled = unanswered = 0
+    for user, message_id in sent:
+        msgs = got.get((user, message_id), [])
+        cards = [m for m in msgs if _is_card(m)]
+        unanswered += not cards
+        doubled += len(cards) > 1
+        orphans += sum(1 for m in msgs if not _is_card(m))
+    return orphans, doubled, unanswered
+
+
 async def kill_round(tmp_path: Path, model_dir: Path, *, n: int = 100, seed: int | None = None,
                      workers: int = 4) -> KillRound:
     """One round: n messages (10 private chats), SIGKILL at a random moment mid-way, restart, wait for all."""
@@ -92,14 +106,7 @@ async def kill_round(tmp_path: Path, model_dir: Path, *, n: int = 100, seed: int
             second.send_signal(signal.SIGTERM)
             second.wait(60)
 
-        got = _bot_replies(fake)
-        orphans = doubled = unanswered = 0
-        for user, message_id in sent:
-            msgs = got.get((user, message_id), [])
-            cards = [m for m in msgs if _is_card(m)]
-            unanswered += not cards
-            doubled += len(cards) > 1
-            orphans += sum(1 for m in msgs if not _is_card(m))
+        orphans, doubled, unanswered = outcomes(fake, sent)
         return KillRound(n, before, killed, orphans, doubled, unanswered, len(fake.called("sendMessage")))
     finally:
         await fake.stop()

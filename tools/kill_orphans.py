@@ -27,7 +27,7 @@ from core.model_files import prepare_default_model  # noqa: E402
 from storage.sqlite import Database  # noqa: E402
 from tests.fakes.telegram_api import FakeTelegram  # noqa: E402
 from tests.test_durable_queue import CLAIMS, start_tipline, tipline_env, wait_until  # noqa: E402
-from tests.test_kill_orphans import _bot_replies, _is_card  # noqa: E402
+from tests.test_kill_orphans import _bot_replies, _is_card, outcomes  # noqa: E402
 
 
 async def main(messages: int, kills: int, seed: int, workers: int) -> dict:
@@ -73,14 +73,7 @@ async def main(messages: int, kills: int, seed: int, workers: int) -> dict:
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
-        got = _bot_replies(fake)
-        orphans = doubled = unanswered = 0
-        for user, message_id in sent:
-            msgs = got.get((user, message_id), [])
-            cards = [m for m in msgs if _is_card(m)]
-            unanswered += not cards
-            doubled += len(cards) > 1
-            orphans += sum(1 for m in msgs if not _is_card(m))
+        orphans, doubled, unanswered = outcomes(fake, sent)
         return {"messages": messages, "kills": done_kills, "killed_checks": killed_checks, "orphans": orphans,
                 "doubled_cards": doubled, "unanswered": unanswered,
                 "sendMessage_calls": len(fake.called("sendMessage")), "seconds": round(time.monotonic() - t0, 1)}
