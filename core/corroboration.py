@@ -279,10 +279,11 @@ class StoryDetector:
         i = self._store(message_id, account, time, text, vector, multi)
         cand = self._candidates(i)
         if cand.size:
-            feats = self.features(i, cand)
+            routes = self.routes(i, cand)  # once per message: the features and the decision both read them
+            feats = self.features(i, cand, routes)
             if self.record_pairs:
                 self.pairs.extend((int(j), i, f) for j, f in zip(cand, feats))
-            keep = cand[self.linked(i, cand, feats)]
+            keep = cand[route_scores(self.models, routes, feats) >= 0]
             for j in keep:
                 self.uf.union(int(j), i)
         return self.cluster_of(message_id)
@@ -303,9 +304,6 @@ class StoryDetector:
         if self._multi is None:
             return np.full(len(cand), ENGLISH)
         return route(self._latin[cand], bool(self._latin[i]))
-
-    def linked(self, i: int, cand: np.ndarray, feats: np.ndarray) -> np.ndarray:
-        return route_scores(self.models, self.routes(i, cand), feats) >= 0
 
     # -- internals ----------------------------------------------------------------------------------
     def _store(self, message_id: str, account: str, time, text: str, vector: np.ndarray,
@@ -362,10 +360,11 @@ class StoryDetector:
     def _idf(self, tid: int) -> float:
         return math.log(1.0 + self.n / self._df.get(tid, 1))
 
-    def features(self, i: int, cand: np.ndarray) -> np.ndarray:
+    def features(self, i: int, cand: np.ndarray, routes: np.ndarray | None = None) -> np.ndarray:
         cos = self._vecs[cand] @ self._vecs[i]
         if self._multi is not None:
-            cos = np.where(self.routes(i, cand) == ENGLISH, cos, self._multi[cand] @ self._multi[i])
+            routes = self.routes(i, cand) if routes is None else routes
+            cos = np.where(routes == ENGLISH, cos, self._multi[cand] @ self._multi[i])
         out = np.zeros((len(cand), len(FEATURES)), dtype=np.float64)
         out[:, 0] = cos
         ei, ti = self._ents[i], self._terms[i]
