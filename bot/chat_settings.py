@@ -43,17 +43,24 @@ NOT_AVAILABLE = "Tracking is not available on this deployment."
 
 
 @dataclass(frozen=True)
-class ChatSettingsRequest:
-    """/track, /auto, /forget or /stats from a chat, answered as a reply to `target_id`."""
+class ChatCommandRequest:
+    """A chat-administration command from a chat, answered as a reply to `target_id`. ChatApp picks the
+    handler by the exact subclass."""
 
     platform: str
     chat_id: int | str
     chat_kind: str  # "private" | "group" | "channel"
     target_id: int | str
     user_id: int | str | None
-    command: str  # one of CHAT_COMMANDS
+    command: str
     args: str = ""
     thread_id: int | str | None = None
+
+
+@dataclass(frozen=True)
+class ChatSettingsRequest(ChatCommandRequest):
+    """/track, /auto, /forget or /stats (`command` one of CHAT_COMMANDS)."""
+
     title: str = ""
     handle: str = ""
 

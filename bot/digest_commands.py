@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from bot.admins import Admins
-from bot.chat_settings import ChatAdminCheck
+from bot.chat_settings import ChatAdminCheck, ChatCommandRequest
 from bot.digest_schedule import DigestService, next_daily
 from core.i18n import LANGUAGES, t
 from storage.digests import AlertSetting, DigestSchedule
@@ -40,17 +40,8 @@ MAX_ALERT_CHATS = 1000
 
 
 @dataclass(frozen=True)
-class DigestRequest:
-    """/digest, /trending or /alerts from a chat, answered as a reply to `target_id`."""
-
-    platform: str
-    chat_id: int | str
-    chat_kind: str  # "private" | "group" | "channel"
-    target_id: int | str
-    user_id: int | str | None
-    command: str  # one of DIGEST_COMMANDS
-    args: str = ""
-    thread_id: int | str | None = None
+class DigestRequest(ChatCommandRequest):
+    """/digest, /trending or /alerts (`command` one of DIGEST_COMMANDS)."""
 
 
 @dataclass(frozen=True)
