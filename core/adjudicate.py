@@ -79,11 +79,12 @@ def _pub_date(j: Judged):
 
 def select_citations(judged: Sequence[Judged], k: int = MAX_CITATIONS) -> list[int]:
     """Indexes of the evidence to cite: decisive stance first, one per domain before a second, newest."""
-    def key(i: int):
+    def key(i: int) -> tuple[float, float, float]:
         j = judged[i]
         strength = max(j.stance.supports, j.stance.refutes)
-        ts = j.ranked.evidence.published_at
-        ts = (ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)).timestamp() if ts else 0.0
+        published = j.ranked.evidence.published_at
+        ts = (published if published.tzinfo else published.replace(tzinfo=timezone.utc)).timestamp() \
+            if published else 0.0
         return (-round(strength, 2), -j.ranked.score, -ts)
 
     order = sorted(range(len(judged)), key=key)
@@ -168,8 +169,9 @@ def offline_reasoning(claim: str, judged: Sequence[Judged], cited: Sequence[int]
     if fcs and v in (Verdict.SUPPORTED, Verdict.REFUTED):
         j = judged[cited[fcs[0] - 1]]
         who = j.ranked.evidence.publisher or j.ranked.domain
-        parts.append(f"{who} rated a matching claim “{j.ranked.evidence.rating or j.stance.factcheck_verdict.label}” "
-                     f"{_refs(fcs[:1])}.")
+        # A "factcheck" stance always carries its verdict (core/stance.py); `or v` only narrows the Optional.
+        rated = j.ranked.evidence.rating or (j.stance.factcheck_verdict or v).label
+        parts.append(f"{who} rated a matching claim “{rated}” {_refs(fcs[:1])}.")
     bad = [(num[i], judged[i].numeric.detail) for i in cited if judged[i].numeric.result == "disagree"]
     if bad:
         n, detail = bad[0]

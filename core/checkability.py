@@ -157,7 +157,8 @@ class ClaimGate:
     def assess_many(self, texts: list[str]) -> list[Checkability]:
         """Batch form for evaluation (blocking: call it off the event loop)."""
         clean = [clean_query(x) for x in texts]
-        probs = self.model.score(self.model.features(self.encoder.queries_sync(clean), clean)) if texts else []
+        probs = self.model.score(self.model.features(self.encoder.queries_sync(clean), clean)) if texts \
+            else np.zeros(0)
         return [self._decide(x, c, float(p)) for x, c, p in zip(texts, clean, probs)]
 
 

@@ -23,9 +23,13 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:  # types only: openai is imported when an LLM is built (issue 14: cold check CPU)
+    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.shared_params import ResponseFormatJSONSchema
 
 log = logging.getLogger(__name__)
 
@@ -141,9 +145,10 @@ class OpenAICompatibleLLM:
 
     async def structured(self, system: str, user: str, schema: type[M], *, name: str,
                          max_tokens: int = DEFAULT_MAX_TOKENS) -> M:
-        response_format = {"type": "json_schema",
-                           "json_schema": {"name": name, "schema": strict_schema(schema), "strict": True}}
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": wrap_untrusted(user)}]
+        response_format: ResponseFormatJSONSchema = {
+            "type": "json_schema", "json_schema": {"name": name, "schema": strict_schema(schema), "strict": True}}
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": system}, {"role": "user", "content": wrap_untrusted(user)}]
         last: _Malformed | None = None
         import openai  # already loaded by __init__; a dict lookup here
 

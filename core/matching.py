@@ -28,7 +28,7 @@ from core.knowledge import KnowledgeBase
 from core.matchfeatures import (
     FEATURE_NAMES, LISTS, candidate_features, latin_script, latin_share, prepare_query, without_english_model,
 )
-from schema.models import FactCheck, Match, Verdict
+from schema.models import FactCheck, Match, MatchTier, Verdict
 from core.reranker import Reranker
 from core.sparse import query_vector
 from core.textclean import clean_query
@@ -100,7 +100,7 @@ class Thresholds:
     def _floor_col(self) -> int:
         return FEATURE_NAMES.index(self.floor_feature)
 
-    def tier(self, p: float, features: np.ndarray, message: str = "", claim: str = "") -> str:
+    def tier(self, p: float, features: np.ndarray, message: str = "", claim: str = "") -> MatchTier:
         if (p >= self.auto and features[self._floor_col] >= self.auto_min_cos
                 and (not self.min_word_overlap or word_overlap(message, claim) >= self.min_word_overlap)):
             return "auto"
@@ -116,7 +116,7 @@ class _Scorer:
     english_features: bool
 
 
-def _match_from_payload(pid: str, payload: dict, p: float, tier: str) -> Match:
+def _match_from_payload(pid: str, payload: dict, p: float, tier: MatchTier) -> Match:
     return Match(
         factcheck_id=pid, claim=payload.get("claim", ""), title=payload.get("title", ""),
         url=payload.get("url", ""), publisher=payload.get("publisher", ""),

@@ -293,13 +293,13 @@ def _parse(text: str, hoax: _Hoax | None) -> _Text:
             _apply_negation(toks, raw, i, hoax)
         for a, b, _fake, frame in targets:
             target = [t for t in toks if base + a <= t.start < base + b]
-            inside = [t for t in target if t.content]
-            if hoax and inside and not any(t.word == HOAX or _THEORY.match(t.form) for t in target) \
-                    and all(hoax.is_event(t.word) for t in inside):
+            framed = [t for t in target if t.content]
+            if hoax and framed and not any(t.word == HOAX or _THEORY.match(t.form) for t in target) \
+                    and all(hoax.is_event(t.word) for t in framed):
                 continue  # "the moon landing was a lie": the hoax side of "the landings were faked"
             if all(t.form in _PRONOUNS or t.form in _FILLER for t in target):
                 out.whole_framed = True  # "Fake!", "This is false.", "Это фейк.", "Don't believe it"
-            for t in inside:
+            for t in framed:
                 t.negated = not t.negated
                 t.cue = frame if t.negated else -1
         if after_question and negations and not any(t.content for t in toks):

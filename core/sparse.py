@@ -112,8 +112,8 @@ def bm25_scores(queries: Sequence[str], docs: Sequence[str], k1: float = BM25_K1
     lengths = np.array([sum(t.values()) for t in doc_terms], dtype=np.float64)
     avgdl = float(lengths.mean()) if len(docs) and lengths.mean() > 0 else 1.0
     postings: dict[str, list[tuple[int, int]]] = {}
-    for j, tf in enumerate(doc_terms):
-        for t, n in tf.items():
+    for j, doc_tf in enumerate(doc_terms):
+        for t, n in doc_tf.items():
             postings.setdefault(t, []).append((j, n))
     n_docs = len(docs)
     norm = k1 * (1 - b + b * lengths / avgdl)

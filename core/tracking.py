@@ -33,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal
 
 import numpy as np
 
@@ -117,6 +118,11 @@ class _Row:
 def _row_of(clean: str) -> _Row:
     return _Row(story_entities(clean), story_terms(_alias_terms(transliterate(clean))), denies(clean),
                 latin_script(clean))
+
+
+def _rows_of(texts: Sequence[str]) -> list[_Row]:
+    """The rows of raw message texts (CPU work: call it off the event loop)."""
+    return [_row_of(prepare_text(text)) for text in texts]
 
 
 @dataclass
@@ -262,7 +268,7 @@ class Corroborator:
                     emb = await self.multilingual.queries([prepare_text(m.text) for m in missing])
                     for m, v in zip(missing, emb):
                         vecs.setdefault(m.id, {})[MULTI] = v
-            rows_info = await asyncio.to_thread(lambda c=chunk: [_row_of(prepare_text(m.text)) for m in c])
+            rows_info = await asyncio.to_thread(_rows_of, [m.text for m in chunk])
             fresh = [MessagePoint(m.id, vecs[m.id][VECTOR], m.platform, str(m.chat_id), str(m.message_id), m.ts,
                                   story[m.id], start[story[m.id]], r.entities, r.terms, r.denies, r.latin,
                                   vecs[m.id].get(MULTI))
@@ -407,7 +413,7 @@ class Corroborator:
             start[s] = min(start.get(s, math.inf), _secs(m.at))
         for i in range(0, len(messages), 1024):
             chunk = messages[i:i + 1024]
-            info = await asyncio.to_thread(lambda c=chunk: [_row_of(prepare_text(m.text)) for m in c])
+            info = await asyncio.to_thread(_rows_of, [m.text for m in chunk])
             await self.vectors.upsert([
                 MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id), _secs(m.at), s, start[s],
                              r.entities, r.terms, r.denies, r.latin, None if multi is None else multi[i + k])
@@ -560,6 +566,7 @@ class Corroborator:
         items = [r for r in map(item, per_chat[:TOP_ITEMS]) if r is not None]
         first_item = item(first) if first is not None else None
         sources = len(per_chat) + len(outlets)
+        tier: Literal["high", "medium", "low"]
         if found.conflict:
             tier, note = "low", "sources disagree"
         elif len(found.strong_chats) + len(outlets) >= 2:

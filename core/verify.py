@@ -134,7 +134,7 @@ async def verify_claim(claim: ClaimQuery, evidence: list[Evidence], *, embedder:
     notes += [s.note for s in stances if s.note and s.method == "llm"] + adj.notes
     if any("LLM unavailable" in s.note for s in stances):
         notes.append("stance: LLM unavailable for some passages; offline stance used")
-    mode = "llm" if (adj.mode == "llm" or any(s.method == "llm" for s in stances)) else "offline"
+    mode: Literal["llm", "offline"] = "llm" if (adj.mode == "llm" or any(s.method == "llm" for s in stances)) else "offline"
     return ClaimVerdict(
         claim=claim.claim, verdict=adj.verdict, confidence=adj.confidence, score=policy.score,
         reasoning=adj.reasoning, citations=adj.citations, features=features,

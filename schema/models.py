@@ -82,6 +82,9 @@ class FactCheck(BaseModel):
         return str(uuid.uuid5(_FACTCHECK_NS, f"{self.url.strip()}\n{self.claim.strip()}"))
 
 
+MatchTier = Literal["auto", "suggest", "none"]  # the matcher's confidence band (core/matching.py Thresholds.tier)
+
+
 class Match(BaseModel):
     """A previously fact-checked claim that may be the one the user is asking about."""
 
@@ -95,7 +98,7 @@ class Match(BaseModel):
     verdict: Verdict
     similarity: float = Field(ge=0.0, le=1.0, description="Calibrated probability that this is the same claim.")
     method: Literal["url", "hybrid"] = "hybrid"
-    tier: Literal["auto", "suggest", "none"] = "none"
+    tier: MatchTier = "none"
 
 
 class Citation(BaseModel):

@@ -46,6 +46,7 @@ from storage.vectors import (
     AnyOf,
     Between,
     CollectionSpec,
+    IndexKind,
     DataDirInUse,
     Point,
     Query,
@@ -71,9 +72,10 @@ OPTIMIZE_EVERY = 20_000
 # HNSW search breadth: 128 kept top-20 recall at 1.0 on CLEF's 10k claims (default: ef_construct=100).
 HNSW_EF = 128
 
-_INDEX_KINDS = {"keyword": qe.PayloadSchemaType.Keyword, "float": qe.PayloadSchemaType.Float,
-                "integer": qe.PayloadSchemaType.Integer, "datetime": qe.PayloadSchemaType.Datetime,
-                "bool": qe.PayloadSchemaType.Bool}
+_INDEX_KINDS: dict[IndexKind, qe.PayloadSchemaType] = {
+    "keyword": qe.PayloadSchemaType.Keyword, "float": qe.PayloadSchemaType.Float,
+    "integer": qe.PayloadSchemaType.Integer, "datetime": qe.PayloadSchemaType.Datetime,
+    "bool": qe.PayloadSchemaType.Bool}
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
@@ -319,7 +321,7 @@ class EdgeVectorStore(VectorStore):
                 self._save_catalog()
         await asyncio.to_thread(create)
 
-    async def create_index(self, name: str, field_name: str, kind: str) -> None:
+    async def create_index(self, name: str, field_name: str, kind: IndexKind) -> None:
         await self._update(name, qe.UpdateOperation.create_field_index(field_name, _INDEX_KINDS[kind]))
 
         def record() -> None:

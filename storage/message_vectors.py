@@ -159,7 +159,7 @@ class MessageVectors:
         """Messages of `stories` within `window_s` of `t`, outside `exclude_chats`."""
         if not stories:
             return []
-        out = []
+        out: list[StoredMessageVector] = []
         async for records in self.store.scroll(self.name, _window(t, window_s, exclude_chats,
                                                                   (AnyOf("story", tuple(stories)),)),
                                                payload=["key", "chat", "ts", "story", "story_start"]):

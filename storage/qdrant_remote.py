@@ -18,6 +18,7 @@ from storage.vectors import (
     AnyOf,
     Between,
     CollectionSpec,
+    IndexKind,
     Point,
     Query,
     Record,
@@ -30,9 +31,10 @@ from storage.vectors import (
     WithVectors,
 )
 
-_INDEX_KINDS = {"keyword": models.PayloadSchemaType.KEYWORD, "float": models.PayloadSchemaType.FLOAT,
-                "integer": models.PayloadSchemaType.INTEGER, "datetime": models.PayloadSchemaType.DATETIME,
-                "bool": models.PayloadSchemaType.BOOL}
+_INDEX_KINDS: dict[IndexKind, models.PayloadSchemaType] = {
+    "keyword": models.PayloadSchemaType.KEYWORD, "float": models.PayloadSchemaType.FLOAT,
+    "integer": models.PayloadSchemaType.INTEGER, "datetime": models.PayloadSchemaType.DATETIME,
+    "bool": models.PayloadSchemaType.BOOL}
 
 
 def _filter(where: Where | None) -> models.Filter | None:
@@ -121,7 +123,7 @@ class RemoteVectorStore(VectorStore):
             for fld, kind in spec.indexes.items():
                 await self._client.create_payload_index(name, field_name=fld, field_schema=_INDEX_KINDS[kind])
 
-    async def create_index(self, name: str, field_name: str, kind: str) -> None:
+    async def create_index(self, name: str, field_name: str, kind: IndexKind) -> None:
         if self._payload_indexes:
             await self._client.create_payload_index(name, field_name=field_name, field_schema=_INDEX_KINDS[kind])
 

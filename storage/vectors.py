@@ -103,7 +103,7 @@ class AnyOf:
     """The field equals one of `values`."""
 
     key: str
-    values: tuple[str | int, ...]
+    values: tuple[str, ...]  # keyword fields only (chat, story, script): Qdrant's MatchAny takes no str/int mix
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ Response: {"web": {"results": [{"url", "title", "description", "page_age", "age"
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 import aiohttp
 
-from core.evidence.base import ClaimQuery, Evidence
+from core.evidence.base import ClaimQuery, Evidence, SourceType
 from core.evidence.errors import ProviderError
 from core.evidence.http import get_json
 from core.evidence.searxng import site_filter
@@ -58,7 +59,8 @@ class BraveSource:
         if not isinstance(doc, dict):
             raise ProviderError("Brave Search", "Brave Search sent an answer that is not a JSON object.")
         out: list[Evidence] = []
-        for section, kind in (("web", "web"), ("news", "news")):
+        sections: tuple[tuple[str, SourceType], ...] = (("web", "web"), ("news", "news"))
+        for section, kind in sections:
             block = doc.get(section)
             results = block.get("results") if isinstance(block, dict) else None
             for item in results if isinstance(results, list) else []:
@@ -67,11 +69,12 @@ class BraveSource:
                 url = item["url"]
                 if not url.startswith(("http://", "https://")):
                     continue
-                profile = item.get("profile") if isinstance(item.get("profile"), dict) else {}
+                raw_profile = item.get("profile")
+                profile: dict[str, Any] = raw_profile if isinstance(raw_profile, dict) else {}
                 out.append(Evidence(
                     url=url, title=clean_snippet(item.get("title"), 300), snippet=clean_snippet(item.get("description")),
                     publisher=str(profile.get("name") or "")[:200], domain=domain_of(url),
                     published_at=parse_datetime(item.get("page_age")) or _age(item.get("age")),
-                    source=self.name, source_type=kind,  # type: ignore[arg-type]
+                    source=self.name, source_type=kind,
                     language=str(item.get("language") or "")[:8]))
         return out[: max(count, 0)]

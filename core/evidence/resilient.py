@@ -77,8 +77,8 @@ class ResilientSource:
                  sleep: Sleep = asyncio.sleep):
         self.source = source
         self.name = source.name
-        self.label = label or getattr(source, "label", f"{source.name} search")
-        self.searches_web = getattr(source, "searches_web", True)
+        self.label = label or source.label
+        self.searches_web = source.searches_web
         self.bucket = bucket
         self.breaker = breaker
         self.retries = retries
@@ -180,7 +180,7 @@ class FallbackSource:
             raise ValueError("FallbackSource needs at least one source")
         self.name = name
         self.label = label or f"{name} search"
-        self.searches_web = any(getattr(src, "searches_web", True) for src in sources)
+        self.searches_web = any(src.searches_web for src in sources)
         self.sources = sources
         self.used: str | None = None  # which source answered the last call
 
@@ -228,7 +228,7 @@ def protect_sources(sources: Sequence[EvidenceSource], settings: ProtectionSetti
     """
     out: list[EvidenceSource] = []
     for source in sources:
-        if not getattr(source, "searches_web", False):
+        if not source.searches_web:
             out.append(source)
             continue
         rate = (rates or {}).get(source.name, settings.provider_rate_per_minute)

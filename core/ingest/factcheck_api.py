@@ -35,7 +35,8 @@ def _rows_for_claim(index: int, claim: Any) -> Iterator[ParsedRow]:
         if not isinstance(review, dict):
             yield ParsedRow(index, None, f"{where}: not an object")
             continue
-        publisher = review.get("publisher") if isinstance(review.get("publisher"), dict) else {}
+        raw_publisher = review.get("publisher")
+        publisher: dict[str, Any] = raw_publisher if isinstance(raw_publisher, dict) else {}
         try:
             factcheck = build_factcheck(
                 claim=claim.get("text"),
