@@ -373,7 +373,12 @@ async def cmd_bench(args: argparse.Namespace) -> int:
     if args.what == "report":
         from evals.bench_report import ReportConfig, run_report
 
-        config = ReportConfig.for_mode(quick=args.quick, clef=args.clef, climate_fever=args.climate_fever)
+        from evals.vector_cache import default_cache_dir
+
+        # The quick run is a smoke test: it computes everything and keeps nothing.
+        cache = None if args.no_vector_cache or args.quick else (args.vector_cache or default_cache_dir())
+        config = ReportConfig.for_mode(quick=args.quick, clef=args.clef, climate_fever=args.climate_fever,
+                                       vector_cache=cache)
         outcome = await run_report(settings, config, out=args.out, figures_json=args.figures_json,
                                    progress=lambda m: print(f"bench report: {m}", file=sys.stderr))
         print(f"wrote {outcome.path}: {len(outcome.blocks)} generated blocks in {outcome.seconds / 60:.1f} min")
@@ -543,6 +548,11 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     br.add_argument("--climate-fever", type=Path, default=Path("../shared/eval/climate-fever/climate-fever.jsonl"),
                     help="CLIMATE-FEVER JSON lines")
     br.add_argument("--figures-json", type=Path, help="also write every figure of the run as JSON")
+    br.add_argument("--vector-cache", type=Path,
+                    help="keep untimed vectors of the evaluation data here between runs "
+                         "(default ~/.cache/tipline/eval-vectors)")
+    br.add_argument("--no-vector-cache", action="store_true",
+                    help="embed all evaluation data again (what a first run on a new machine does)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -54,6 +55,20 @@ def load_seed_factchecks(path: Path = SEED_FILE) -> list[FactCheck]:
             fc = FactCheck(**json.loads(line))
             out.append(fc.model_copy(update={"verdict": normalize_rating(fc.rating_text)}))
     return out
+
+
+@dataclass(frozen=True)
+class FactCheckVectors:
+    """The three vectors a fact-check is stored with, one row per fact-check: the English model's claim
+    and headline vectors (the claim's stands in when there is no headline, so title similarity never
+    rewards an empty field) and the multilingual model's passage vector of claim + headline."""
+
+    claim: np.ndarray
+    title: np.ndarray
+    multi: np.ndarray
+
+    def rows(self, start: int, stop: int) -> FactCheckVectors:
+        return FactCheckVectors(self.claim[start:stop], self.title[start:stop], self.multi[start:stop])
 
 
 class KnowledgeBase:
@@ -127,11 +142,26 @@ class KnowledgeBase:
         return await self.vectors.count(self.collection)
 
     async def add(self, factchecks: Sequence[FactCheck], *, run_id: int | None = None,
-                  progress: Progress | None = None, batch: int = 512, rebuild: bool = False) -> int:
-        """Index fact-checks; returns how many were new. Re-adding the same ones updates them in place."""
+                  progress: Progress | None = None, batch: int = 512, rebuild: bool = False,
+                  vectors: FactCheckVectors | None = None) -> int:
+        """Index fact-checks; returns how many were new. Re-adding the same ones updates them in place.
+        `vectors`: `embed(factchecks)` computed earlier (one row per fact-check, ids unique), e.g. kept by
+        `tipline bench report` between runs, so they are not embedded again."""
         async with self._write_lock:
             return await self._add(factchecks, self.collection, run_id=run_id, progress=progress, batch=batch,
-                                   rebuild=rebuild)
+                                   rebuild=rebuild, vectors=vectors)
+
+    async def embed(self, factchecks: Sequence[FactCheck]) -> FactCheckVectors:
+        """The vectors `add` stores for `factchecks`; the two models run side by side (each in its own
+        threads)."""
+        vecs, multi = await asyncio.gather(
+            self.embedder.embed([fc.claim for fc in factchecks] + [fc.title for fc in factchecks if fc.title]),
+            self.multilingual.passages([doc_text(fc.claim, fc.title) for fc in factchecks]))
+        claim = np.asarray(vecs[:len(factchecks)])
+        titles = iter(vecs[len(factchecks):])
+        title = np.vstack([next(titles) if fc.title else cv for fc, cv in zip(factchecks, claim)]) \
+            if len(factchecks) else claim
+        return FactCheckVectors(claim, title, np.asarray(multi))
 
     async def rebuild_with(self, factchecks: Sequence[FactCheck], *, run_id: int | None = None) -> int:
         """Add `factchecks` by building a fresh collection (old points copied, new ones embedded) and
@@ -146,30 +176,25 @@ class KnowledgeBase:
 
     async def _add(self, factchecks: Sequence[FactCheck], collection: str, *, run_id: int | None = None,
                    progress: Progress | None = None, batch: int = 512, rebuild: bool = False,
-                   stats: CorpusStats | None = None, write_db: bool = True) -> int:
+                   stats: CorpusStats | None = None, write_db: bool = True,
+                   vectors: FactCheckVectors | None = None) -> int:
         """`stats`: the term statistics to update (default the live ones, which are also persisted);
         `write_db=False` when the fact-checks come from SQLite itself (a re-embedding)."""
         stats = self.stats if stats is None else stats
         unique = list({fc.id: fc for fc in factchecks}.values())
+        if vectors is not None and (len(unique) != len(factchecks) or len(vectors.claim) != len(factchecks)):
+            raise ValueError("precomputed vectors need one row per fact-check and unique ids")
         added = 0
         # The caller holds _write_lock.
         for start in range(0, len(unique), batch):
             chunk = unique[start:start + batch]
             # On a rebuild the statistics start empty, so nothing old is subtracted.
             existing = {} if rebuild else await self.db.get_factchecks(fc.id for fc in chunk)
-            # The two models run side by side (each in its own threads).
-            vecs, multi = await asyncio.gather(
-                self.embedder.embed([fc.claim for fc in chunk] + [fc.title for fc in chunk if fc.title]),
-                self.multilingual.passages([doc_text(fc.claim, fc.title) for fc in chunk]))
-            claim_vecs = vecs[:len(chunk)]
-            title_iter = iter(vecs[len(chunk):])
-            points = []
-            for fc, cv, mv in zip(chunk, claim_vecs, multi):
-                # No headline: the claim stands in, so title similarity never rewards an empty field.
-                tv = next(title_iter) if fc.title else cv
-                points.append(FactCheckPoint(id=fc.id, claim_vector=cv, title_vector=np.asarray(tv),
-                                             terms=document_vector(doc_text(fc.claim, fc.title)),
-                                             payload=payload_of(fc), multi_vector=mv))
+            v = vectors.rows(start, start + batch) if vectors is not None else await self.embed(chunk)
+            points = [FactCheckPoint(id=fc.id, claim_vector=cv, title_vector=tv,
+                                     terms=document_vector(doc_text(fc.claim, fc.title)),
+                                     payload=payload_of(fc), multi_vector=mv)
+                      for fc, cv, tv, mv in zip(chunk, v.claim, v.title, v.multi)]
             await self.vectors.upsert_factchecks(collection, points)
             for fc in chunk:
                 old = existing.get(fc.id)

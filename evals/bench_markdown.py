@@ -110,7 +110,7 @@ def run_block(figures: dict, config) -> str:
         f"{m['system']}, Python {m['python']}, onnxruntime {m['onnxruntime']}, fastembed {m['fastembed']}, "
         f"qdrant-client {m['qdrant_client']}. Load average {m['load_average_start']} at the start and "
         f"{m['load_average_end']} at the end (other processes on the machine make every speed figure worse). "
-        f"Embedding model: `{m['embed_model']}`. Random choices use seed {figures['seed']}.",
+        f"Embedding model: `{m['embed_model']}`. Random choices use seed {figures['seed']}.{_cache_note(figures)}",
         "",
         table(["part", "minutes"], [[name.replace("_", " "), f"{v / 60:.1f}"] for name, v in secs.items()
                                     if name != "total"]),
@@ -118,6 +118,21 @@ def run_block(figures: dict, config) -> str:
         goals_table(figures),
     ]
     return "\n".join(lines)
+
+
+def _cache_note(figures: dict) -> str:
+    """Which untimed vector sets an earlier run had computed (evals/vector_cache.py): such a run is
+    shorter than a first one on a new machine, and no timed figure depends on it."""
+    vc = figures.get("vector_cache") or {}
+    if not vc.get("directory"):
+        return " Every vector of the evaluation data was computed in this run (no vector cache)."
+    reused, computed = sorted(set(vc.get("reused", []))), sorted(set(vc.get("computed", [])))
+    if not reused:
+        return (" Every vector of the evaluation data was computed in this run (a first run; they are kept for "
+                "the next one, untimed parts only).")
+    return (f" Untimed vectors of the evaluation data reused from an earlier run: {', '.join(reused)}"
+            f"{'; computed: ' + ', '.join(computed) if computed else ''} (`--no-vector-cache` computes all, as a "
+            "first run does; no timed figure depends on it).")
 
 
 def _cpu_note(figures: dict) -> str:
@@ -176,8 +191,7 @@ def match_block(figures: dict, config) -> str:
         code(f"{TIPLINE} bench match --claims $D/verified_claims.docs.tsv --queries $D/dev/tweets.queries.tsv "
              f"-n {s['match_n']} --repeats {s['match_repeats']}"),
         "",
-        f"{_sizes_note(figures)}{f['claims']:,} claims indexed (at {f['ingest_claims_per_s']:,.1f} claims/s, the "
-        f"whole file in one ingest), {f['candidates']} candidates per list, {_n(s['match_repeats'], 'timed pass')}; "
+        f"{_sizes_note(figures)}{f['claims']:,} claims indexed ({_index_note(f)}), {f['candidates']} candidates per list, {_n(s['match_repeats'], 'timed pass')}; "
         "milliseconds, median pass (fastest–slowest pass):",
         "",
         table(["messages", "n", "avg chars", "cold p50", "cold p95", "warm p50 (embedding cached)",
@@ -187,6 +201,12 @@ def match_block(figures: dict, config) -> str:
         "",
         table(["messages", "embedding the message", "candidate search", "re-ranking and the rest", "total"], parts),
     ])
+
+
+def _index_note(f: dict) -> str:
+    if f.get("index_vectors_from_cache"):
+        return "their vectors kept from an earlier run; `bench ingest` below times the ingest path"
+    return f"at {f['ingest_claims_per_s']:,.1f} claims/s, the whole file in one ingest"
 
 
 def ingest_block(figures: dict, config) -> str:

@@ -236,25 +236,21 @@ def classification_metrics(gold: Sequence[str], pred: Sequence[str], labels: Seq
 
 def embed_cached(embedder: TextEmbedder, texts: Sequence[str], cache_dir: Path | None,
                  progress: Callable[[str, int, int], None] | None = None, chunk: int = 256) -> np.ndarray:
-    """Vectors for `texts`, from `cache_dir/<model+texts hash>.npy` when it is there."""
-    path = None
-    if cache_dir is not None:
-        key = hashlib.sha256("\x00".join([embedder.model_name, *texts]).encode("utf-8")).hexdigest()[:20]
-        path = cache_dir / f"evidence-eval-{key}.npy"
-        if path.exists():
-            vecs = np.load(path)
-            if vecs.shape[0] == len(texts):
-                return vecs
-    parts = []
-    for i in range(0, len(texts), chunk):
-        parts.append(embedder.embed_sync(texts[i:i + chunk]))
-        if progress:
-            progress("embed", min(i + chunk, len(texts)), len(texts))
-    vecs = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.save(path, vecs)
-    return vecs
+    """Vectors for `texts`, kept in `cache_dir` between runs (evals/vector_cache.py) when it is given."""
+    from evals.vector_cache import VectorCache, identity_of_embedder_sync
+
+    def compute() -> np.ndarray:
+        parts = []
+        for i in range(0, len(texts), chunk):
+            parts.append(embedder.embed_sync(texts[i:i + chunk]))
+            if progress:
+                progress("embed", min(i + chunk, len(texts)), len(texts))
+        return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+
+    if cache_dir is None:
+        return compute()
+    model = identity_of_embedder_sync(embedder.embed_sync, embedder.model_name)
+    return VectorCache(cache_dir).vectors_sync("evidence-eval", model, texts, compute)
 
 
 def run_evidence_eval(path: Path, embedder: TextEmbedder, *, split: str = "dev", cache_dir: Path | None = None,

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from core.text_embedder import TextEmbedder
+from evals.vector_cache import VectorCache, identity_of_embedder_sync
 from core.multilingual import MultilingualEncoder
 
 
@@ -44,14 +45,27 @@ def read_pairs(directory: Path, lang: str, limit: int | None = None) -> tuple[li
 
 
 def evaluate(directory: Path, multilingual: MultilingualEncoder, english_model: TextEmbedder | None = None,
-             languages: Sequence[str] = ("rus", "ukr"), limit: int | None = None) -> list[PairAccuracy]:
+             languages: Sequence[str] = ("rus", "ukr"), limit: int | None = None,
+             cache: VectorCache | None = None) -> list[PairAccuracy]:
+    """`cache`: keeps the sentence vectors between runs (`tipline bench report`); nothing here is timed."""
+    cache = cache or VectorCache(None)
+    multi_id = identity_of_embedder_sync(multilingual.queries_sync, multilingual.model_name)
+    english_id = identity_of_embedder_sync(english_model.embed_sync, english_model.model_name) \
+        if english_model is not None else ""
     out = []
     for lang in languages:
         foreign, english = read_pairs(directory, lang, limit)
+
         # Symmetric task: both sides as queries, as the e5 model card advises for bitext mining.
-        to_en, from_en = nearest_accuracy(multilingual.queries_sync(foreign), multilingual.queries_sync(english))
+        def multi(texts: list[str]) -> np.ndarray:
+            return cache.vectors_sync("tatoeba", multi_id, texts, lambda: multilingual.queries_sync(texts))
+
+        to_en, from_en = nearest_accuracy(multi(foreign), multi(english))
         out.append(PairAccuracy(multilingual.model_name, lang, len(foreign), to_en, from_en))
         if english_model is not None:
-            to_en, from_en = nearest_accuracy(english_model.embed_sync(foreign), english_model.embed_sync(english))
+            def plain(texts: list[str]) -> np.ndarray:
+                return cache.vectors_sync("tatoeba", english_id, texts, lambda: english_model.embed_sync(texts))
+
+            to_en, from_en = nearest_accuracy(plain(foreign), plain(english))
             out.append(PairAccuracy(english_model.model_name, lang, len(foreign), to_en, from_en))
     return out

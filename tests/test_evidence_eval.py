@@ -215,7 +215,7 @@ def test_full_run_agrees_with_an_independent_computation(data, embedder, tmp_pat
     # SUPPORTS P1 R.5; REFUTES 1; NEI P.5 R1; DISPUTED 1
     assert policy["macro_f1"] == pytest.approx(round((2 / 3 + 1 + 2 / 3 + 1) / 4, 4))
     assert policy["confusion"]["SUPPORTS"]["NOT_ENOUGH_INFO"] == 1
-    assert list(tmp_path.glob("evidence-eval-*.npy"))
+    assert list(tmp_path.glob("evidence-eval-*.npz"))  # evals/vector_cache.py
     assert run_evidence_eval(data, embedder, split="all", cache_dir=tmp_path) == report  # from the cache
 
 

@@ -1,0 +1,119 @@
+"""Vectors of evaluation data kept between runs, for the untimed parts of `tipline bench report`.
+
+Why: on 2 idle cores the report took 31.4 min, 6.2 of them embedding the same 10,375 CLEF claims with both
+models (27.8 claims/s) before any figure is measured, and more re-embedding Tatoeba, CLIMATE-FEVER and the
+stored tweets of `bench corroborate` - the same texts, the same models, every run. Only what is not
+timed comes from here: every timed path (match latency, ingest, lookups, cold checks) embeds texts its
+model has not seen, with the models' own caches cleared.
+
+A vector set is keyed by a label, the model's identity and every text. The identity is the model's name
+plus a digest of its vector for a fixed probe sentence (rounded to 3 decimals), so vectors of a changed
+model (new weights, other quantisation, a remote server) are never reused: that run computes them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zipfile
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from core.knowledge import FactCheckVectors, KnowledgeBase
+from schema.models import FactCheck
+
+_PROBE = "tipline vector cache probe: the moon landing was filmed in a studio"
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tipline" / "eval-vectors"
+
+
+def model_identity(name: str, probe_vector: np.ndarray) -> str:
+    digest = hashlib.sha256(np.round(np.asarray(probe_vector, dtype=np.float32), 3).tobytes()).hexdigest()
+    return f"{name}#{digest[:16]}"
+
+
+class VectorCache:
+    """`directory=None` turns it off (every set is computed): the quick report and the tests use that."""
+
+    def __init__(self, directory: Path | None):
+        self.directory = directory
+        self.hits: list[str] = []
+        self.misses: list[str] = []
+
+    def _path(self, label: str, models: Sequence[str], texts: Sequence[str]) -> Path | None:
+        if self.directory is None:
+            return None
+        h = hashlib.sha256()
+        for part in (label, *models, str(len(texts)), *texts):
+            h.update(part.encode("utf-8", "surrogatepass"))
+            h.update(b"\x00")
+        return self.directory / f"{label}-{h.hexdigest()[:24]}.npz"
+
+    def _load(self, path: Path | None, label: str, rows: int) -> dict[str, np.ndarray] | None:
+        if path is None or not path.is_file():
+            return None
+        try:
+            with np.load(path) as data:
+                arrays = {k: data[k] for k in data.files}
+        except (OSError, ValueError, zipfile.BadZipFile):  # a torn or foreign file: compute again
+            return None
+        if any(a.shape[0] != rows for a in arrays.values()):
+            return None
+        self.hits.append(label)
+        return arrays
+
+    def _save(self, path: Path | None, label: str, arrays: dict[str, np.ndarray]) -> None:
+        self.misses.append(label)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".part.npz")
+        np.savez(tmp, **arrays)  # type: ignore[arg-type]  # the stub reads **arrays as allow_pickle
+        os.replace(tmp, path)  # never a half-written set under the real name
+
+    def vectors_sync(self, label: str, model: str, texts: Sequence[str],
+                     compute: Callable[[], np.ndarray]) -> np.ndarray:
+        path = self._path(label, [model], texts)
+        found = self._load(path, label, len(texts))
+        if found is not None:
+            return found["v"]
+        v = np.asarray(compute(), dtype=np.float32)
+        self._save(path, label, {"v": v})
+        return v
+
+    async def vectors(self, label: str, model: str, texts: Sequence[str],
+                      compute: Callable[[], Awaitable[np.ndarray]]) -> np.ndarray:
+        path = self._path(label, [model], texts)
+        found = self._load(path, label, len(texts))
+        if found is not None:
+            return found["v"]
+        v = np.asarray(await compute(), dtype=np.float32)
+        self._save(path, label, {"v": v})
+        return v
+
+    async def factchecks(self, kb: KnowledgeBase, fcs: Sequence[FactCheck], label: str = "factchecks") \
+            -> tuple[FactCheckVectors, bool]:
+        """The vectors `kb.add` stores for `fcs`, and whether they came from the cache."""
+        models = [model_identity(kb.embedder.model_name, (await kb.embedder.embed([_PROBE]))[0]),
+                  model_identity(kb.multilingual.model_name, (await kb.multilingual.passages([_PROBE]))[0])]
+        texts = [f"{fc.id}\x1f{fc.claim}\x1f{fc.title}" for fc in fcs]
+        path = self._path(label, models, texts)
+        found = self._load(path, label, len(fcs))
+        if found is not None:
+            return FactCheckVectors(found["claim"], found["title"], found["multi"]), True
+        v = await kb.embed(fcs)
+        self._save(path, label, {"claim": v.claim, "title": v.title, "multi": v.multi})
+        return v, False
+
+
+async def identity_of_embedder(embed: Callable[[list[str]], Awaitable[np.ndarray]], name: str) -> str:
+    return model_identity(name, (await embed([_PROBE]))[0])
+
+
+def identity_of_embedder_sync(embed: Callable[[list[str]], np.ndarray], name: str) -> str:
+    return model_identity(name, embed([_PROBE])[0])
