@@ -538,6 +538,43 @@ class SlackResponderFactory:
         return getattr(responder, "ts", None)
 
 
+WORKING_REACTION = "eyes"
+
+
+class SlackPresence:
+    """bot/progress_delay.py's "working on it" sign: an :eyes: reaction on the asker's message while the
+    check runs, removed once the answer is posted. `already_reacted` / `no_reaction` mean it is already
+    as wanted (a resumed job adds it again), so both calls are idempotent. Slash commands answer
+    ephemerally (`show_progress` off) and have no message to react to."""
+
+    refresh_s: float | None = None  # a reaction stays: added once
+
+    def __init__(self, client: AsyncWebClient):
+        self.client = client
+
+    @staticmethod
+    def _target(req: CheckRequest, where: Mapping[str, Any]) -> dict[str, str] | None:
+        if not where.get("show_progress", True) or not req.target_id:
+            return None
+        return {"channel": str(req.chat_id), "timestamp": str(req.target_id), "name": WORKING_REACTION}
+
+    async def show(self, req: CheckRequest, where: Mapping[str, Any]) -> None:
+        if (target := self._target(req, where)) is not None:
+            try:
+                await self.client.reactions_add(**target)
+            except SlackApiError as exc:
+                if exc.response.get("error") != "already_reacted":
+                    raise
+
+    async def clear(self, req: CheckRequest, where: Mapping[str, Any]) -> None:
+        if (target := self._target(req, where)) is not None:
+            try:
+                await self.client.reactions_remove(**target)
+            except SlackApiError as exc:
+                if exc.response.get("error") != "no_reaction":
+                    raise
+
+
 # ---------------------------------------------------------------------------------------------
 # Application wiring
 
@@ -559,7 +596,8 @@ class SlackBot:
                             process_before_response=chat.queue is not None)
         chat.register("slack", responders=SlackResponderFactory(self.client), notifier=SlackNotifier(self.client),
                       info=SLACK_INFO, poster=SlackDigestPoster(self.client),
-                      images=SlackImageFetcher(self.client, config.bot_token, config.api_url))
+                      images=SlackImageFetcher(self.client, config.bot_token, config.api_url),
+                      presence=SlackPresence(self.client))
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.app.command("/check")(self._on_check_command)

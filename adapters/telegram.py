@@ -31,7 +31,7 @@ from telegram import (
     ReplyParameters,
     Update,
 )
-from telegram.constants import MessageLimit, ParseMode
+from telegram.constants import ChatAction, MessageLimit, ParseMode
 from telegram.error import BadRequest
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
@@ -468,6 +468,23 @@ class TelegramResponderFactory:
         return None if mid is None else str(mid)
 
 
+class TelegramPresence:
+    """bot/progress_delay.py's "working on it" sign: "typing…" in the asker's chat (and topic). Telegram
+    shows it for 5 s or until the bot's next message, so it is sent again every 4 s while a check runs."""
+
+    refresh_s: float | None = 4.0
+
+    def __init__(self, bot: Any):
+        self.bot = bot
+
+    async def show(self, req: CheckRequest, where: Any) -> None:
+        await self.bot.send_chat_action(chat_id=where["chat_id"], action=ChatAction.TYPING,
+                                        message_thread_id=where.get("thread_id"))
+
+    async def clear(self, req: CheckRequest, where: Any) -> None:
+        return None  # the card clears it (and it expires after 5 s anyway)
+
+
 class TelegramNotifier:
     """Sends a review notice (bot/notify.py) to an asker: a reply to the checked message, same topic."""
 
@@ -664,7 +681,8 @@ class TelegramBot(_DurableIntake):
         chat.register("telegram", responders=TelegramResponderFactory(self.application.bot),
                       notifier=TelegramNotifier(self.application.bot),
                       poster=TelegramDigestPoster(self.application.bot),
-                      images=TelegramImageFetcher(self.application.bot))
+                      images=TelegramImageFetcher(self.application.bot),
+                      presence=TelegramPresence(self.application.bot))
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.callback_query is not None:
@@ -797,5 +815,5 @@ class TelegramBot(_DurableIntake):
             await self.stop()
 
 
-__all__ = ["TelegramBot", "TelegramResponderFactory", "TelegramNotifier", "TelegramConfig", "TelegramResponder",
+__all__ = ["TelegramBot", "TelegramResponderFactory", "TelegramPresence", "TelegramNotifier", "TelegramConfig", "TelegramResponder",
            "render_html", "split_html", "to_incoming", "render_evidence_html", "feedback_keyboard", "forward_origin"]

@@ -30,6 +30,7 @@ from bot.domains import DomainCommands, DomainsRequest
 from bot.images import ImageFetcher, ImageReader
 from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, load_check
 from bot.notify import Notifier
+from bot.progress_delay import Presence
 from bot.queue import JobQueue, ResponderFactory
 from bot.review import AddFactChecks, ReviewCommands, ReviewRequest
 from core.engine import Engine
@@ -112,15 +113,17 @@ class ChatApp:
 
     def register(self, platform: str, *, responders: ResponderFactory | None = None,
                  notifier: Notifier | None = None, info: Mapping[str, str] | None = None,
-                 poster: DigestPoster | None = None, images: ImageFetcher | None = None) -> None:
-        """An adapter joins: how to rebuild its responders (queue), tell its askers (review), its fixed texts,
+                 poster: DigestPoster | None = None, images: ImageFetcher | None = None,
+                 presence: Presence | None = None) -> None:
+        """An adapter joins: how to rebuild its responders (queue) and show it is working without a
+        message (`presence`, bot/progress_delay.py), tell its askers (review), its fixed texts,
         post digests and alerts, and download the images its users send (screenshots)."""
         if images is not None and self.images is not None:
             self.images.register(platform, images)
         if poster is not None and self.digests is not None:
             self.digests.register(platform, poster)
         if responders is not None and self.queue is not None:
-            self.queue.register(platform, responders)
+            self.queue.register(platform, responders, presence)
         if notifier is not None:
             self.notifiers[platform] = notifier
         if info is not None:
@@ -251,7 +254,8 @@ def build_chat(settings: Settings, app: App) -> ChatApp:
 
     journal = ReplyJournal(settings.data_dir / "reply-refs.journal")
     queue = JobQueue(JobStore(app.db, journal), service, workers=settings.workers, queue_max=settings.queue_max,
-                     limiter=RateLimiter(settings.user_rate_per_minute, settings.chat_rate_per_minute))
+                     limiter=RateLimiter(settings.user_rate_per_minute, settings.chat_rate_per_minute),
+                     progress_after=settings.progress_after_s)
     return ChatApp(app.engine, queue=queue, admins=tuple(settings.admins), add_factchecks=app.kb.add,
                    corroborator=app.corroborator, db=app.db, digests=build_digests(settings, app),
                    images=app.images)

@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol
 from bot.limits import RateLimiter
 from bot.logs import job_context, set_check_id
 from bot.notify import Notifier
+from bot.progress_delay import DeferredResponder, Presence
 from bot.render import Reply
 from bot.repeats import fingerprint
 from bot.chat import CheckRequest, CheckService, Responder
@@ -114,8 +115,11 @@ class _Tracked:
 class JobQueue:
     def __init__(self, store: JobStore, service: CheckService, *, workers: int = 4, queue_max: int = 200,
                  hard_cap: int | None = None, limiter: RateLimiter | None = None,
-                 shutdown_timeout: float = 20.0, retry_delay: float = 2.0):
+                 shutdown_timeout: float = 20.0, retry_delay: float = 2.0, progress_after: float = 0.0):
         self.store = store
+        # Seconds a check runs before its "🔎 Checking…" is sent (bot/progress_delay.py); 0 sends it at once.
+        self.progress_after = progress_after
+        self._presence: dict[str, Presence] = {}
         self.service = service
         self.workers = max(1, workers)
         self.queue_max = queue_max
@@ -139,8 +143,10 @@ class JobQueue:
         self._admit = asyncio.Lock()
         self.resumed = 0  # jobs found running/held at start-up (left by a crash)
 
-    def register(self, platform: str, factory: ResponderFactory) -> None:
+    def register(self, platform: str, factory: ResponderFactory, presence: Presence | None = None) -> None:
         self._factories[platform] = factory
+        if presence is not None:
+            self._presence[platform] = presence
         self._wake.set()
 
     # --- intake ------------------------------------------------------------------------------
@@ -278,14 +284,21 @@ class JobQueue:
         factory = self._factories[job.platform]
         try:
             req = request_from_payload(job.payload)
-            responder = _Tracked(factory.build(job.payload["where"], job.reply_ref), factory, self.store, job)
+            where = job.payload["where"]
+            tracked = _Tracked(factory.build(where, job.reply_ref), factory, self.store, job)
+            responder = DeferredResponder(tracked, after=self.progress_after, shown=job.reply_ref is not None,
+                                          presence=self._presence.get(job.platform), req=req, where=where)
         except Exception as exc:  # a payload we cannot read will never run: say so in the table
             log.error("job %s has an unreadable payload", job.id, exc_info=True)
             await self.store.mark_failed(job.id, f"unreadable payload: {exc!r}")
             self._ended(job.id)
             return
         try:
-            check_id = await self.service.run_check(req, responder)
+            responder.open()
+            try:
+                check_id = await self.service.run_check(req, responder)
+            finally:
+                await responder.close()
         except asyncio.CancelledError:
             # Shutdown ran out of time: back in line, resumed (editing its reply) after the restart.
             await asyncio.shield(self.store.release(job.id))

@@ -351,7 +351,8 @@ EVENT_SCOPES = {"app_mention": "app_mentions:read", "message.channels": "channel
                 "message.groups": "groups:history", "message.im": "im:history", "message.mpim": "mpim:history"}
 # What each Web API method the adapter calls needs (Slack's method reference).
 METHOD_SCOPES = {"chat_postMessage": "chat:write", "chat_update": "chat:write", "chat_postEphemeral": "chat:write",
-                 "files_info": "files:read"}
+                 "files_info": "files:read", "reactions_add": "reactions:write",
+                 "reactions_remove": "reactions:write"}
 LISTENER_KINDS = {"event", "command", "shortcut", "action", "error"}
 
 

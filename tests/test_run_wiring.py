@@ -31,7 +31,8 @@ async def test_run_with_slack_socket_mode_serves_checks_and_metrics(settings):
     port = free_port()
     s = settings.model_copy(update={
         "slack_bot_token": SecretStr(fake.token), "slack_app_token": SecretStr(fake.app_token),
-        "slack_api_url": fake.base_url, "api_token": SecretStr("rest-token"), "http_port": port})
+        "slack_api_url": fake.base_url, "api_token": SecretStr("rest-token"), "http_port": port,
+        "progress_after_s": 0.0})  # the progress post at once, then the update that makes it the card
     stop = asyncio.Event()
     task = asyncio.create_task(run(s, stop))
     try:
@@ -93,7 +94,8 @@ async def test_run_builds_one_chat_app_and_one_check_service_for_every_adapter(s
     s = settings.model_copy(update={
         "telegram_token": SecretStr(tg.token), "telegram_api_url": tg.base_url,
         "slack_bot_token": SecretStr(slack.token), "slack_app_token": SecretStr(slack.app_token),
-        "slack_api_url": slack.base_url, "api_token": SecretStr("rest-token"), "http_port": free_port()})
+        "slack_api_url": slack.base_url, "api_token": SecretStr("rest-token"), "http_port": free_port(),
+        "progress_after_s": 0.0})  # placeholders at once, then the edits these wait for
     stop = asyncio.Event()
     task = asyncio.create_task(run(s, stop))
     try:

@@ -310,7 +310,8 @@ async def test_run_starts_slack_http_server_from_settings(fake, settings):
     # The test settings plus Slack credentials and a free port for the HTTP server.
     configured = settings.model_copy(update={
         "slack_bot_token": SecretStr(fake.token), "slack_signing_secret": SecretStr(SECRET),
-        "slack_api_url": fake.base_url, "http_host": "127.0.0.1", "http_port": port})
+        "slack_api_url": fake.base_url, "http_host": "127.0.0.1", "http_port": port,
+        "progress_after_s": 0.0})  # the progress post at once, then the update that makes it the card
     stop = asyncio.Event()
     task = asyncio.create_task(run(configured, stop))
     try:

@@ -344,7 +344,8 @@ async def test_run_starts_telegram_polling_from_settings(fake, settings):
 
     # The test settings plus the bot token and the fake Bot API.
     configured = settings.model_copy(update={"telegram_token": SecretStr(fake.token),
-                                             "telegram_api_url": fake.base_url})
+                                             "telegram_api_url": fake.base_url,
+                                             "progress_after_s": 0.0})  # the placeholder at once, then the edit
     stop = asyncio.Event()
     task = asyncio.create_task(run(configured, stop))
     try:

@@ -1,7 +1,8 @@
 """A fake Slack Web API: a real aiohttp server on 127.0.0.1, port 0, Slack's wire format.
 
 Point slack_sdk at it with `AsyncWebClient(base_url=fake.base_url, token=...)` (the trailing slash
-matters). It serves `auth.test`, `chat.postMessage`, `chat.update` and `chat.postEphemeral`, accepts form or JSON bodies as
+matters). It serves `auth.test`, `chat.postMessage`, `chat.update`, `chat.postEphemeral`, `reactions.add` and
+`reactions.remove` (the bot's reactions are in `reactions`), accepts form or JSON bodies as
 slack_sdk sends them, records every call with its decoded parameters and the bearer token, and
 answers `{"ok": true, ...}` with realistic `channel`/`ts` values so messages can be edited.
 
@@ -46,6 +47,7 @@ class FakeSlack(LoopbackFake):
     # file id -> (file object as files.info returns it, bytes served at its url_private_download)
     files: dict[str, tuple[dict[str, Any], bytes]] = field(default_factory=dict)
     downloads: list[tuple[str, str | None]] = field(default_factory=list)  # (file id, Authorization header)
+    reactions: set[tuple[str, str, str]] = field(default_factory=set)  # the bot's: (channel, message ts, name)
 
     def __post_init__(self) -> None:
         self._seq = itertools.count(100)
@@ -143,6 +145,8 @@ class FakeSlack(LoopbackFake):
             result = self._post(params)
         elif method == "chat.update":
             result = self._update(params)
+        elif method in ("reactions.add", "reactions.remove"):
+            result = self._react(method == "reactions.add", params)
         elif method == "files.info":
             found = self.files.get(str(params.get("file") or ""))
             result = {"ok": True, "file": found[0]} if found else {"ok": False, "error": "file_not_found"}
@@ -194,6 +198,21 @@ class FakeSlack(LoopbackFake):
         msg = self._message(params, ts)
         self.messages[(channel, ts)] = msg
         return {"ok": True, "channel": channel, "ts": ts, "message": msg}
+
+    def _react(self, add: bool, params: dict[str, Any]) -> dict[str, Any]:
+        """reactions.add / reactions.remove on a message (channel + timestamp) for the bot user: Slack's
+        `already_reacted` / `no_reaction` when it is already there / not there."""
+        if not params.get("name"):
+            return {"ok": False, "error": "invalid_name"}
+        if not params.get("channel") or not params.get("timestamp"):
+            return {"ok": False, "error": "no_item_specified"}
+        key = (str(params["channel"]), str(params["timestamp"]), str(params["name"]))
+        if add and key in self.reactions:
+            return {"ok": False, "error": "already_reacted"}
+        if not add and key not in self.reactions:
+            return {"ok": False, "error": "no_reaction"}
+        (self.reactions.add if add else self.reactions.discard)(key)
+        return {"ok": True}
 
     def _update(self, params: dict[str, Any]) -> dict[str, Any]:
         key = (params.get("channel"), params.get("ts"))

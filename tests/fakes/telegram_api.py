@@ -3,7 +3,7 @@
 Point python-telegram-bot at it with `ApplicationBuilder().base_url(fake.base_url)`. Tests queue
 updates (`fake.queue_message(...)`), the bot long-polls them with getUpdates, and every call the bot
 makes is recorded (`fake.calls`) with its decoded parameters. Sent messages get realistic Message
-objects back, so the bot can edit them.
+objects back, so the bot can edit them. `sendChatAction` ("typing…") is answered True and recorded too.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from tests.fakes.loopback import LoopbackFake
 BOT_USER = {"id": 777000111, "is_bot": True, "first_name": "Tipline", "username": "tipline_bot",
             "can_join_groups": True, "can_read_all_group_messages": False, "supports_inline_queries": False}
 
+# sendChatAction's `action` values (Bot API reference)
+CHAT_ACTIONS = {"typing", "upload_photo", "record_video", "upload_video", "record_voice", "upload_voice",
+                "upload_document", "choose_sticker", "find_location", "record_video_note", "upload_video_note"}
 _RAW_STRINGS = {"text", "caption", "parse_mode", "message_thread_id_raw", "secret_token"}
 
 
@@ -331,6 +334,13 @@ class FakeTelegram(LoopbackFake):
             msg["is_topic_message"] = True
         self.messages[(chat["id"], msg["message_id"])] = msg
         return msg
+
+    async def api_sendChatAction(self, params: dict[str, Any]) -> Any:
+        # Bot API: chat_id, action (one of CHAT_ACTIONS), optional message_thread_id; returns True.
+        if params.get("action") not in CHAT_ACTIONS:
+            raise _ApiError("Bad Request: wrong parameter action in request")
+        self._chat(params.get("chat_id"))
+        return True
 
     async def api_editMessageText(self, params: dict[str, Any]) -> Any:
         key = (int(params["chat_id"]), int(params["message_id"]))
