@@ -8,6 +8,10 @@ chat, message to reply to, thread). Nothing in memory is needed to run it, so a 
 crash or `kill -9` runs after the restart; the id of the reply message already sent is stored with
 the job (`reply_ref`) and a resumed job edits that message instead of sending a second one.
 
+The first reply waits: a check's "🔎 Checking…" is sent only once it has run `progress_after` seconds
+(bot/progress_delay.py); a faster check sends its card as the one reply, after "typing…" (Telegram) or an
+:eyes: reaction (Slack), signs a crash cannot leave behind.
+
 Backpressure: past `queue_max` waiting jobs a new request is still taken, and its user is told
 "busy — you are #N in line" (that notice becomes the reply message the verdict later replaces);
 past `hard_cap` the request is refused with a clear sentence. Per-user and per-chat token buckets
@@ -239,8 +243,10 @@ class JobQueue:
         if self.resumed:
             log.info("queue: %d unfinished jobs from the last run are back in line", self.resumed)
         if self.store.uncertain_replies:
+            # Which message it was depends on the job: a "Checking…" (left behind) or, for a check that ended
+            # within progress_after, its card (sent again now: shown twice).
             log.warning("queue: %d jobs were sending their first reply when the last run ended; a message "
-                        "they sent may be left behind", self.store.uncertain_replies)
+                        "they sent may be left behind or shown twice", self.store.uncertain_replies)
         self._workers = [asyncio.create_task(self._worker(), name=f"tipline-worker-{n}")
                          for n in range(self.workers)]
         self._workers.append(asyncio.create_task(self._prune(), name="tipline-jobs-prune"))

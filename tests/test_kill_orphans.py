@@ -5,6 +5,11 @@ in flight at the kill may already have reached "Telegram": this is where an orph
 Every message must end with exactly one reply from the bot, and that reply is the verdict card: no second
 card, no placeholder left saying "Checking…". `tools/kill_orphans.py` runs many rounds of this for the figure
 in docs/reliability.md.
+
+`tipline run` runs with its default `TIPLINE_PROGRESS_AFTER_S` (2 s, bot/progress_delay.py): an offline check
+here ends sooner, so most replies are the card alone, sent after "typing…", and a kill in the ~2 ms between
+"Telegram" applying that send and the journal line would show as a doubled card rather than an orphan; a
+check slowed past 2 s by the shared machine still sends its placeholder first and edits it.
 """
 
 from __future__ import annotations

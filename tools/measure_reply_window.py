@@ -1,6 +1,6 @@
 """How long a sent reply message exists on "Telegram" before its id is safe from kill -9 (issue 13 point 5).
 
-    .venv/bin/python tools/measure_reply_window.py [--messages 200] [--workers 4]
+    .venv/bin/python tools/measure_reply_window.py [--messages 200] [--workers 4] [--progress-after 2]
 
 In one process: the fake Bot API (it notes when it applied each sendMessage), the real engine and job
 queue with 4 workers and the Telegram responder. A subclass of JobStore (this tool's, not the product's)
@@ -8,6 +8,11 @@ notes when `set_reply_ref` was entered (the journal line is written then, before
 its SQLite commit returned. Before the journal, the commit was the first moment a SIGKILL could not lose
 the id; a kill inside [applied, durable] leaves an orphan. The orphan rate per killed check is about this
 window over a worker's time per check.
+
+What a kill inside the window costs depends on which message it was: a "🔎 Checking…" (sent first when
+`--progress-after` is 0, or when a check outlasts it) is left behind as an orphan; a verdict card sent as the
+first and only message (a check done within `--progress-after`, bot/progress_delay.py) is sent again by the
+resumed job, a doubled verdict. Both rates are reported.
 """
 
 from __future__ import annotations
@@ -43,10 +48,13 @@ class TimedTelegram(FakeTelegram):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.applied: dict[str, float] = {}
+        self.cards: set[str] = set()  # sent as the verdict card (no placeholder before it)
 
     async def api_sendMessage(self, params: dict[str, Any]) -> Any:
         msg = await super().api_sendMessage(params)
         self.applied[str(msg["message_id"])] = time.monotonic()
+        if "Check id:" in (params.get("text") or ""):
+            self.cards.add(str(msg["message_id"]))
         return msg
 
 
@@ -85,10 +93,10 @@ class _FakeThread:
         self.thread.join(5)
 
 
-async def main(messages: int, workers: int, fake_thread: bool) -> dict:
+async def main(messages: int, workers: int, fake_thread: bool, progress_after: float) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="tipline-window-"))
-    settings = Settings(data_dir=tmp / "data", embed_model_dir=prepare_default_model(tmp / "model"), _env_file=None,
-                        gdelt_url=None)
+    settings = Settings(data_dir=tmp / "data", embed_model_dir=prepare_default_model(tmp / "model"),
+                        _env_file=None, gdelt_url=None)  # type: ignore[call-arg]  # pydantic-settings' own kwarg
     own = _FakeThread() if fake_thread else None
 
     async def on_fake(coro: Any) -> Any:
@@ -97,7 +105,8 @@ async def main(messages: int, workers: int, fake_thread: bool) -> dict:
     fake = await on_fake(TimedTelegram().start())
     async with build_app(settings) as app:
         store = TimedStore(app.db, ReplyJournal(tmp / "reply-refs.journal"))
-        queue = JobQueue(store, CheckService(app.engine), workers=workers, queue_max=10_000)
+        queue = JobQueue(store, CheckService(app.engine), workers=workers, queue_max=10_000,
+                         progress_after=progress_after)
         bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                          poll_timeout=1.0), ChatApp(app.engine, queue=queue))
         for i in range(messages):
@@ -122,11 +131,20 @@ async def main(messages: int, workers: int, fake_thread: bool) -> dict:
     journal = [store.journaled[r] - fake.applied[r] for r in refs]
     commit = [store.committed[r] - fake.applied[r] for r in refs]
     per_check_worker_s = seconds * workers / messages
-    return {"messages": messages, "workers": workers, "fake": "own thread and loop" if fake_thread else "bot's loop", "seconds": round(seconds, 1),
+    # The chance a kill lands in some running check's window of a kind: that kind's window time per check
+    # over a worker's time per check.
+    card_first = sum(store.journaled[r] - fake.applied[r] for r in refs if r in fake.cards)
+    placeholder_first = sum(store.journaled[r] - fake.applied[r] for r in refs if r not in fake.cards)
+    return {"messages": messages, "workers": workers, "progress_after_s": progress_after,
+            "first_message_was_the_card": sum(1 for r in refs if r in fake.cards),
+            "first_message_was_a_placeholder": sum(1 for r in refs if r not in fake.cards),
+            "fake": "own thread and loop" if fake_thread else "bot's loop", "seconds": round(seconds, 1),
             "worker_seconds_per_check": round(per_check_worker_s, 3),
             "applied_to_journal": _ms(journal), "applied_to_sqlite_commit": _ms(commit),
             "orphan_rate_per_killed_check_journal": round(statistics.fmean(journal) / per_check_worker_s, 5),
-            "orphan_rate_per_killed_check_sqlite_only": round(statistics.fmean(commit) / per_check_worker_s, 5)}
+            "orphan_rate_per_killed_check_sqlite_only": round(statistics.fmean(commit) / per_check_worker_s, 5),
+            "orphan_rate_per_killed_check_placeholders": round(placeholder_first / messages / per_check_worker_s, 5),
+            "double_rate_per_killed_check_cards": round(card_first / messages / per_check_worker_s, 5)}
 
 
 if __name__ == "__main__":
@@ -134,5 +152,7 @@ if __name__ == "__main__":
     p.add_argument("--messages", type=int, default=200)
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--same-loop", action="store_true", help="run the fake on the bot's event loop")
+    p.add_argument("--progress-after", type=float, default=Settings.model_fields["progress_after_s"].default,
+                   help="TIPLINE_PROGRESS_AFTER_S (0: a placeholder first, as before bot/progress_delay.py)")
     a = p.parse_args()
-    print(json.dumps(asyncio.run(main(a.messages, a.workers, not a.same_loop)), indent=1))
+    print(json.dumps(asyncio.run(main(a.messages, a.workers, not a.same_loop, a.progress_after)), indent=1))
