@@ -33,6 +33,10 @@ SEED_FILE = Path(__file__).parent / "data" / "seed_factchecks.jsonl"
 _STATS_KEY = "corpus_stats:{collection}"
 _SEED_KEY = "seed_loaded:{collection}"
 _SPARSE_KEY = "sparse_version:{collection}"
+# Which models embedded the collection. Dimensions alone do not tell two models apart: pointing
+# TIPLINE_EMBED_URL at another 384-d model kept the old vectors, and every search compared vectors of two
+# different spaces (issue 14's note). Model names are what the settings choose, so a change shows here.
+_MODELS_KEY = "embedding_models:{collection}"
 
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
@@ -89,13 +93,25 @@ class KnowledgeBase:
         raw = await self.db.get_kv(_STATS_KEY.format(collection=self.collection))
         if raw:
             self.stats = CorpusStats.from_json(raw)
-        if not await self.vectors.factchecks_current(self.collection):
+        models_key, models = _MODELS_KEY.format(collection=self.collection), self.models()
+        stored = await self.db.get_kv(models_key)
+        # No record (a data dir from before this check): the dimensions matched, so the vectors stay.
+        if not await self.vectors.factchecks_current(self.collection) or (stored is not None and stored != models):
+            if stored is not None and stored != models:
+                log.warning("the embedding models changed (%s -> %s)", stored, models)
             await self.reembed(progress)
             await self.db.set_kv(_SPARSE_KEY.format(collection=self.collection), SPARSE_VERSION)
+        if stored != models:
+            await self.db.set_kv(models_key, models)
         key = _SPARSE_KEY.format(collection=self.collection)
         if await self.db.get_kv(key) != SPARSE_VERSION:
             await self._reindex()
             await self.db.set_kv(key, SPARSE_VERSION)
+
+    def models(self) -> str:
+        """The models this knowledge base embeds with, as recorded beside the collection."""
+        return json.dumps({"english": self.embedder.model_name, "multilingual": self.multilingual.model_name},
+                          sort_keys=True)
 
     async def reembed(self, progress: Progress | None = None) -> int:
         """Embed every fact-check in SQLite (the system of record) again with today's models into a

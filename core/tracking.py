@@ -24,6 +24,7 @@ them. Linking is sequential (one message's story decision sees the previous mess
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import re
@@ -225,6 +226,22 @@ class Corroborator:
         fields existed (a data dir moved from an older version) get them from their row."""
         if await self.vectors.ensure():
             log.warning("corroboration: the messages collection gains multilingual vectors; re-indexing")
+        # A message's vectors are only comparable with vectors of the same models: another model of the
+        # same dimension (TIPLINE_EMBED_URL) kept the old ones before, and every pair compared two spaces.
+        # Turning the multilingual vectors off or on is not a change of model (points lacking them are
+        # filled in below).
+        models_key = f"embedding_models:{self.vectors.name}"
+        models = {"english": self.embedder.model_name,
+                  "multilingual": self.multilingual.model_name if self.multilingual is not None else None}
+        raw = await self.store.db.get_kv(models_key)
+        stored = json.loads(raw) if raw else {}
+        was, now = stored.get("multilingual"), models["multilingual"]
+        if stored and (stored.get("english") != models["english"] or (was and now and was != now)):
+            log.warning("corroboration: the embedding models changed (%s -> %s); re-indexing", stored, models)
+            await self.vectors.recreate()
+        if stored != models:
+            merged = {**models, "multilingual": models["multilingual"] or stored.get("multilingual")}
+            await self.store.db.set_kv(models_key, json.dumps(merged, sort_keys=True))
         points: dict[str, StoredMessageVector] = {}
         async for batch in self.vectors.scan():
             points.update((m.key, m) for m in batch)
@@ -269,9 +286,9 @@ class Corroborator:
                     for m, v in zip(missing, emb):
                         vecs.setdefault(m.id, {})[MULTI] = v
             rows_info = await asyncio.to_thread(_rows_of, [m.text for m in chunk])
-            fresh = [MessagePoint(m.id, vecs[m.id][VECTOR], m.platform, str(m.chat_id), str(m.message_id), m.ts,
-                                  story[m.id], start[story[m.id]], r.entities, r.terms, r.denies, r.latin,
-                                  vecs[m.id].get(MULTI))
+            fresh = [MessagePoint(m.id, f"{m.platform}:{m.chat_id}", m.ts, story[m.id], start[story[m.id]],
+                                  r.entities, r.terms, r.denies, latin=r.latin, vector=vecs[m.id][VECTOR],
+                                  platform=m.platform, message_id=str(m.message_id), multi=vecs[m.id].get(MULTI))
                      for m, r in zip(chunk, rows_info)]
             await self.vectors.upsert(fresh)
             points.update((p.key, StoredMessageVector(p.key, p.chat, p.ts, p.story, p.story_start, p.entities,
@@ -415,8 +432,9 @@ class Corroborator:
             chunk = messages[i:i + 1024]
             info = await asyncio.to_thread(_rows_of, [m.text for m in chunk])
             await self.vectors.upsert([
-                MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id), _secs(m.at), s, start[s],
-                             r.entities, r.terms, r.denies, r.latin, None if multi is None else multi[i + k])
+                MessagePoint(m.key, m.chat, _secs(m.at), s, start[s], r.entities, r.terms, r.denies, latin=r.latin,
+                             vector=v, platform=m.platform, message_id=str(m.message_id),
+                             multi=None if multi is None else multi[i + k])
                 for k, (m, v, s, r) in enumerate(zip(chunk, vectors[i:i + 1024], stories[i:i + 1024], info))])
             await asyncio.to_thread(self._count_many, [r.terms for r in info], +1)
 
@@ -456,9 +474,10 @@ class Corroborator:
                             await self.vectors.relabel([o for o in others if o != m.key], story, start)
                             merges.append((story, others))
                             renamed.update((o, story) for o in others)
-                await self.vectors.upsert([MessagePoint(m.key, v, m.platform, str(m.chat_id), str(m.message_id), ts,
-                                                        story, start, info.entities, info.terms, info.denies,
-                                                        info.latin, mv)])
+                await self.vectors.upsert([MessagePoint(m.key, m.chat, ts, story, start, info.entities, info.terms,
+                                                        info.denies, latin=info.latin, vector=v,
+                                                        platform=m.platform, message_id=str(m.message_id),
+                                                        multi=mv)])
                 stories[m.key] = story
         # later messages of the batch may have merged earlier ones' stories
         for k, name in stories.items():

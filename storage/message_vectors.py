@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,41 +45,40 @@ def point_id(key: str) -> str:
 
 
 @dataclass(frozen=True)
-class MessagePoint:
+class MessageScoring:
+    """What same-story scoring reads of a tracked message, written into its point's payload and read back:
+    the one list of these fields for the write model (`MessagePoint`) and the read model
+    (`StoredMessageVector`)."""
+
     key: str  # StoredMessage.id
-    vector: np.ndarray
-    platform: str
-    chat_id: str
-    message_id: str
+    chat: str  # "platform:chat_id"
     ts: float
     story: str
     story_start: float
     entities: frozenset[str]
     terms: frozenset[int]
     denies: bool
-    latin: bool = True
-    multi: np.ndarray | None = None  # the multilingual vector, when that model is on
-
-    @property
-    def chat(self) -> str:
-        return f"{self.platform}:{self.chat_id}"
+    # Which same-story model judges its pairs (core.corroboration.route). Keyword-only, so each model's
+    # own fields follow `denies` in its positional order.
+    latin: bool = field(default=True, kw_only=True)
 
 
 @dataclass(frozen=True)
-class StoredMessageVector:
+class MessagePoint(MessageScoring):
+    """A message to write: its scoring fields, its vectors and where it came from."""
+
+    vector: np.ndarray
+    platform: str
+    message_id: str
+    multi: np.ndarray | None = None  # the multilingual vector, when that model is on
+
+
+@dataclass(frozen=True)
+class StoredMessageVector(MessageScoring):
     """A stored message as scoring sees it (no vector); `score` is the cosine when it came from a search."""
 
-    key: str
-    chat: str
-    ts: float
-    story: str
-    story_start: float
-    entities: frozenset[str]
-    terms: frozenset[int]
-    denies: bool
     score: float = 0.0
     complete: bool = True  # False for a point written before the story fields existed (an older data dir)
-    latin: bool = True
     has_multi: bool = False  # stored with the multilingual vector (written while that was on)
 
     @classmethod
@@ -88,8 +87,9 @@ class StoredMessageVector:
         key = str(payload.get("key", ""))
         return cls(key, str(payload.get("chat", "")), ts, str(payload.get("story") or key),
                    float(payload.get("story_start", ts)), frozenset(payload.get("ents") or ()),
-                   frozenset(int(t) for t in payload.get("terms") or ()), bool(payload.get("denies", False)), score,
-                   "story" in payload, payload.get("script", "latin") == "latin", bool(payload.get("multi", False)))
+                   frozenset(int(t) for t in payload.get("terms") or ()), bool(payload.get("denies", False)),
+                   score, complete="story" in payload, latin=payload.get("script", "latin") == "latin",
+                   has_multi=bool(payload.get("multi", False)))
 
 
 def _payload(p: MessagePoint) -> dict:
@@ -128,6 +128,11 @@ class MessageVectors:
             return True
         await self.store.ensure_collection(self.name, self.spec())
         return False
+
+    async def recreate(self) -> None:
+        """Empty the collection (vectors of models no longer in use); SQLite keeps every message."""
+        await self.store.delete_collection(self.name)
+        await self.store.create_collection(self.name, self.spec())
 
     async def upsert(self, points: Sequence[MessagePoint]) -> None:
         def vectors(p: MessagePoint) -> dict[str, np.ndarray]:

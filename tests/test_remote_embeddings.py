@@ -136,3 +136,25 @@ def test_a_wrong_embeddings_url_fails_the_cli_in_one_sentence(tmp_path: Path, mo
     assert proc.stderr.strip() == (f"tipline: the embeddings server at http://127.0.0.1:{port}/v1/embeddings could not "
                                    "be used (cannot connect, 4 attempts); check TIPLINE_EMBED_URL and that the "
                                    "server is up")
+
+
+async def test_another_model_of_the_same_size_re_embeds_the_knowledge_base(server: FakeEmbeddings, tmp_path: Path,
+                                                                         model_dir: Path) -> None:
+    """Same dimension, other model: the stored vectors belong to another space, so they are embedded again
+    (before, only a change of dimension was noticed and searches compared vectors of two models)."""
+    data = tmp_path / "data"
+    async with build_app(isolated_settings(data, model_dir)) as app:
+        n = await app.kb.count()
+    seen: list[tuple[int, int]] = []
+    remote = isolated_settings(data, model_dir, embed_url=server.base_url, embed_api_key="ek",
+                               embed_model="another-384d-model")
+    async with build_app(remote, progress=lambda d, t: seen.append((d, t))) as app:
+        assert seen and seen[-1] == (n, n)  # every fact-check, embedded by the server
+        assert await app.kb.count() == n
+        result = await app.engine.check("5G masts are spreading the coronavirus all over the world")
+        assert result.matches and "5G" in result.matches[0].claim
+    seen.clear()
+    async with build_app(remote, progress=lambda d, t: seen.append((d, t))) as app:
+        assert not seen  # the same models: nothing to do
+    async with build_app(isolated_settings(data, model_dir), progress=lambda d, t: seen.append((d, t))) as app:
+        assert seen and seen[-1] == (n, n)  # and back
