@@ -140,6 +140,7 @@ class JobQueue:
         self._stopped = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[Any]] = set()  # notices: kept referenced, awaited at stop
+        self._later: set[asyncio.Task[None]] = set()  # notices still waiting out progress_after: cancelled at stop
         self._finished: dict[int, asyncio.Event] = {}  # job id -> set when it ends (REST clients wait on it)
         # Admission is count-then-insert: without a lock, 40 concurrent REST requests all counted 0
         # waiting jobs and all got in past a hard cap of 2. One process owns the queue, so a lock is
@@ -185,12 +186,19 @@ class JobQueue:
                 self._notice(job, FULL_TEXT)
             return Admission(job, "full" if created else "duplicate")
         busy = pending >= self.queue_max
-        job, created = await enqueue("held" if busy else "pending")
+        at_once = busy and self.progress_after <= 0  # else the notice waits, as a check's "Checking…" does
+        job, created = await enqueue("held" if at_once else "pending")
         if not created:
             return Admission(job, "duplicate")
         if busy:
             position = await self.store.position(job)
-            self._notice(job, BUSY_TEXT.format(n=position), unhold=True)
+            if at_once:
+                self._notice(job, BUSY_TEXT.format(n=position), unhold=True)
+                return Admission(job, "waiting", position)
+            task = asyncio.ensure_future(self._notice_later(job))
+            self._later.add(task)
+            task.add_done_callback(self._later.discard)
+            self._wake.set()
             return Admission(job, "waiting", position)
         self._wake.set()
         return Admission(job, "queued")
@@ -199,6 +207,21 @@ class JobQueue:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _notice_later(self, job: Job) -> None:
+        """A waiting job's "#N in line", sent only if it still waits `progress_after` seconds later: a job
+        a worker takes sooner answers with its card alone. Held while the notice goes out, so a worker
+        never races it with a second message."""
+        await asyncio.sleep(self.progress_after)
+        me = asyncio.current_task()
+        if me is not None:  # past the sleep: stop() lets it finish (a cancel could strand it `held`)
+            self._later.discard(me)
+            self._tasks.add(me)
+            me.add_done_callback(self._tasks.discard)
+        if self._stopping or not await self.store.hold(job.id):
+            return
+        position = await self.store.position(job)
+        self._notice(job, BUSY_TEXT.format(n=position), unhold=True)
 
     def _notice(self, job: Job, text: str, *, unhold: bool = False) -> None:
         """Tell the user now (not behind the queue). A held job's notice becomes its reply message;
@@ -333,6 +356,8 @@ class JobQueue:
         self._stopped.set()
         self._wake.set()
         timeout = self.shutdown_timeout if timeout is None else timeout
+        for waiting in list(self._later):
+            waiting.cancel()  # not sent yet; the job is still `pending` and its check answers it
         workers = list(self._workers)
         if workers:
             _, late = await asyncio.wait(workers, timeout=timeout)

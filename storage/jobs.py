@@ -162,6 +162,13 @@ class JobStore:
         """Make a held job claimable, or put an unfinished one back in line."""
         await self._set(job_id, "status = ?", status)
 
+    async def hold(self, job_id: int) -> bool:
+        """Hold a job that still waits while its late "#N in line" notice is sent; False when a worker
+        has taken it meanwhile (its own reply answers the user)."""
+        async with self.db.transaction() as conn:
+            cur = await conn.execute("UPDATE jobs SET status = 'held' WHERE id = ? AND status = 'pending'", (job_id,))
+            return cur.rowcount == 1
+
     async def unhold(self, job_id: int) -> None:
         """A held job's notice was sent (or could not be): it may be claimed now."""
         async with self.db.transaction() as conn:

@@ -22,7 +22,7 @@ from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
 from bot.chat import CHECKING, CheckService
 from bot.chat_app import ChatApp
-from bot.queue import JobQueue
+from bot.queue import BUSY_TEXT, JobQueue
 from evals.bench_ocr import VARIANTS, render
 from storage.jobs import JobStore
 from tests.conftest import isolated_settings
@@ -62,14 +62,15 @@ def asker(user: int) -> dict:
     return {"chat": FakeTelegram.private_chat(user), "sender": {"id": user, "is_bot": False, "first_name": "A"}}
 
 
-async def telegram(fake: FakeTelegram, app, progress_after: float):
+async def telegram(fake: FakeTelegram, app, progress_after: float, *, queue_max: int = 200, start: bool = True):
     queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0), workers=1,
-                     progress_after=progress_after)
+                     progress_after=progress_after, queue_max=queue_max)
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0),
                       ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add, images=app.images))
     await bot.start()
-    await queue.start()
+    if start:
+        await queue.start()
     return bot, queue
 
 
@@ -131,6 +132,40 @@ async def test_telegram_delay_zero_sends_the_placeholder_at_once(app):
         await fake.wait_for(lambda: [e for e in fake.edits_of(first.result["message_id"])
                                      if "Check id:" in e.params["text"]], timeout=60)
         assert len(fake.replies_to(msg["message_id"])) == 1
+    finally:
+        await queue.stop()
+        await bot.stop()
+        await fake.stop()
+
+
+async def test_telegram_busy_notice_waits_the_delay_too_then_becomes_the_card(app):
+    """queue_max 0: every request is "busy". With no worker running yet the job still waits after the
+    delay, so "#N in line" goes out then; once a worker takes the job, the card is an edit of it."""
+    fake = await FakeTelegram().start()
+    bot, queue = await telegram(fake, app, progress_after=0.2, queue_max=0, start=False)
+    try:
+        msg = await fake.send_user_message("Drinking bleach cures COVID-19", **asker(31_004))
+        notice = (await fake.wait_for(lambda: fake.replies_to(msg["message_id"]), timeout=60))[0]
+        assert notice.params["text"] == BUSY_TEXT.format(n=1)
+        await queue.start()
+        mid = notice.result["message_id"]
+        await fake.wait_for(lambda: [e for e in fake.edits_of(mid) if TG_CARD.search(e.params["text"])], timeout=60)
+        assert len(fake.replies_to(msg["message_id"])) == 1
+    finally:
+        await queue.stop()
+        await bot.stop()
+        await fake.stop()
+
+
+async def test_telegram_busy_job_taken_within_the_delay_gets_no_notice(app):
+    fake = await FakeTelegram().start()
+    bot, queue = await telegram(fake, app, progress_after=30.0, queue_max=0)
+    try:
+        msg = await fake.send_user_message("Drinking bleach cures COVID-19", **asker(31_005))
+        sent = await fake.wait_for(lambda: fake.replies_to(msg["message_id"]), timeout=60)
+        assert TG_CARD.search(sent[0].params["text"])  # the card first: no "#N in line" before it
+        await queue.stop()  # the notice still waiting out its 30 s is dropped, not sent
+        assert len(fake.replies_to(msg["message_id"])) == 1 and await queue.idle()
     finally:
         await queue.stop()
         await bot.stop()
