@@ -1,11 +1,16 @@
 """The engine entry point: `Engine.check(text)` runs every stage and returns one `Result`.
 
-This is where a check's verdict is decided:
+This is where a check's verdict is decided, in four stages (`Engine._check`, one line each; the typed
+records they hand on are in core/stages.py):
 
-    intake -> claims -> match (knowledge base, whole message)
-           -> per claim, concurrently: plan queries -> gather evidence (all sources in parallel,
-              widened while short of evidence) -> verify (rank, stance, numbers, score, adjudicate)
-           -> aggregate sub-claims -> Result
+    intake        clean the text, check the LLM budget; offline, the claim gate    -> Admitted
+    claims        the LLM's claims, with the knowledge-base match of the whole
+                  message running alongside                                        -> Claimed
+    evidence      per claim, concurrently: plan queries -> gather (all sources in
+                  parallel, widened while short) -> verify (rank, stance, numbers,
+                  score, adjudicate)                                               -> Gathered
+    adjudication  aggregate the claims' verdicts, or offline: matching
+                  fact-checks only                                                 -> Result
 
 Two paths share it. With an LLM configured (`mode: "llm"`) the message is split into claims and each is
 judged against the gathered evidence (core/verify.py). Without one (`mode: "offline"`) a verdict only
@@ -20,8 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from core.budget import BudgetExceeded, MeteredLLM, llm_check
@@ -36,11 +40,12 @@ from core.i18n import t
 from core.intake import Intake, intake
 from core.llm import LLM
 from core.matching import ClaimMatcher
-from schema.models import (ClaimOutcome, EvidenceItem, LLMUsage, Match, Result, SourceTrace, Step, Verdict,
+from schema.models import (ClaimOutcome, EvidenceItem, LLMUsage, Result, SourceTrace, Step, Verdict,
                          new_check_id)
 from core.offline_verdict import decide
 from core.queries import key_phrases, offline_queries, plan_queries
-from core.verify import ClaimVerdict, aggregate, sufficient, verify_claim
+from core.stages import Admitted, CheckRun, ClaimEvidence, Claimed, Gathered, NullProgress, ProgressSink
+from core.verify import ClaimVerdict, EvidenceJudgement, aggregate, sufficient, verify_claim
 from storage.sqlite import Database
 
 log = logging.getLogger(__name__)
@@ -48,10 +53,6 @@ log = logging.getLogger(__name__)
 # Seed 000's sufficiency rule: at least this many relevant pieces before judging, else widen the search.
 MIN_EVIDENCE = 2
 MAX_ROUNDS = 3
-
-
-class ProgressSink(Protocol):
-    async def stage(self, name: str, detail: str = "") -> None: ...
 
 
 class SourcePolicy(Protocol):
@@ -66,11 +67,6 @@ class EvidenceStore(Protocol):
     """Where judged web/news evidence is kept so the knowledge base grows with use."""
 
     async def add(self, evidence: list[Evidence]) -> int: ...
-
-
-class NullProgress:
-    async def stage(self, name: str, detail: str = "") -> None:
-        return None
 
 
 class Engine:
@@ -118,29 +114,32 @@ class Engine:
         return result
 
     async def _check(self, raw: str | bytes, progress: ProgressSink, scope: str, check_id: str) -> Result:
-        started = time.monotonic()
-        steps: list[Step] = []
+        """The pipeline, one stage a line. A stage that returns a Result has answered already (nothing to check)."""
+        run = CheckRun(check_id, progress)
+        admitted = await self._intake(run, raw)
+        if isinstance(admitted, Result):
+            return admitted
+        claimed = await self._claims(run, admitted, scope)
+        if isinstance(claimed, Result):
+            return claimed
+        gathered = await self._evidence(run, claimed, scope)
+        result = await self._adjudicate(run, gathered)
+        self._remember(gathered.worth_keeping())
+        return result
 
-        @asynccontextmanager
-        async def step(name: str) -> AsyncIterator[list[str]]:
-            await progress.stage(name)
-            detail: list[str] = []
-            t0 = time.perf_counter()
-            try:
-                yield detail
-            finally:
-                steps.append(Step(name=name, ms=round((time.perf_counter() - t0) * 1000, 2),
-                                  detail="; ".join(detail)))
+    # --- stages --------------------------------------------------------------------------------
 
-        async with step("intake") as d:
+    async def _intake(self, run: CheckRun, raw: str | bytes) -> Admitted | Result:
+        """The message cleaned and measured, and the LLM to use; offline, a message with no factual claim
+        is answered here."""
+        async with run.step("intake") as d:
             msg = intake(raw, self.max_input_chars)
             d.append(f"{len(msg.text)} chars, language {msg.language}, {len(msg.urls)} link(s)")
-        lang = msg.language
-        notes: list[str] = list(msg.notes)
-        llm = self.llm
+        run.notes.extend(msg.notes)
+        llm: LLM | None = self.llm
         if llm is not None and await self._over_budget():
             llm = None
-            notes.append(BudgetExceeded.user_message)
+            run.notes.append(BudgetExceeded.user_message)
 
         if llm is None and self.claim_gate is not None and not msg.urls:
             # Offline, a message with no factual claim ("hello", an opinion, an advert) is answered
@@ -148,19 +147,24 @@ class Engine:
             # gate's e5 vector is the matcher's, cached: a checkable message costs no extra model call.
             t0 = time.perf_counter()
             gate = await self.claim_gate.assess(msg.text)
-            steps.append(Step(name="checkability", ms=round((time.perf_counter() - t0) * 1000, 2),
-                              detail=f"p_claim {gate.p_claim:.2f}"))
+            run.steps.append(Step(name="checkability", ms=round((time.perf_counter() - t0) * 1000, 2),
+                                  detail=f"p_claim {gate.p_claim:.2f}"))
             if not gate.checkable:
-                return not_checkable_result(check_id, msg.text, lang, gate, notes, steps)
+                return not_checkable_result(run.check_id, msg.text, msg.language, gate, run.notes, run.steps)
+        return Admitted(msg, llm)
 
+    async def _claims(self, run: CheckRun, admitted: Admitted, scope: str) -> Claimed | Result:
+        """The claims to check (the LLM's, else the whole message) and the knowledge base's matches for the
+        whole message; a message the LLM reads as opinion or too vague is answered here."""
+        msg, llm = admitted.msg, admitted.llm
         # The knowledge-base match needs only the message: it runs while the LLM extracts the claims,
         # so its embedding and search are off the critical path.
         matching = asyncio.create_task(self.matcher.match(msg.text, msg.urls))
         extraction: ClaimExtraction | None = None
         if llm is not None:
-            async with step("claims") as d:
+            async with run.step("claims") as d:
                 try:
-                    extraction = await extract_claims(msg.text, lang, llm)
+                    extraction = await extract_claims(msg.text, msg.language, llm)
                 except BaseException:
                     matching.cancel()
                     raise
@@ -170,106 +174,73 @@ class Engine:
             if extraction.mode == "llm" and extraction.kind in ("OPINION", "AMBIGUOUS", "NONE") and not msg.urls:
                 matching.cancel()
                 await asyncio.gather(matching, return_exceptions=True)
-                return self._not_checkable(check_id, msg, extraction, notes, steps)
+                return _not_checkable(run, msg, extraction)
             if extraction.mode != "llm":
                 extraction = None  # the whole message is the claim, as offline
 
-        async with step("match") as d:
+        async with run.step("match") as d:
             matches = await matching
             d.append(", ".join(f"{m.similarity:.2f}/{m.tier}" for m in matches) or "no candidates")
             denied = (await self.source_policy.denied_filter(scope)) if self.source_policy else (lambda u: False)
             kept = [m for m in matches if not (m.url and denied(m.url))]
             if len(kept) < len(matches):
                 d.append(f"{len(matches) - len(kept)} from denied domains left out")
-                notes.append(f"{len(matches) - len(kept)} fact-check(s) from domains an admin denied were left out.")
-            matches = kept
+                run.notes.append(f"{len(matches) - len(kept)} fact-check(s) from domains an admin denied were "
+                                 "left out.")
+        return Claimed(msg, llm, _claims_of(msg, extraction), kept, denied)
 
+    async def _evidence(self, run: CheckRun, claimed: Claimed, scope: str) -> Gathered:
+        """Every claim's evidence searched (and, with an LLM, judged) concurrently, within the deadline."""
         rules = await self.source_policy.rules(scope) if self.source_policy else None
-        claims = self._claims(msg, extraction)
+        claims, llm = claimed.claims, claimed.llm
         judged: list[ClaimVerdict] = []
         traces: list[SourceTrace] = []
-        gathered: list[tuple[str, list[Evidence]]] = []
+        found: list[tuple[str, list[Evidence]]] = []
         if self.sources or llm is not None:
-            async with step("evidence") as d:
-                remaining = self.deadline_s - (time.monotonic() - started)
-                tasks = [asyncio.create_task(self._claim(c, msg, matches, llm, rules, denied)) for c in claims]
+            async with run.step("evidence") as d:
+                remaining = self.deadline_s - run.elapsed()
+                tasks = [asyncio.create_task(self._claim(c, claimed, rules)) for c in claims]
                 done, pending = await asyncio.wait(tasks, timeout=max(1.0, remaining))
                 for task in pending:
                     task.cancel()
                 if pending:
                     await asyncio.gather(*pending, return_exceptions=True)
-                    notes.append(f"{len(pending)} of {len(claims)} claim(s) could not be finished before the "
-                                 f"{self.deadline_s:.0f} s deadline.")
+                    run.notes.append(f"{len(pending)} of {len(claims)} claim(s) could not be finished before "
+                                     f"the {self.deadline_s:.0f} s deadline.")
                 for task in tasks:
                     if task in done and not task.cancelled() and task.exception() is None:
-                        verdict, evidence, reports = task.result()
-                        if verdict is not None:
-                            judged.append(verdict)
-                        gathered.append((verdict.claim if verdict else claims[0].text, evidence))
-                        traces += reports
+                        one = task.result()
+                        if one.verdict is not None:
+                            judged.append(one.verdict)
+                        found.append((one.verdict.claim if one.verdict else claims[0].text, one.evidence))
+                        traces += one.traces
                     elif task in done and task.exception() is not None:
                         log.error("claim check failed", exc_info=task.exception())
-                d.append(f"{sum(len(e) for _, e in gathered)} item(s) from "
+                d.append(f"{sum(len(e) for _, e in found)} item(s) from "
                          f"{len({tr.source for tr in traces})} source(s); "
                          + ", ".join(f"{tr.source}: {'ok' if tr.ok else tr.error}" for tr in traces[:8]))
             if llm is not None:
                 # Offline, web/news evidence is listed but never judged, so a provider being down does
                 # not change the answer; it stays in the trace (/evidence) instead of on the card.
-                notes += _source_notes(traces, {src.name: src.label for src in self.sources})
+                run.notes += _source_notes(traces, {src.name: src.label for src in self.sources})
+        return Gathered(claimed, judged, found, traces)
 
-        async with step("verdict") as d:
-            if judged:
-                agg = aggregate(judged)
-                mode: Literal["offline", "llm"] = "llm" if any(cv.mode == "llm" for cv in judged) else "offline"
-                if mode == "offline" and BudgetExceeded.user_message not in notes:
-                    notes.append("The language model could not be reached, so this answer follows the offline "
-                                 "rules: only matching fact-checks decide.")
-                result = Result(
-                    id=check_id, text=msg.text, language=lang, verdict=agg.verdict,
-                    label=t(f"label.{agg.verdict.value}", lang), confidence=agg.confidence,
-                    reasoning=agg.reasoning, citations=agg.citations, matches=matches, mode=mode,
-                    notes=notes + [n for cv in judged for n in _user_notes(cv)],
-                    claims=[_outcome(cv, lang) for cv in agg.claims] if len(agg.claims) > 1 else [],
-                    evidence=[_item(j, cv.claim) for cv in judged for j in cv.stances])
-                d.append(f"{agg.verdict.value} ({agg.confidence:.2f}), {mode}, rule: {agg.rule}")
+    async def _adjudicate(self, run: CheckRun, gathered: Gathered) -> Result:
+        """The verdict: aggregated from the claims' verdicts (LLM path), else from matching fact-checks only."""
+        async with run.step("verdict") as d:
+            if gathered.judged:
+                result, detail = _judged_result(run, gathered)
             else:
-                decided = decide(msg.text, matches, language=lang)
-                extra = [EvidenceItem(url=e.url, title=e.title, domain=e.domain, source=e.source,
-                                      source_type=e.source_type, claim=claim)
-                         for claim, evs in gathered for e in evs if e.source_type != "factcheck"]
-                unjudged = ([f"{len(extra)} web/news item(s) were found but not judged: without an LLM, tipline "
-                             "only gives verdicts from matching fact-checks (see /evidence)."] if extra else [])
-                result = Result(
-                    id=check_id, text=msg.text, language=lang, verdict=decided.verdict,
-                    label=t(f"label.{decided.verdict.value}", lang), confidence=decided.confidence,
-                    reasoning=decided.reasoning, citations=decided.citations, matches=decided.matches,
-                    mode="offline", notes=notes + decided.notes + unjudged, evidence=extra)
-                d.append(f"{decided.verdict.value} ({decided.confidence:.2f}), offline")
-        result.steps = steps
-        result.sources = traces
-        if judged:
-            # On the LLM path only what was ranked is embedded (core/ranking.py: the shortlist); of that,
-            # what was judged relevant is worth keeping. Indexing everything found would embed the
-            # rest in the background, the largest CPU cost of a check, for items nobody found relevant.
-            relevant = {j.url for cv in judged for j in cv.stances}
-            gathered = [(claim, [e for e in evs if e.url in relevant]) for claim, evs in gathered]
-        self._remember(gathered)
+                result, detail = _offline_result(run, gathered)
+            d.append(detail)
+        result.steps = run.steps
+        result.sources = gathered.traces
         return result
 
-    # --- stages --------------------------------------------------------------------------------
-
-    def _claims(self, msg: Intake, extraction: ClaimExtraction | None) -> list[Claim]:
-        # Offline, the whole message is the claim: matching was trained and measured on whole messages,
-        # and the sentence heuristic would only cut context away.
-        if extraction is None or not extraction.claims:
-            return [Claim(text=msg.text)]
-        return extraction.claims
-
-    async def _claim(self, claim: Claim, msg: Intake, matches: list[Match], llm: LLM | None,
-                     rules: DomainRules | None, denied: Callable[[str], bool],
-                     ) -> tuple[ClaimVerdict | None, list[Evidence], list[SourceTrace]]:
+    async def _claim(self, claim: Claim, claimed: Claimed, rules: DomainRules | None) -> ClaimEvidence:
         """Queries -> evidence (widened while short) -> verdict, for one claim. Starts as soon as the
         claim exists; each claim runs concurrently with the others."""
+        msg, matches, llm, denied = claimed.msg, claimed.matches, claimed.llm, claimed.denied
         lang = msg.language
         plan = await plan_queries(claim.text, lang, llm=llm, entities=claim.entities, when=claim.when,
                                   where=claim.where)
@@ -331,19 +302,10 @@ class Engine:
             query = ClaimQuery(claim=claim.text, queries=new_queries, language=lang, urls=[], allow_domains=[])
         items = list(evidence.values())
         if llm is None:
-            return None, items, traces
+            return ClaimEvidence(None, items, traces)
         if verdict is None or judged_on != len(items):
             verdict = await judge()
-        return verdict, items, traces
-
-    def _not_checkable(self, check_id: str, msg: Intake, extraction: ClaimExtraction, notes: list[str],
-                       steps: list[Step]) -> Result:
-        """The LLM classified the message as opinion, too vague, or without a claim: say why, search nothing."""
-        why = t(f"notcheckable.{extraction.kind}", msg.language)
-        reasoning = why + (f" ({extraction.reason})" if extraction.reason else "")
-        return Result(id=check_id, text=msg.text, language=msg.language, verdict=Verdict.NOT_CHECKABLE,
-                      label=t("label.NOT_CHECKABLE", msg.language), confidence=0.9, reasoning=reasoning,
-                      mode="llm", notes=notes, steps=steps)
+        return ClaimEvidence(verdict, items, traces)
 
     async def _over_budget(self) -> bool:
         if self.llm is None:
@@ -355,7 +317,8 @@ class Engine:
 
     def _remember(self, gathered: list[tuple[str, list[Evidence]]]) -> None:
         """Index new web/news evidence in the background: the knowledge base grows with use."""
-        if self.evidence_store is None:
+        store = self.evidence_store
+        if store is None:
             return
         fresh = [e for _, evs in gathered for e in evs if e.source_type in ("news", "web", "page")]
         if not fresh:
@@ -363,13 +326,65 @@ class Engine:
 
         async def add() -> None:
             try:
-                await self.evidence_store.add(fresh)  # type: ignore[union-attr]
+                await store.add(fresh)
             except Exception:
                 log.warning("could not index %d evidence item(s)", len(fresh), exc_info=True)
 
         task = asyncio.create_task(add())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _claims_of(msg: Intake, extraction: ClaimExtraction | None) -> list[Claim]:
+    # Offline, the whole message is the claim: matching was trained and measured on whole messages,
+    # and the sentence heuristic would only cut context away.
+    if extraction is None or not extraction.claims:
+        return [Claim(text=msg.text)]
+    return extraction.claims
+
+
+def _not_checkable(run: CheckRun, msg: Intake, extraction: ClaimExtraction) -> Result:
+    """The LLM classified the message as opinion, too vague, or without a claim: say why, search nothing."""
+    why = t(f"notcheckable.{extraction.kind}", msg.language)
+    reasoning = why + (f" ({extraction.reason})" if extraction.reason else "")
+    return Result(id=run.check_id, text=msg.text, language=msg.language, verdict=Verdict.NOT_CHECKABLE,
+                  label=t("label.NOT_CHECKABLE", msg.language), confidence=0.9, reasoning=reasoning,
+                  mode="llm", notes=run.notes, steps=run.steps)
+
+
+def _judged_result(run: CheckRun, gathered: Gathered) -> tuple[Result, str]:
+    """The claims' verdicts aggregated into the answer, and the verdict step's detail."""
+    msg, judged, lang = gathered.claimed.msg, gathered.judged, gathered.claimed.msg.language
+    agg = aggregate(judged)
+    mode: Literal["offline", "llm"] = "llm" if any(cv.mode == "llm" for cv in judged) else "offline"
+    if mode == "offline" and BudgetExceeded.user_message not in run.notes:
+        run.notes.append("The language model could not be reached, so this answer follows the offline "
+                         "rules: only matching fact-checks decide.")
+    result = Result(
+        id=run.check_id, text=msg.text, language=lang, verdict=agg.verdict,
+        label=t(f"label.{agg.verdict.value}", lang), confidence=agg.confidence,
+        reasoning=agg.reasoning, citations=agg.citations, matches=gathered.claimed.matches, mode=mode,
+        notes=run.notes + [n for cv in judged for n in _user_notes(cv)],
+        claims=[_outcome(cv, lang) for cv in agg.claims] if len(agg.claims) > 1 else [],
+        evidence=[_item(j, cv.claim) for cv in judged for j in cv.stances])
+    return result, f"{agg.verdict.value} ({agg.confidence:.2f}), {mode}, rule: {agg.rule}"
+
+
+def _offline_result(run: CheckRun, gathered: Gathered) -> tuple[Result, str]:
+    """Offline (or nothing judged): only a matching fact-check decides; web/news found is listed, unjudged."""
+    msg, lang = gathered.claimed.msg, gathered.claimed.msg.language
+    decided = decide(msg.text, gathered.claimed.matches, language=lang)
+    extra = [EvidenceItem(url=e.url, title=e.title, domain=e.domain, source=e.source,
+                          source_type=e.source_type, claim=claim)
+             for claim, evs in gathered.found for e in evs if e.source_type != "factcheck"]
+    unjudged = ([f"{len(extra)} web/news item(s) were found but not judged: without an LLM, tipline "
+                 "only gives verdicts from matching fact-checks (see /evidence)."] if extra else [])
+    result = Result(
+        id=run.check_id, text=msg.text, language=lang, verdict=decided.verdict,
+        label=t(f"label.{decided.verdict.value}", lang), confidence=decided.confidence,
+        reasoning=decided.reasoning, citations=decided.citations, matches=decided.matches,
+        mode="offline", notes=run.notes + decided.notes + unjudged, evidence=extra)
+    return result, f"{decided.verdict.value} ({decided.confidence:.2f}), offline"
 
 
 def _trace(r: SourceReport, claim: str) -> SourceTrace:
@@ -397,6 +412,6 @@ def _outcome(cv: ClaimVerdict, lang: str) -> ClaimOutcome:
                         score=cv.score)
 
 
-def _item(j, claim: str) -> EvidenceItem:  # j: core.verify.EvidenceJudgement
+def _item(j: EvidenceJudgement, claim: str) -> EvidenceItem:
     return EvidenceItem(url=j.url, title=j.title, domain=j.domain, source="", source_type="", stance=j.stance,
                         relevance=j.relevance, credibility=j.credibility, claim=claim)
