@@ -113,9 +113,10 @@ async def test_filters_scroll_delete_and_payload_updates_agree(stores):
     for store in stores:
         mv = MessageVectors(store, "messages")
         await mv.ensure()
-        await mv.upsert([MessagePoint(f"k{i}", vecs[i], "telegram", f"c{i % 7}", str(i), float(times[i]),
+        await mv.upsert([MessagePoint(f"k{i}", f"telegram:c{i % 7}", float(times[i]),
                                       story=f"s{i % 50}", story_start=0.0, entities=frozenset({f"e{i % 3}"}),
-                                      terms=frozenset({i % 11, 100 + i % 13}), denies=i % 5 == 0)
+                                      terms=frozenset({i % 11, 100 + i % 13}), denies=i % 5 == 0,
+                                      vector=vecs[i], platform="telegram", message_id=str(i))
                          for i in range(n)])
         q, t, w = vecs[5], 15 * 86400.0, 7 * 86400.0
         near = await mv.nearest(q, t=t, window_s=w, exclude_chats=["telegram:c2", "telegram:c3"], floor=0.1,
@@ -210,8 +211,8 @@ async def test_index_builds_run_in_the_background_and_searches_keep_answering(tm
     try:
         mv = MessageVectors(store, "messages")
         await mv.ensure()
-        points = [MessagePoint(f"k{i}", vecs[i], "telegram", f"c{i % 5}", str(i), float(i), f"k{i}", float(i),
-                               frozenset(), frozenset(), False) for i in range(n)]
+        points = [MessagePoint(f"k{i}", f"telegram:c{i % 5}", float(i), f"k{i}", float(i), frozenset(), frozenset(),
+                               False, vecs[i], "telegram", str(i)) for i in range(n)]
         await mv.upsert(points[:3000])
         assert not store._tasks  # below the threshold: nothing to build, searches scan in full
         assert await store.indexed_vectors("messages") == 0
@@ -312,8 +313,8 @@ async def test_writes_made_during_a_build_are_indexed_by_the_next_one(tmp_path):
         mv = MessageVectors(store, "messages")
         await mv.ensure()
         for i in range(0, n, 500):  # faster than a build: most points arrive while one runs
-            await mv.upsert([MessagePoint(f"k{j}", vecs[j], "telegram", "c", str(j), float(j), f"k{j}", 0.0,
-                                          frozenset(), frozenset(), False) for j in range(i, i + 500)])
+            await mv.upsert([MessagePoint(f"k{j}", "telegram:c", float(j), f"k{j}", 0.0, frozenset(), frozenset(),
+                                          False, vecs[j], "telegram", str(j)) for j in range(i, i + 500)])
         await store.settle()
         assert await store.indexed_vectors("messages") == n == await mv.count()
         near = await mv.nearest(vecs[8999], t=None, window_s=0, floor=0.0, limit=1)

@@ -169,16 +169,16 @@ else:
                         [
                             MessagePoint(
                                 f"k{j}",
-                                vecs[j],
-                                "telegram",
-                                chats[j][9:],
-                                str(j),
+                                f"telegram:{chats[j][9:]}",
                                 float(ts[j]),
                                 f"k{j}",
                                 float(ts[j]),
                                 frozenset({"e"}),
                                 frozenset({j % 1000, 7}),
                                 False,
+                                vector=vecs[j],
+                                platform="telegram",
+                                message_id=str(j),
                             )
                             for j in range(i, min(N, i + 2048))
                         ]

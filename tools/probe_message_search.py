@@ -37,16 +37,16 @@ async def main():
                 [
                     MessagePoint(
                         f"k{j}",
-                        vecs[j],
-                        "telegram",
-                        f"c{chats[j]}",
-                        str(j),
+                        f"telegram:c{chats[j]}",
                         float(ts[j]),
                         f"k{j}",
                         0.0,
                         frozenset(),
                         frozenset({1}),
                         False,
+                        vector=vecs[j],
+                        platform="telegram",
+                        message_id=str(j),
                     )
                     for j in range(i, min(N, i + 2048))
                 ]
