@@ -48,6 +48,8 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
     now = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory(prefix="tipline-bench-") as tmp:
         async with build_app(temp_settings(settings, Path(tmp)), seed=False) as app:
+            if app.corroborator is None:  # build_app always builds one; App leaves it optional for others
+                raise RuntimeError("bench corroborate: the app has no corroborator")
             c, embedder, multi = app.corroborator, app.embedder, app.corroborator.multilingual
             # The stored messages' vectors are not timed: `cache` keeps them between report runs.
             cache = cache or VectorCache(None)
@@ -79,10 +81,10 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 at = now - timedelta(seconds=float(rng.uniform(0, 29 * 86400)))
                 msgs.append(TrackedMessage("telegram", chat, str(i), base[j], at, author=f"@bench{chat[-4:]}",
                                            permalink=f"https://t.me/bench/{i}", kind="channel"))
-                v = vecs[j] + rng.normal(0, 0.01, vecs.shape[1]).astype(np.float32)
+                v = vecs[j] + rng.normal(0, 0.01, int(vecs.shape[1])).astype(np.float32)
                 mvecs[i] = v / np.linalg.norm(v)
                 if mmulti is not None and multi_base is not None:
-                    w = multi_base[j] + rng.normal(0, 0.01, multi_base.shape[1]).astype(np.float32)
+                    w = multi_base[j] + rng.normal(0, 0.01, int(multi_base.shape[1])).astype(np.float32)
                     mmulti[i] = w / np.linalg.norm(w)
                 stories.append(f"telegram:bench:{j}")
             t0 = time.perf_counter()
