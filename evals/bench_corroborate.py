@@ -81,6 +81,7 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 at = now - timedelta(seconds=float(rng.uniform(0, 29 * 86400)))
                 msgs.append(TrackedMessage("telegram", chat, str(i), base[j], at, author=f"@bench{chat[-4:]}",
                                            permalink=f"https://t.me/bench/{i}", kind="channel"))
+                # int(): numpy's stubs read an untyped shape entry as normal()'s scalar overload (mypy)
                 v = vecs[j] + rng.normal(0, 0.01, int(vecs.shape[1])).astype(np.float32)
                 mvecs[i] = v / np.linalg.norm(v)
                 if mmulti is not None and multi_base is not None:
