@@ -25,7 +25,7 @@ from bot.chat_app import ChatApp
 from bot.queue import BUSY_TEXT, JobQueue
 from evals.bench_ocr import VARIANTS, render
 from storage.jobs import JobStore
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_slack import SECRET, event_body, mention, post
@@ -50,8 +50,8 @@ class HeldDownloads(FakeTelegram):
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("progress-delay") / "data", model_dir)
+async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("progress-delay") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 
@@ -116,6 +116,25 @@ async def test_telegram_slow_check_gets_the_placeholder_after_the_delay_then_the
         assert fake.called("sendChatAction")
     finally:
         fake.gate.set()
+        await queue.stop()
+        await bot.stop()
+        await fake.stop()
+
+
+async def test_telegram_fast_refusal_is_one_sentence_without_a_placeholder(app):
+    """The `say` path: a screenshot with no text, read within the delay, gets its one sentence as the one
+    message (before, a "reading the text in the image" placeholder was edited into it)."""
+    fake = await FakeTelegram().start()
+    bot, queue = await telegram(fake, app, progress_after=30.0)
+    try:
+        msg = await fake.send_user_message(document=(render(" ", VARIANTS[0]), "image/png", "blank.png"),
+                                           **asker(31_006))
+        sent = await fake.wait_for(lambda: fake.replies_to(msg["message_id"]), timeout=60)
+        await asyncio.sleep(0.3)
+        assert len(fake.replies_to(msg["message_id"])) == 1
+        assert sent[0].params["text"].startswith("I found no text in that image")
+        assert not fake.edits_of(sent[0].result["message_id"])
+    finally:
         await queue.stop()
         await bot.stop()
         await fake.stop()
