@@ -13,7 +13,7 @@ The first reply waits: a check's "🔎 Checking…" is sent only once it has run
 :eyes: reaction (Slack), signs a crash cannot leave behind.
 
 Backpressure: past `queue_max` waiting jobs a new request is still taken, and its user is told
-"busy — you are #N in line" (that notice becomes the reply message the verdict later replaces);
+"busy — you are #N in line" once it has waited `progress_after` seconds (that notice becomes the reply message the verdict later replaces);
 past `hard_cap` the request is refused with a clear sentence. Per-user and per-chat token buckets
 (bot/limits.py) refuse floods the same way. Refusals are persisted too, so a re-delivery of a
 refused request is recognised and not answered twice.
@@ -219,6 +219,13 @@ class JobQueue:
             self._tasks.add(me)
             me.add_done_callback(self._tasks.discard)
         if self._stopping or not await self.store.hold(job.id):
+            return
+        fresh = await self.store.get_id(job.id)
+        if fresh is None or fresh.attempts or fresh.reply_ref is not None:
+            # A worker ran it meanwhile and put it back (a failed attempt): it has answered or will edit its
+            # own reply; a notice now would be a second message.
+            await self.store.unhold(job.id)
+            self._wake.set()
             return
         position = await self.store.position(job)
         self._notice(job, BUSY_TEXT.format(n=position), unhold=True)
