@@ -6,9 +6,14 @@ Unit tests cannot reach the network: any connection to a non-loopback address fa
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import shutil
 import socket
+import subprocess
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -69,13 +74,64 @@ def isolated_settings(data_dir: Path, model_dir: Path, **kw) -> Settings:
                         **{"gdelt_url": None, **kw})
 
 
+# What a first start writes into a data dir depends on these settings only (the models that embed the
+# seed, the collections it goes into, whether it is loaded at all).
+_SEED_FIELDS = ("embed_model", "embed_url", "embed_model_dir", "qdrant_url", "factchecks_collection",
+                "evidence_collection", "messages_collection", "stories_across_languages", "seed_on_start")
+
+
+@dataclass(frozen=True)
+class SeededDataDir:
+    """A data dir as the first `build_app` leaves it: the seed knowledge base embedded by both models.
+
+    That first start costs ~5.5 s of CPU (MiniLM embedding the seed's 107 claims and titles: 4.9 s of it),
+    and ~60 apps are built per suite run; a copy costs ~0.2 s. A test's app then starts on an existing
+    data dir, as every start after the first one does; the first start itself is what builds this
+    template (once per worker) and what tests/test_seed_kb.py tests."""
+
+    path: Path
+    settings: Settings
+
+    def fits(self, settings: Settings) -> bool:
+        return all(getattr(settings, f) == getattr(self.settings, f) for f in _SEED_FIELDS)
+
+    def copy_to(self, data_dir: Path) -> Path:
+        """Fill a new (or empty) `data_dir` with the seeded one; returns `data_dir`."""
+        if data_dir.exists():
+            data_dir.rmdir()  # an empty dir from mktemp; a dir with something in it is an error here
+        data_dir.parent.mkdir(parents=True, exist_ok=True)
+        try:  # Qdrant Edge preallocates ~500 MB of sparse files per data dir (2.4 MB used): keep them sparse
+            subprocess.run(["cp", "-a", "--sparse=always", str(self.path), str(data_dir)], check=True,
+                           capture_output=True)
+        except (OSError, subprocess.CalledProcessError):  # not GNU cp
+            shutil.rmtree(data_dir, ignore_errors=True)
+            shutil.copytree(self.path, data_dir)
+        return data_dir
+
+
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> SeededDataDir:
+    settings = isolated_settings(tmp_path_factory.mktemp("seeded") / "data", model_dir)
+
+    async def first_start() -> None:
+        async with build_app(settings):
+            pass
+
+    # Its own thread and event loop: session-, module- and function-scoped loops all ask for this.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, first_start()).result()
+    return SeededDataDir(settings.data_dir, settings)
+
+
 @pytest.fixture
-def settings(tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+def settings(tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch, seeded: SeededDataDir) -> Settings:
     # Settings read the environment; make sure a developer's TIPLINE_* variables can't leak in.
     for key in list(__import__("os").environ):
         if key.startswith("TIPLINE_"):
             monkeypatch.delenv(key)
-    return Settings(data_dir=tmp_path / "data", embed_model_dir=model_dir, _env_file=None, gdelt_url=None)
+    # An already seeded data dir (a copy): see SeededDataDir.
+    return Settings(data_dir=seeded.copy_to(tmp_path / "data"), embed_model_dir=model_dir, _env_file=None,
+                    gdelt_url=None)
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from tests.conftest import isolated_settings
 
 
 @pytest.fixture(scope="module")
-async def shared(tmp_path_factory, model_dir):
+async def shared(tmp_path_factory, model_dir, seeded):
     """One app for the read-only checks of this module (building one takes seconds); tests that change
     settings use the function-scoped `app`."""
-    settings = isolated_settings(tmp_path_factory.mktemp("e2e") / "data", model_dir)
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("e2e") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

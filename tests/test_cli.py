@@ -20,9 +20,9 @@ def run(args, env_extra, stdin=None, timeout=180):
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory, model_dir):
+def env(tmp_path_factory, model_dir, seeded):
     # The CLI runs as a subprocess, outside the network guard: keep it off the public news API.
-    return {"TIPLINE_DATA_DIR": str(tmp_path_factory.mktemp("cli") / "data"),
+    return {"TIPLINE_DATA_DIR": str(seeded.copy_to(tmp_path_factory.mktemp("cli") / "data")),
             "TIPLINE_EMBED_MODEL_DIR": str(model_dir), "TIPLINE_GDELT_URL": ""}
 
 

@@ -24,7 +24,7 @@ from bot.chat import CHECKING, CheckService
 from bot.chat_app import ChatApp, build_digests
 from bot.digest_schedule import DigestService
 from core.i18n import t
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_feedback import block_actions
@@ -76,8 +76,8 @@ class ManualClock:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("digest") / "data", model_dir)
+async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("digest") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.banner import tipline_version
+from tests.conftest import SeededDataDir
 from tests.fakes.embeddings_api import FakeEmbeddings
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.qdrant_api import FakeQdrant
@@ -143,7 +144,9 @@ async def test_doctor_offline_reaches_no_provider_and_exits_0(tmp_path: Path, mo
         await search.stop()
 
 
-async def test_run_prints_a_banner_then_stops_on_sigterm(tmp_path: Path, model_dir: Path) -> None:
+async def test_run_prints_a_banner_then_stops_on_sigterm(tmp_path: Path, model_dir: Path,
+                                                          seeded: SeededDataDir) -> None:
+    seeded.copy_to(tmp_path / "data")  # run() builds the app before anything else: skip the first-start seeding
     tg = await FakeTelegram().start()
     port = _free_port()
     env = _env(tmp_path, model_dir, telegram_token=tg.token, telegram_api_url=tg.base_url, api_token="t0ken",
@@ -176,7 +179,9 @@ async def test_run_prints_a_banner_then_stops_on_sigterm(tmp_path: Path, model_d
         await tg.stop()
 
 
-async def test_a_wrong_telegram_token_ends_in_one_sentence(tmp_path: Path, model_dir: Path) -> None:
+async def test_a_wrong_telegram_token_ends_in_one_sentence(tmp_path: Path, model_dir: Path,
+                                                            seeded: SeededDataDir) -> None:
+    seeded.copy_to(tmp_path / "data")
     tg = await FakeTelegram().start()
     try:
         env = _env(tmp_path, model_dir, telegram_token="123:WRONG", telegram_api_url=tg.base_url,
@@ -191,7 +196,9 @@ async def test_a_wrong_telegram_token_ends_in_one_sentence(tmp_path: Path, model
         await tg.stop()
 
 
-async def test_no_network_to_telegram_ends_in_one_sentence(tmp_path: Path, model_dir: Path) -> None:
+async def test_no_network_to_telegram_ends_in_one_sentence(tmp_path: Path, model_dir: Path,
+                                                            seeded: SeededDataDir) -> None:
+    seeded.copy_to(tmp_path / "data")
     dead = f"http://127.0.0.1:{_free_port()}/bot"  # nothing listens there
     env = _env(tmp_path, model_dir, telegram_token="123:ABC", telegram_api_url=dead, http_port=str(_free_port()))
     code, _, err = await _tipline(tmp_path, env, "run")
@@ -313,7 +320,8 @@ async def test_doctor_on_a_machine_without_network_warns_about_gdelt_and_exits_0
     ("xoxb-not-an-app-token", "tipline: TIPLINE_SLACK_APP_TOKEN must be an app-level token starting with xapp-"),
 ])
 async def test_a_wrong_slack_app_token_ends_in_one_sentence(tmp_path: Path, model_dir: Path, app_token: str,
-                                                            sentence: str) -> None:
+                                                            sentence: str, seeded: SeededDataDir) -> None:
+    seeded.copy_to(tmp_path / "data")
     from tests.fakes.slack_socket import FakeSlackSocket
 
     slack = await FakeSlackSocket().start()

@@ -37,7 +37,7 @@ from storage.sqlite import Database
 from tests.fakes.loopback import serve_on_loopback
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -370,8 +370,8 @@ async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, mode
 # database, so idempotency keys of one test's fake server can't meet another's.
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def q_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("queue") / "data", model_dir)
+async def q_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("queue") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

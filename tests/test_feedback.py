@@ -31,7 +31,7 @@ from schema.models import Citation, Match, Result, Step, Verdict, new_check_id
 from storage.feedback import UNMATCHED_REASON, FeedbackStore
 from storage.sqlite import Database
 from tests.fakes.slack_api import TEAM_ID, FakeSlack
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_slack import SECRET, dm, event_body, mention, post
 
@@ -57,8 +57,8 @@ def make_result(text: str, *, matched: bool = True, verdict: Verdict | None = No
 
 
 @pytest_asyncio.fixture(scope="module")
-async def fb_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("feedback") / "data", model_dir)
+async def fb_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("feedback") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

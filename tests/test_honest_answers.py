@@ -16,8 +16,8 @@ from bot.app import build_app
 
 
 @pytest.fixture(scope="module")
-async def shared(tmp_path_factory, model_dir):
-    settings = isolated_settings(tmp_path_factory.mktemp("honest") / "data", model_dir)
+async def shared(tmp_path_factory, model_dir, seeded):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("honest") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

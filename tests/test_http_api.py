@@ -3,11 +3,13 @@
 import asyncio
 import json
 import socket
+import time
 
 import aiohttp
 import pytest
 
 from adapters.run import NoAdapterConfigured, run
+from tests.conftest import isolated_settings
 
 TOKEN = "s3cret-token"
 
@@ -18,15 +20,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-async def server(settings):
+@pytest.fixture(scope="module")
+async def server(tmp_path_factory, model_dir, seeded):
+    """One `tipline run` for the module: its tests only read, or add checks of their own (each start of
+    run() builds an app: ~1 s of CPU on a seeded data dir, and this module has 10 tests)."""
     port = _free_port()
-    configured = settings.model_copy(update={"api_token": TOKEN, "http_port": port})
+    configured = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("http-api") / "data"), model_dir,
+                                   api_token=TOKEN, http_port=port)
     stop = asyncio.Event()
     task = asyncio.create_task(run(configured, stop))
     base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300  # a loaded machine: run() answers once the models are loaded
     async with aiohttp.ClientSession() as http:
-        for _ in range(300):  # the first start loads the model and the seed
+        while True:
             if task.done():
                 task.result()
             try:
@@ -34,7 +40,9 @@ async def server(settings):
                     if r.status == 200:
                         break
             except aiohttp.ClientConnectionError:
-                await asyncio.sleep(0.1)
+                pass
+            assert time.monotonic() < deadline, "tipline run did not answer /healthz in 300 s"
+            await asyncio.sleep(0.1)
         yield base, http
     stop.set()
     await asyncio.wait_for(task, 30)

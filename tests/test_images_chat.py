@@ -25,7 +25,7 @@ from bot.queue import JobQueue
 from evals.bench_ocr import VARIANTS, render
 from schema.models import Verdict
 from storage.jobs import JobStore
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_slack import event_body, post
@@ -44,8 +44,8 @@ def screenshot(text: str, variant: int = 0) -> bytes:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("images") / "data", model_dir)
+async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("images") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from tests.conftest import SeededDataDir
+
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "ingest-test-token"
 CSV = ("claim,url,rating,publisher,date\n"
@@ -46,7 +48,8 @@ def _env(tmp_path: Path, model_dir: Path, port: int, **extra: str) -> dict[str, 
 
 
 @pytest.fixture
-async def bot(tmp_path: Path, model_dir: Path) -> AsyncIterator[Bot]:
+async def bot(tmp_path: Path, model_dir: Path, seeded: SeededDataDir) -> AsyncIterator[Bot]:
+    seeded.copy_to(tmp_path / "data")  # the bot starts on a seeded data dir, as after its first start
     port = _free_port()
     env = _env(tmp_path, model_dir, port)
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "adapters.main", "run", env=env, cwd=tmp_path,

@@ -24,8 +24,8 @@ from tests.conftest import isolated_settings
 
 
 @pytest.fixture(scope="module")
-async def shared(tmp_path_factory, model_dir):
-    settings = isolated_settings(tmp_path_factory.mktemp("ml") / "data", model_dir)
+async def shared(tmp_path_factory, model_dir, seeded):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("ml") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

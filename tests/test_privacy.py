@@ -12,7 +12,7 @@ from bot.app import build_app
 from bot.render import to_reply
 from bot.settings import OUTBOUND, Settings
 from schema.models import Result, SourceTrace, Verdict
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.search_api import FakeSearchAPI, gdelt_article
 
 CLAIM = "The Eiffel Tower was sold for scrap metal in 2023 by the city of Paris"
@@ -83,14 +83,15 @@ async def test_a_check_sends_nothing_out_when_offline_and_says_gdelt_when_not(tm
         await search.stop()
 
 
-def test_tipline_chat_says_offline_mode_only_when_no_provider_is_on(tmp_path: Path, model_dir: Path) -> None:
+def test_tipline_chat_says_offline_mode_only_when_no_provider_is_on(tmp_path: Path, model_dir: Path,
+                                                                    seeded: SeededDataDir) -> None:
     import os
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parent.parent
     base = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
-    base.update({"TIPLINE_DATA_DIR": str(tmp_path / "data"), "TIPLINE_EMBED_MODEL_DIR": str(model_dir),
+    base.update({"TIPLINE_DATA_DIR": str(seeded.copy_to(tmp_path / "data")), "TIPLINE_EMBED_MODEL_DIR": str(model_dir),
                  "PYTHONPATH": str(root)})
 
     def ready(**env: str) -> str:

@@ -28,7 +28,7 @@ from storage.jobs import JobStore
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_slack import SECRET, event_body, mention, new_ts, post
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -40,8 +40,8 @@ SLACK_CHECK_ID = re.compile(r"Check id: `([0-9a-f]+)`")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def n_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("notify") / "data", model_dir)
+async def n_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("notify") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

@@ -28,7 +28,7 @@ from bot.render import Reply
 from bot.chat import CHECKING, CheckRequest, CheckService
 from schema.models import Citation, Verdict
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, TEAM_ID, Call, FakeSlack
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -45,8 +45,8 @@ def new_ts() -> str:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def slack_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("slack") / "data", model_dir)
+async def slack_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("slack") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

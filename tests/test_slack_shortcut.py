@@ -26,7 +26,7 @@ from schema.models import Verdict
 from storage.jobs import JobStore
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.test_slack import SECRET, new_ts, post
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -37,8 +37,8 @@ FORM = "application/x-www-form-urlencoded"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def s_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("shortcut") / "data", model_dir)
+async def s_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("shortcut") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

@@ -17,7 +17,7 @@ from adapters.slack_socket import SlackSocketMode
 from bot.app import build_app
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID
 from tests.fakes.slack_socket import FakeSlackSocket
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -26,8 +26,8 @@ USER = "U0BOB"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def socket_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("socket") / "data", model_dir)
+async def socket_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("socket") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

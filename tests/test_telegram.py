@@ -24,7 +24,7 @@ from bot.render import Reply
 from bot.chat import CHECKING, CheckRequest, ThrottledProgress
 from schema.models import Citation, Verdict
 from tests.fakes.telegram_api import BOT_USER, FakeTelegram
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -33,8 +33,8 @@ CHECK_ID = re.compile(r"Check id: <code>([0-9a-f]+)</code>")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def tg_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("tg") / "data", model_dir)
+async def tg_app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("tg") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

@@ -18,7 +18,7 @@ from bot.chat_app import ChatApp
 from bot.factcheck_files import FactCheckFiles
 from bot.queue import JobQueue
 from storage.jobs import JobStore
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.telegram_api import FakeTelegram
 
 ADMIN = {"id": 4242, "is_bot": False, "first_name": "Alice", "username": "alice", "language_code": "en"}
@@ -30,8 +30,8 @@ CSV = ("claim,url,rating,publisher,date\n"
 
 
 @pytest.fixture
-async def app(tmp_path: Path, model_dir: Path) -> AsyncIterator[App]:
-    async with build_app(isolated_settings(tmp_path / "data", model_dir, admins=["4242"])) as a:
+async def app(tmp_path: Path, model_dir: Path, seeded: SeededDataDir) -> AsyncIterator[App]:
+    async with build_app(isolated_settings(seeded.copy_to(tmp_path / "data"), model_dir, admins=["4242"])) as a:
         yield a
 
 
