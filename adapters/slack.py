@@ -31,7 +31,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.card import QUOTE_CHARS, Markup, card
-from bot.chat import ERROR_TEXT, Addressed, CheckRequest, IncomingMessage, route_direct
+from bot.chat import ERROR_TEXT, Addressed, ChatKind, CheckRequest, IncomingMessage, route_direct
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest, tracked_message
 from bot.digest import Digest, StoryAlert, alert_sections, digest_sections, item_lines
@@ -136,7 +136,7 @@ def slack_to_plain(text: str, bot_user_id: str | None = None, *, links: LinkStyl
     return plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-def _kind(event: dict[str, Any]) -> str:
+def _kind(event: dict[str, Any]) -> ChatKind:
     return "private" if event.get("channel_type") == "im" else "group"
 
 
@@ -154,7 +154,7 @@ def image_of(message: dict[str, Any]) -> ImageRef | None:
 
 def to_incoming(event: dict[str, Any], bot_user_id: str | None = None) -> IncomingMessage:
     return IncomingMessage(
-        platform="slack", chat_id=event.get("channel", ""), chat_kind=_kind(event),  # type: ignore[arg-type]
+        platform="slack", chat_id=event.get("channel", ""), chat_kind=_kind(event),
         message_id=event.get("ts", ""), text=slack_to_plain(event.get("text", ""), bot_user_id),
         thread_id=event.get("thread_ts"), sender_id=event.get("user"), raw=event, image=image_of(event),
     )
@@ -551,10 +551,12 @@ class SlackPresence:
 
     def __init__(self, client: AsyncWebClient):
         self.client = client
+        # An app installed before reactions:write was in the manifest answers `missing_scope` to every
+        # call: say so once and stop trying, instead of a failed call and a warning per check.
+        self.enabled = True
 
-    @staticmethod
-    def _target(req: CheckRequest, where: Mapping[str, Any]) -> dict[str, str] | None:
-        if not where.get("show_progress", True) or not req.target_id:
+    def _target(self, req: CheckRequest, where: Mapping[str, Any]) -> dict[str, str] | None:
+        if not self.enabled or not where.get("show_progress", True) or not req.target_id:
             return None
         return {"channel": str(req.chat_id), "timestamp": str(req.target_id), "name": WORKING_REACTION}
 
@@ -563,7 +565,7 @@ class SlackPresence:
             try:
                 await self.client.reactions_add(**target)
             except SlackApiError as exc:
-                if exc.response.get("error") != "already_reacted":
+                if exc.response.get("error") != "already_reacted" and not self._unscoped(exc):
                     raise
 
     async def clear(self, req: CheckRequest, where: Mapping[str, Any]) -> None:
@@ -571,8 +573,17 @@ class SlackPresence:
             try:
                 await self.client.reactions_remove(**target)
             except SlackApiError as exc:
-                if exc.response.get("error") != "no_reaction":
+                if exc.response.get("error") != "no_reaction" and not self._unscoped(exc):
                     raise
+
+    def _unscoped(self, exc: SlackApiError) -> bool:
+        if exc.response.get("error") != "missing_scope":
+            return False
+        if self.enabled:
+            log.warning("slack: the app lacks the reactions:write scope, so no :eyes: while checking; add it "
+                        "(deploy/slack-app-manifest.yml) and reinstall the app")
+        self.enabled = False
+        return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -787,7 +798,9 @@ class SlackBot:
         async def record() -> None:
             answer = await self.chat.answer(req)
             try:
-                await self._tell(client, req.chat_id, req.user_id, command.get("response_url"), esc(answer))  # type: ignore[arg-type]
+                # Slack's ids are strings; ReviewRequest's fields are widened for Telegram's integers.
+                user = None if req.user_id is None else str(req.user_id)
+                await self._tell(client, str(req.chat_id), user, command.get("response_url"), esc(answer))
             except Exception:
                 log.exception("slack: could not answer /review in %s", req.chat_id)
         self.chat.service.spawn(record(), name="tipline-slack-review")

@@ -223,6 +223,33 @@ async def test_slack_reaction_while_checking_then_one_card_and_the_reaction_remo
         await fake.stop()
 
 
+async def test_slack_without_the_reactions_scope_still_answers_and_stops_asking(app):
+    """An app installed before reactions:write was in the manifest: Slack answers `missing_scope`; the
+    check is answered as usual and the bot stops calling reactions.* after the first refusal."""
+    fake = await FakeSlack(scopes=set()).start()
+    queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0), workers=1,
+                     progress_after=30.0)
+    bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0),
+                   ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add))
+    await bot.start()
+    await queue.start()
+    try:
+        events = [mention(f"<@U0TIPBOT> {text}", channel="C0NOSCOPE")
+                  for text in (CLAIM, "Drinking bleach cures COVID-19")]
+        for ev in events:
+            await post(bot, event_body(ev))
+            await fake.wait_for(lambda ev=ev: [p for p in fake.posts_in_thread("C0NOSCOPE", ev["ts"])
+                                               if p.params.get("blocks")], timeout=60)
+        refused = fake.called("reactions.add")
+        assert len(refused) == 1 and refused[0].result["error"] == "missing_scope"
+        assert not fake.called("reactions.remove")
+        assert all(len(fake.posts_in_thread("C0NOSCOPE", ev["ts"])) == 1 for ev in events)
+    finally:
+        await queue.stop()
+        await bot.stop()
+        await fake.stop()
+
+
 async def test_slack_fake_answers_reactions_as_slack_does():
     """The wire format the presence relies on: a second add is `already_reacted`, a remove of nothing
     `no_reaction` (SlackPresence treats both as done)."""

@@ -48,6 +48,7 @@ class FakeSlack(LoopbackFake):
     files: dict[str, tuple[dict[str, Any], bytes]] = field(default_factory=dict)
     downloads: list[tuple[str, str | None]] = field(default_factory=list)  # (file id, Authorization header)
     reactions: set[tuple[str, str, str]] = field(default_factory=set)  # the bot's: (channel, message ts, name)
+    scopes: set[str] = field(default_factory=lambda: {"reactions:write"})  # of the token: without it, missing_scope
 
     def __post_init__(self) -> None:
         self._seq = itertools.count(100)
@@ -202,6 +203,9 @@ class FakeSlack(LoopbackFake):
     def _react(self, add: bool, params: dict[str, Any]) -> dict[str, Any]:
         """reactions.add / reactions.remove on a message (channel + timestamp) for the bot user: Slack's
         `already_reacted` / `no_reaction` when it is already there / not there."""
+        if "reactions:write" not in self.scopes:
+            return {"ok": False, "error": "missing_scope", "needed": "reactions:write",
+                    "provided": ",".join(sorted(self.scopes)) or "chat:write"}
         if not params.get("name"):
             return {"ok": False, "error": "invalid_name"}
         if not params.get("channel") or not params.get("timestamp"):
