@@ -45,6 +45,7 @@ from core.corroboration import (
     route,
     route_scores,
     story_models,
+    weak_order,
     _alias_terms,
     jaccard,
     prepare_text,
@@ -463,8 +464,11 @@ class Corroborator:
                 cands = [c for c in await self._candidates(info, v, mv, ts, [m.chat]) if c.key != m.key]
                 story, start = m.key, ts
                 if cands:
-                    _, ok = await asyncio.to_thread(self._scores, info, cands)
+                    _, ok, weak = await asyncio.to_thread(self._scores, info, cands)
                     linked = [c for c, good in zip(cands, ok) if good]
+                    if not linked and weak.size:
+                        best = await self._weak_link(cands, weak, ts)
+                        linked = [] if best is None else [cands[best]]
                     if linked:
                         self.stats.links += len(linked)
                         options = {(c.story_start, c.story) for c in linked} | {(ts, m.key)}
@@ -506,8 +510,18 @@ class Corroborator:
                  using=MULTI, script="other"))
         return english + other
 
-    def _scores(self, info: _Row, cands: Sequence[StoredMessageVector]) -> tuple[np.ndarray, np.ndarray]:
-        """Each candidate's same-story probability by its route's model, and whether it links."""
+    async def _weak_link(self, cands: Sequence[StoredMessageVector], weak: np.ndarray, t: float) -> int | None:
+        """The first of the weak-band candidates (`core.corroboration.weak_order`, best first) that is
+        alone in its story within the window, as `StoryDetector` links when nothing passes the threshold:
+        one filtered scroll over their stories, only for messages that link to nothing else."""
+        members: dict[str, set[str]] = {}
+        for m in await self.vectors.story_members(list({cands[k].story for k in weak}), t=t, window_s=self.window_s):
+            members.setdefault(m.story, set()).add(m.key)
+        return next((int(k) for k in weak if members.get(cands[k].story, set()) <= {cands[k].key}), None)
+
+    def _scores(self, info: _Row, cands: Sequence[StoredMessageVector]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each candidate's same-story probability by its route's model, whether it links, and the
+        weak-band candidates best first (tried only when none links)."""
         routes = route(np.array([c.latin for c in cands], dtype=bool), info.latin)
         with self._lock:
             feats = self._features(info, cands)
@@ -518,7 +532,7 @@ class Corroborator:
             # Stories across languages off: only pairs the English model can read link (on MiniLM's
             # vectors a Russian pair scored at pairwise precision 0.010).
             linked &= routes == ENGLISH
-        return margin + thresholds, linked
+        return margin + thresholds, linked, weak_order(self.models, routes, feats, margin)
 
     def _features(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
         """cos / entity Jaccard / IDF-weighted term Jaccard, exactly as `StoryDetector.features`.
@@ -605,7 +619,11 @@ class Corroborator:
         cands = await self._candidates(info, vec, multi, t, chats)
         if not cands:
             return found
-        scores, linked = await asyncio.to_thread(self._scores, info, cands)
+        scores, linked, weak = await asyncio.to_thread(self._scores, info, cands)
+        if not linked.any() and weak.size:  # the text links as a new message would (StoryDetector's rule)
+            k = await self._weak_link(cands, weak, t)
+            if k is not None:
+                linked[k] = True
         story_score: dict[str, float] = {}
         direct: list[float] = []
         seen: set[str] = set()

@@ -114,7 +114,8 @@ def fit(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]],
         features: Sequence[int] | None = None, same_account: bool = False) -> tuple[StoryModel, dict]:
     """Fit logistic weights on candidate pairs of a stream replay, then pick the clustering threshold
     maximising pairwise F1 (both on the split given: use TRAIN)."""
-    probe = StoryModel(weights=(0.0, 0.0, 0.0), bias=0.0, threshold=2.0, cos_floor=cos_floor)  # links nothing
+    probe = StoryModel(weights=(0.0, 0.0, 0.0), bias=0.0, threshold=2.0, cos_floor=cos_floor,
+                       weak_threshold=None)  # links nothing
     det = run_stream(msgs, vecs, probe, window_days, record_pairs=True, same_account=same_account)
     pairs = [(i, j) for i, j, _ in det.pairs]
     x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, 3))
@@ -124,7 +125,8 @@ def fit(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]],
         x = np.where(mask, x, 0.0)
     y = np.array([float(bool(gold.get(det.ids[i], set()) & gold.get(det.ids[j], set()))) for i, j in pairs])
     w, b = fit_logistic(x, y)
-    model = StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, cos_floor=cos_floor)
+    model = StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, cos_floor=cos_floor,
+                       weak_threshold=None)
     t, s = best_threshold(det.ids, pairs, model.score(x), gold)
     model.threshold = t
     return model, {"candidate_pairs": len(pairs), "positive_pairs": int(y.sum()), "train": asdict(s)}
@@ -136,7 +138,8 @@ def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gol
     """Fit the CROSS and NATIVE models (the ENGLISH one kept), each on the candidate pairs of its route,
     then each threshold in turn to maximise the whole clustering's pairwise F1 (use TRAIN)."""
     english = english or StoryModel()
-    probe = StoryModel(weights=(0.0, 0.0, 0.0), bias=0.0, threshold=2.0, cos_floor=cos_floor)
+    probe = StoryModel(weights=(0.0, 0.0, 0.0), bias=0.0, threshold=2.0, cos_floor=cos_floor,
+                       weak_threshold=None)
     det = run_stream(msgs, vecs, english, window_days, record_pairs=True, multi=multi, others=[probe, probe])
     pairs = [(i, j) for i, j, _ in det.pairs]
     x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, 3))
@@ -147,7 +150,8 @@ def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gol
         sel = routes == r
         if y[sel].sum() >= 5 and (1 - y[sel]).sum() >= 5:
             w, b = fit_logistic(x[sel], y[sel])
-            models.append(StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, cos_floor=cos_floor))
+            models.append(StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, cos_floor=cos_floor,
+                                     weak_threshold=None))
         else:  # too few pairs of this route to fit: it links nothing
             models.append(probe)
     info: dict = {"candidate_pairs": {}, "positive_pairs": {}}
