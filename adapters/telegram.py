@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 from bot.card import Markup, card
-from bot.chat import COMMANDS, ERROR_TEXT, Addressed, CheckRequest, IncomingMessage, route
+from bot.chat import COMMANDS, ERROR_TEXT, Addressed, ChatKind, CheckRequest, IncomingMessage, route
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import tracked_message
 from bot.digest import Digest, StoryAlert, alert_sections, digest_sections, sections_text, unchecked
@@ -106,7 +106,7 @@ def forward_origin(message: Message) -> str | None:
     return "unknown"
 
 
-def _kind(chat_type: str) -> str:
+def _kind(chat_type: str) -> ChatKind:
     if chat_type == "private":
         return "private"
     if chat_type == "channel":
@@ -148,7 +148,7 @@ def to_incoming(message: Message, *, with_reply: bool = True) -> IncomingMessage
     if with_reply and message.reply_to_message is not None:
         reply_to = to_incoming(message.reply_to_message, with_reply=False)
     return IncomingMessage(
-        platform="telegram", chat_id=message.chat_id, chat_kind=_kind(message.chat.type),  # type: ignore[arg-type]
+        platform="telegram", chat_id=message.chat_id, chat_kind=_kind(message.chat.type),
         message_id=message.message_id, text=message.text or message.caption or "", thread_id=thread_id,
         sender_id=message.from_user.id if message.from_user else None, forwarded_from=forward_origin(message),
         reply_to=reply_to, received_at=message.date, raw=message, chat_title=message.chat.title or "",

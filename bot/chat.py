@@ -193,7 +193,8 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
             return None  # a command for another bot in the group
         cmd = m["cmd"].lower()
         if cmd in ("start", "help"):
-            return Info(cmd, target_id=msg.message_id, chat_id=chat_id, thread_id=thread_id)  # type: ignore[arg-type]
+            kind: Literal["start", "help"] = "start" if cmd == "start" else "help"
+            return Info(kind, target_id=msg.message_id, chat_id=chat_id, thread_id=thread_id)
         if cmd == "check":
             return check(text[m.end():])
         if cmd == "evidence":

@@ -215,7 +215,8 @@ def parse(args: str) -> Parsed:
     if len(words) == 1 and words[0].lower() == "list":
         return Parsed("list")
     if len(words) == 3 and words[0].lower() in ("allow", "deny") and words[1].lower() in ("add", "remove"):
-        return Parsed(words[1].lower(), words[0].lower(), words[2])  # type: ignore[arg-type]
+        rule: Rule = "allow" if words[0].lower() == "allow" else "deny"
+        return Parsed(words[1].lower(), rule, words[2])
     return Parsed("usage")
 
 

@@ -86,12 +86,12 @@ class RateLimiter:
 
     def check(self, user_key: str | None, chat_key: str) -> Limited | None:
         users = self.users if user_key is not None else None
-        if users is not None and (w := users.wait_time(user_key)) > 0:  # type: ignore[arg-type]
+        if users is not None and user_key is not None and (w := users.wait_time(user_key)) > 0:
             return Limited("user", w)
         if self.chats is not None and (w := self.chats.wait_time(chat_key)) > 0:
             return Limited("chat", w)
-        if users is not None:
-            users.take(user_key)  # type: ignore[arg-type]
+        if users is not None and user_key is not None:
+            users.take(user_key)
         if self.chats is not None:
             self.chats.take(chat_key)
         return None
