@@ -367,8 +367,12 @@ class SlackResponder:
     """
 
     def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str | None = None, *,
-                 show_progress: bool = True, requester: str | None = None, response_url: str | None = None):
+                 show_progress: bool = True, requester: str | None = None, response_url: str | None = None,
+                 job: int | None = None):
         self.client = client
+        # The queue job this answers: its first message carries it as message metadata, so after a crash
+        # the resumed job finds that message (SlackResponderFactory.find_reply) instead of posting again.
+        self.job = job
         self.channel = channel
         self.thread_ts = thread_ts
         self.show_progress = show_progress
@@ -389,6 +393,8 @@ class SlackResponder:
                 kw["thread_ts"] = self.thread_ts
             if blocks is not None:
                 kw["blocks"] = blocks
+            if self.job is not None:
+                kw["metadata"] = {"event_type": REPLY_EVENT, "event_payload": {"job": str(self.job)}}
             try:
                 resp = await self.client.chat_postMessage(**kw)
             except SlackApiError as exc:
@@ -434,6 +440,13 @@ class SlackResponder:
         blocks, text = render_blocks(reply, request, self.requester)
         await self._put(text, blocks)
 
+
+# Message metadata on a job's first reply (https://docs.slack.dev/messaging/message-metadata).
+REPLY_EVENT = "tipline_reply"
+# A resumed job looks this far back: its reply came right after the asker's message, and a crash leaves
+# only seconds between them.
+FIND_REPLY_LIMIT = 100
+FIND_REPLY_PAGES = 10
 
 ACTION_DIGEST_CHECK = "tipline_digest_check"  # a digest item's "Check #n" button; its value is the message key
 
@@ -530,12 +543,41 @@ class SlackResponderFactory:
     def build(self, where: Any, reply_ref: str | None) -> SlackResponder:
         responder = SlackResponder(self.client, where["channel"], where.get("thread_ts"),
                                    show_progress=where.get("show_progress", True), requester=where.get("requester"),
-                                   response_url=where.get("response_url"))
+                                   response_url=where.get("response_url"), job=where.get("job"))
         responder.ts = reply_ref  # edit the reply already posted, if any
         return responder
 
     def reply_ref(self, responder: Any) -> str | None:
         return getattr(responder, "ts", None)
+
+    async def find_reply(self, where: Any) -> str | None:
+        """The message this job posted before a crash, by the job mark in its metadata: the thread's replies
+        (or the channel's latest messages, for an answer outside a thread), read with
+        `include_all_metadata`. Needs the `*:history` scope of the conversation; without it, None."""
+        job, channel, thread = where.get("job"), where["channel"], where.get("thread_ts")
+        if job is None:
+            return None
+        cursor: str | None = None
+        for _ in range(FIND_REPLY_PAGES):  # a thread's replies come oldest first: a long thread takes pages
+            try:
+                if thread:
+                    resp = await self.client.conversations_replies(
+                        channel=channel, ts=thread, include_all_metadata=True, limit=FIND_REPLY_LIMIT, cursor=cursor)
+                else:  # newest first: the reply is on the first page
+                    resp = await self.client.conversations_history(channel=channel, include_all_metadata=True,
+                                                                   limit=FIND_REPLY_LIMIT)
+            except SlackApiError as exc:
+                log.warning("slack: could not read %s to find job %s's reply (%s)", channel, job,
+                            exc.response.get("error"))
+                return None
+            for m in resp.get("messages") or []:
+                meta = m.get("metadata") or {}
+                if meta.get("event_type") == REPLY_EVENT and str((meta.get("event_payload") or {}).get("job")) == str(job):
+                    return str(m["ts"])
+            cursor = (resp.get("response_metadata") or {}).get("next_cursor") or None
+            if not thread or not cursor:
+                return None
+        return None
 
 
 WORKING_REACTION = "eyes"

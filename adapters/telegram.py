@@ -467,6 +467,12 @@ class TelegramResponderFactory:
         mid = getattr(responder, "message_id", None)
         return None if mid is None else str(mid)
 
+    async def find_reply(self, where: Any) -> str | None:
+        """The Bot API cannot list or search a bot's own messages, so a reply sent in the last ~2 ms before a
+        kill -9 (applied, id not yet journaled) cannot be found: the resumed job sends anew
+        (docs/reliability.md)."""
+        return None
+
 
 class TelegramPresence:
     """bot/progress_delay.py's "working on it" sign: "typing…" in the asker's chat (and topic). Telegram

@@ -66,7 +66,8 @@ class DeferredResponder:
     # --- lifecycle (bot/queue.py calls these around a check) -----------------------------------
 
     def open(self) -> None:
-        if self.presence is not None and self._presence_task is None:
+        # A message goes (or went) out at once: it is the sign; no "typing…"/:eyes: calls on top of it.
+        if self.presence is not None and self._presence_task is None and not self.shown:
             self._presence_task = asyncio.create_task(self._keep_present(), name="tipline-presence")
 
     async def close(self) -> None:

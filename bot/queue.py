@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, Protocol
 
 from bot.limits import RateLimiter
@@ -53,6 +53,17 @@ class ResponderFactory(Protocol):
 
     def reply_ref(self, responder: Responder) -> str | None:
         """The platform id of the reply message `responder` has sent, if any."""
+
+    async def find_reply(self, where: Mapping[str, Any]) -> str | None:
+        """The reply a job sent before a crash whose id was never recorded, found on the platform by the
+        job's mark (`where["job"]`), or None: not found, or a platform that cannot be asked (Telegram's Bot
+        API has no way to read a bot's own messages)."""
+
+
+def _where(job: Job) -> dict[str, Any]:
+    """Where a job answers, with its mark: a platform that keeps data on messages (Slack's metadata) tags
+    the job's first reply with it, so a resumed job can find that reply (`ResponderFactory.find_reply`)."""
+    return {**job.payload["where"], "job": job.id}
 
 
 def request_to_payload(req: CheckRequest, where: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,7 +248,7 @@ class JobQueue:
             try:
                 factory = self._factories.get(job.platform)
                 if factory is not None:
-                    responder = _Tracked(factory.build(job.payload["where"], None), factory, self.store, job)
+                    responder = _Tracked(factory.build(_where(job), None), factory, self.store, job)
                     await responder.say(text)
             except Exception:
                 log.warning("could not send a queue notice for job %s", job.id, exc_info=True)
@@ -246,6 +257,24 @@ class JobQueue:
                     await asyncio.shield(self.store.unhold(job.id))
                     self._wake.set()
         self._spawn(send())
+
+    async def _reconcile(self, job: Job, factory: ResponderFactory, where: Mapping[str, Any]) -> Job:
+        """A resumed job that may have sent its first reply unrecorded (killed in the ~2 ms between the
+        platform applying it and the journal line): where the platform can be asked (Slack: the message
+        carries the job's mark), that reply is found and edited instead of sending a second one."""
+        if job.reply_ref is not None or job.id not in self.store.uncertain_jobs:
+            return job
+        self.store.uncertain_jobs.discard(job.id)
+        try:
+            ref = await factory.find_reply(where)
+        except Exception:  # asking is a courtesy: without an answer the job sends anew, as before
+            log.warning("could not look for job %s's earlier reply", job.id, exc_info=True)
+            return job
+        if ref is None:
+            return job
+        log.info("job %s: found the reply it sent before the restart; editing it", job.id)
+        await self.store.set_reply_ref(job.id, ref)
+        return replace(job, reply_ref=ref)
 
     async def wait_finished(self, job_id: int, timeout: float) -> Job | None:
         """The job once it is done, failed or refused; None while it is still waiting or running after
@@ -320,7 +349,8 @@ class JobQueue:
         factory = self._factories[job.platform]
         try:
             req = request_from_payload(job.payload)
-            where = job.payload["where"]
+            where = _where(job)
+            job = await self._reconcile(job, factory, where)
             tracked = _Tracked(factory.build(where, job.reply_ref), factory, self.store, job)
             responder = DeferredResponder(tracked, after=self.progress_after, shown=job.reply_ref is not None,
                                           presence=self._presence.get(job.platform), req=req, where=where)
@@ -399,4 +429,7 @@ class SilentResponderFactory:
         return SilentResponder()
 
     def reply_ref(self, responder: Responder) -> str | None:
+        return None
+
+    async def find_reply(self, where: Mapping[str, Any]) -> str | None:
         return None

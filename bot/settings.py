@@ -128,10 +128,12 @@ class Settings(BaseSettings):
     # Reliability: job queue, rate limits, provider protection, LLM budget
     workers: int = 4
     queue_max: int = Field(default=200, description="Pending checks past which new requests are told to wait.")
-    # A check still running after this many seconds gets its "🔎 Checking…" message; sooner, only the card
-    # (one message). An offline check takes ~0.3 s, so it never has a placeholder a kill -9 could orphan
-    # (bot/progress_delay.py, docs/reliability.md). 0 = send it at once (the old behaviour).
-    progress_after_s: float = Field(default=2.0, ge=0.0)
+    # A check still running after this many seconds gets its "🔎 Checking…" message; sooner, only the card.
+    # 0 (the default): at once, then edited into the card. Measured (docs/reliability.md): with 2 s no
+    # placeholder is ever orphaned by a kill -9, but on Telegram a kill in the ~2 ms before the card's id is
+    # journaled sends the card twice (~0.8 % of killed checks): a doubled verdict, which is worse than a
+    # leftover "Checking…". Slack finds either message again after a restart (message metadata).
+    progress_after_s: float = Field(default=0.0, ge=0.0)
     user_rate_per_minute: float = 6.0
     chat_rate_per_minute: float = 30.0
     provider_rate_per_minute: float = 60.0

@@ -72,7 +72,9 @@ class JobStore:
     def __init__(self, db: Database, journal: ReplyJournal | None = None):
         self.db = db
         self.journal = journal
-        self.uncertain_replies = 0  # at the last recover(): jobs that may have sent a reply nobody recorded
+        # At the last recover(): jobs that may have sent a reply nobody recorded (an intent in the journal,
+        # no message id). A platform that can be asked looks for that reply when the job resumes.
+        self.uncertain_jobs: set[int] = set()
 
     async def get(self, idem_key: str) -> Job | None:
         cur = await self.db._conn.execute("SELECT * FROM jobs WHERE idem_key = ?", (idem_key,))
@@ -186,6 +188,10 @@ class JobStore:
         async with self.db.transaction() as conn:
             await conn.execute("DELETE FROM jobs WHERE id = ? AND status = 'refused'", (job_id,))
 
+    @property
+    def uncertain_replies(self) -> int:
+        return len(self.uncertain_jobs)
+
     async def recover(self) -> int:
         """At start-up: jobs a crash left `running` or `held` go back in line, with every reply message id the
         journal holds (so they edit it). Returns how many jobs went back."""
@@ -193,9 +199,10 @@ class JobStore:
             uncertain = await self._apply_journal()
             if uncertain:
                 marks = ",".join("?" * len(uncertain))
-                self.uncertain_replies = await self.db.count(
-                    f"SELECT COUNT(*) FROM jobs WHERE id IN ({marks}) AND reply_ref IS NULL "
+                rows = await self.db.fetchall(
+                    f"SELECT id FROM jobs WHERE id IN ({marks}) AND reply_ref IS NULL "
                     "AND status IN ('running', 'held')", tuple(uncertain))
+                self.uncertain_jobs = {int(r[0]) for r in rows}
             self.journal.clear()
         async with self.db.transaction() as conn:
             cur = await conn.execute("UPDATE jobs SET status = 'pending' WHERE status IN ('running', 'held')")

@@ -352,7 +352,10 @@ EVENT_SCOPES = {"app_mention": "app_mentions:read", "message.channels": "channel
 # What each Web API method the adapter calls needs (Slack's method reference).
 METHOD_SCOPES = {"chat_postMessage": "chat:write", "chat_update": "chat:write", "chat_postEphemeral": "chat:write",
                  "files_info": "files:read", "reactions_add": "reactions:write",
-                 "reactions_remove": "reactions:write"}
+                 "reactions_remove": "reactions:write",
+                 # find_reply: a resumed job's earlier reply, by its metadata (each conversation type's
+                 # *:history; the public-channel one stands for them)
+                 "conversations_replies": "channels:history", "conversations_history": "channels:history"}
 LISTENER_KINDS = {"event", "command", "shortcut", "action", "error"}
 
 

@@ -48,7 +48,7 @@ class FakeSlack(LoopbackFake):
     files: dict[str, tuple[dict[str, Any], bytes]] = field(default_factory=dict)
     downloads: list[tuple[str, str | None]] = field(default_factory=list)  # (file id, Authorization header)
     reactions: set[tuple[str, str, str]] = field(default_factory=set)  # the bot's: (channel, message ts, name)
-    scopes: set[str] = field(default_factory=lambda: {"reactions:write"})  # of the token: without it, missing_scope
+    scopes: set[str] = field(default_factory=lambda: {"reactions:write", "channels:history"})  # of the token: without it, missing_scope
 
     def __post_init__(self) -> None:
         self._seq = itertools.count(100)
@@ -146,6 +146,8 @@ class FakeSlack(LoopbackFake):
             result = self._post(params)
         elif method == "chat.update":
             result = self._update(params)
+        elif method in ("conversations.replies", "conversations.history"):
+            result = self._read(method == "conversations.replies", params)
         elif method in ("reactions.add", "reactions.remove"):
             result = self._react(method == "reactions.add", params)
         elif method == "files.info":
@@ -185,7 +187,38 @@ class FakeSlack(LoopbackFake):
             msg["blocks"] = params["blocks"]
         if params.get("thread_ts"):
             msg["thread_ts"] = params["thread_ts"]
+        if isinstance(params.get("metadata"), dict):  # returned only to readers asking include_all_metadata
+            msg["metadata"] = params["metadata"]
         return msg
+
+    def _read(self, replies: bool, params: dict[str, Any]) -> dict[str, Any]:
+        """conversations.replies (a thread: its root, then replies oldest first, `cursor` pages of `limit`)
+        and conversations.history (the channel's messages newest first); message metadata only with
+        `include_all_metadata`, as Slack does; the *:history scope or `missing_scope`."""
+        channel = str(params.get("channel") or "")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        if "channels:history" not in self.scopes:
+            return {"ok": False, "error": "missing_scope", "needed": "channels:history",
+                    "provided": ",".join(sorted(self.scopes))}
+        if replies and not params.get("ts"):
+            return {"ok": False, "error": "thread_not_found"}
+        mine = [(ts, m) for (c, ts), m in self.messages.items() if c == channel]
+        if replies:
+            root = str(params["ts"])
+            found = sorted(((ts, m) for ts, m in mine if ts == root or m.get("thread_ts") == root),
+                           key=lambda x: float(x[0]))
+        else:
+            found = sorted(((ts, m) for ts, m in mine if m.get("thread_ts") in (None, ts)),
+                           key=lambda x: -float(x[0]))
+        with_meta = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
+        out = [m if with_meta else {k: v for k, v in m.items() if k != "metadata"} for _, m in found]
+        limit = int(params.get("limit") or 100)
+        start = int(params.get("cursor") or 0)
+        page = out[start:start + limit]
+        more = start + limit < len(out)
+        return {"ok": True, "messages": page, "has_more": more,
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _post(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = params.get("channel")
@@ -225,5 +258,7 @@ class FakeSlack(LoopbackFake):
         msg = self._message(params, key[1])
         if "thread_ts" in self.messages[key]:
             msg["thread_ts"] = self.messages[key]["thread_ts"]
+        if "metadata" in self.messages[key] and "metadata" not in msg:  # an edit keeps it unless replaced
+            msg["metadata"] = self.messages[key]["metadata"]
         self.messages[key] = msg  # type: ignore[index]
         return {"ok": True, "channel": key[0], "ts": key[1], "text": msg["text"], "message": msg}
