@@ -229,10 +229,11 @@ async def wait_until(predicate, timeout: float, proc: subprocess.Popen | None = 
         await asyncio.sleep(0.2)
 
 
-async def test_kill_9_mid_way_then_restart_answers_every_check_exactly_once(tmp_path: Path, model_dir: Path):
+async def test_kill_9_mid_way_then_restart_answers_every_check_exactly_once(tmp_path: Path, model_dir: Path,
+                                                                              seeded: SeededDataDir):
     fake = await GatedTelegram().start()
     log = tmp_path / "tipline.log"
-    data_dir = tmp_path / "data"
+    data_dir = seeded.copy_to(tmp_path / "data")  # the seed is loaded already: the kill is what is tested
     try:
         sent = []
         for n in range(1000):  # 50 private chats x 20 messages, all waiting before the bot starts
@@ -302,7 +303,7 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, model_dir: Path):
+async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, model_dir: Path, seeded: SeededDataDir):
     """2,000 messages at once against default rate limits and a small queue: the first 20 are checked,
     the next 80 are told their place in line (and checked later), a flooding user is told to slow
     down, everyone past the hard cap (queue_max + 100) is told to come back: one reply each. (One worker
@@ -318,7 +319,8 @@ async def test_burst_of_2000_every_user_is_answered_or_told(tmp_path: Path, mode
             await fake.queue_message(msg)
             sent.append((user, msg["message_id"]))
         # One worker and a small queue, so that the backlog passes the cap however fast a check is.
-        env = tipline_env(fake, tmp_path / "data", model_dir, TIPLINE_QUEUE_MAX="20", TIPLINE_WORKERS="1")
+        env = tipline_env(fake, seeded.copy_to(tmp_path / "data"), model_dir, TIPLINE_QUEUE_MAX="20",
+                          TIPLINE_WORKERS="1")
         del env["TIPLINE_USER_RATE_PER_MINUTE"], env["TIPLINE_CHAT_RATE_PER_MINUTE"]  # the defaults
         t0 = time.monotonic()
         proc = start_tipline(env, log)
