@@ -17,7 +17,7 @@ import pytest
 from bot.app import build_app
 from core.embeddings import Embedder, EmbeddingError
 from core.remote_embeddings import RemoteEmbedder
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.embeddings_api import FakeEmbeddings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,10 +139,11 @@ def test_a_wrong_embeddings_url_fails_the_cli_in_one_sentence(tmp_path: Path, mo
 
 
 async def test_another_model_of_the_same_size_re_embeds_the_knowledge_base(server: FakeEmbeddings, tmp_path: Path,
-                                                                         model_dir: Path) -> None:
+                                                                         model_dir: Path,
+                                                                         seeded: SeededDataDir) -> None:
     """Same dimension, other model: the stored vectors belong to another space, so they are embedded again
     (before, only a change of dimension was noticed and searches compared vectors of two models)."""
-    data = tmp_path / "data"
+    data = seeded.copy_to(tmp_path / "data")  # a data dir the local model seeded
     async with build_app(isolated_settings(data, model_dir)) as app:
         n = await app.kb.count()
     seen: list[tuple[int, int]] = []
