@@ -74,26 +74,19 @@ def isolated_settings(data_dir: Path, model_dir: Path, **kw) -> Settings:
                         **{"gdelt_url": None, **kw})
 
 
-# What a first start writes into a data dir depends on these settings only (the models that embed the
-# seed, the collections it goes into, whether it is loaded at all).
-_SEED_FIELDS = ("embed_model", "embed_url", "embed_model_dir", "qdrant_url", "factchecks_collection",
-                "evidence_collection", "messages_collection", "stories_across_languages", "seed_on_start")
-
-
 @dataclass(frozen=True)
 class SeededDataDir:
     """A data dir as the first `build_app` leaves it: the seed knowledge base embedded by both models.
 
     That first start costs ~5.5 s of CPU (MiniLM embedding the seed's 107 claims and titles: 4.9 s of it),
-    and ~60 apps are built per suite run; a copy costs ~0.2 s. A test's app then starts on an existing
-    data dir, as every start after the first one does; the first start itself is what builds this
-    template (once per worker) and what tests/test_seed_kb.py tests."""
+    and every test app paid it; a copy costs ~0.2 s and the app's start on it 0.8 s of CPU. A test's app
+    then starts on an existing data dir, as every start after the first one does; the first start itself
+    is what builds this template (once per worker; a seeding that fails fails every test that copies it),
+    and tests/test_setup_script.py seeds a new data dir through `scripts/setup` too. A copy suits
+    settings with the default models and collections (a test that changes the model on a copy re-embeds
+    it, e.g. tests/test_remote_embeddings.py: that is its point)."""
 
     path: Path
-    settings: Settings
-
-    def fits(self, settings: Settings) -> bool:
-        return all(getattr(settings, f) == getattr(self.settings, f) for f in _SEED_FIELDS)
 
     def copy_to(self, data_dir: Path) -> Path:
         """Fill a new (or empty) `data_dir` with the seeded one; returns `data_dir`."""
@@ -120,7 +113,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> SeededD
     # Its own thread and event loop: session-, module- and function-scoped loops all ask for this.
     with ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, first_start()).result()
-    return SeededDataDir(settings.data_dir, settings)
+    return SeededDataDir(settings.data_dir)
 
 
 @pytest.fixture
