@@ -155,11 +155,6 @@ def grid_best(s: Stream, p: np.ndarray, rules: Sequence[tuple[tuple, Rule]]) -> 
     return best[1]
 
 
-def v_shipped_constants(s: Stream) -> tuple[StoryModel, Rule]:
-    m = StoryModel()  # the constants in core/corroboration.py (fitted on all of train: in-sample)
-    return m, single_link(m.threshold)
-
-
 def v_single(s: Stream) -> tuple[StoryModel, Rule]:
     m = fit_pair_model(s)
     t, _ = best_threshold(s.ids, s.pairs, m.score(s.x), s.gold)
@@ -464,7 +459,6 @@ VARIANTS: dict[str, Variant] = {
     "StoryDetector, weak links at 0.45": v_weak_fixed(0.45),
     "StoryDetector, weak links at 0.50": v_weak_fixed(0.50),
     "single link, threshold by inner CV": v_single_cv,
-    "fixed threshold 0.5667 (shipped constant)": v_fixed(0.5667),
     "fixed threshold 0.36 (the CV choice)": v_fixed(0.36),
     "+ rare shared terms feature (df <= 3)": v_rare_feature,
     "story link, k=2 members >= t_low": v_story([2]),
