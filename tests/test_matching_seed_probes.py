@@ -1,0 +1,49 @@
+"""Hand-written probes against the seed knowledge base (issue 12): a message about the same people and
+subject as a fact-check but a different claim must not inherit its verdict, while paraphrases of a seed
+claim keep their automatic match.
+
+Real models (MiniLM, multilingual-e5-small), real embedded Qdrant, real SQLite, the seed; offline.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.app import build_app
+from tests.conftest import isolated_settings
+
+TED = "Bill Gates admitted in a TED talk that vaccines are meant to reduce the world's population."
+RFID = "A photo of a man implanted with a microchip proves that RFID chips will be injected"
+
+
+@pytest.fixture(scope="module")
+async def shared(tmp_path_factory, model_dir):
+    settings = isolated_settings(tmp_path_factory.mktemp("probes") / "data", model_dir)
+    async with build_app(settings) as a:
+        yield a
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 12, open: both models put the TED-talk claim nearest (MiniLM cos_claim 0.712 vs 0.649 for the "
+    "RFID one, e5 0.901 vs 0.882) and the English re-ranker gives it p 0.996; training on topical small "
+    "knowledge bases (docs/matching.md) left it at 0.997, and a term-coverage guard that blocks it "
+    "(cover_claim >= 0.3) costs 24 % of the correct automatic matches on CLEF train"))
+async def test_the_microchip_message_does_not_inherit_the_population_fact_check(shared):
+    result = await shared.engine.check("Bill Gates wants to put microchips in people through vaccines")
+    assert not [m for m in result.matches if m.tier == "auto" and m.claim == TED], result.matches[:3]
+    assert result.label != "Misleading", result.reasoning
+
+
+@pytest.mark.parametrize("text, claim_start", [
+    ("Bill Gates said in a TED talk that vaccines are for depopulation", TED[:40]),
+    ("The coronavirus vaccine contains a microchip to track people", RFID[:40]),
+    ("5G networks spread the coronavirus", "5G mobile networks are what spread"),
+    ("Eating garlic prevents coronavirus infection", "Eating garlic protects you"),
+    ("Pope Francis endorsed Donald Trump for president", "Pope Francis shocked the world"),
+    ("We only use 10 percent of our brain", "Humans only ever use ten percent"),
+    ("The moon landing was filmed in a studio", "The Apollo moon landings were faked"),
+    ("Covid vaccines make women infertile", "Getting a COVID-19 vaccine will leave women"),
+])
+async def test_paraphrases_of_seed_claims_stay_automatic(shared, text, claim_start):
+    top = (await shared.matcher.by_text(text, 3))[0]
+    assert top.claim.startswith(claim_start) and top.tier == "auto", (text, top)
