@@ -223,7 +223,7 @@ def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path) -> d
 
 # --- CLIMATE-FEVER -------------------------------------------------------------------------------
 
-async def _evidence_eval(app: App, config: ReportConfig, scratch: Path) -> dict:
+async def _evidence_eval(app: App, config: ReportConfig, scratch: Path, cache: VectorCache) -> dict:
     from evals.evidence_eval import run_evidence_eval
 
     path = config.climate_fever
@@ -231,7 +231,7 @@ async def _evidence_eval(app: App, config: ReportConfig, scratch: Path) -> dict:
         lines = [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
         path = scratch / "climate-fever.jsonl"
         path.write_text("\n".join(lines[:config.sizes.evidence_claims]) + "\n", encoding="utf-8")
-    return await asyncio.to_thread(run_evidence_eval, path, app.embedder, split="dev", cache_dir=config.vector_cache)
+    return await asyncio.to_thread(run_evidence_eval, path, app.embedder, split="dev", cache=cache)
 
 
 # --- screenshots ---------------------------------------------------------------------------------
@@ -308,7 +308,7 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
             pipeline_settings, levels=s.pipeline_levels, llm_ms=s.pipeline_llm_ms, search_ms=s.pipeline_search_ms,
             repeats=s.pipeline_repeats, processes=True, ingest_rows=s.process_ingest_rows,
             api_checks=s.process_api_checks))
-        await part("evidence", lambda: with_app(lambda app: _evidence_eval(app, config, scratch)))
+        await part("evidence", lambda: with_app(lambda app: _evidence_eval(app, config, scratch, cache)))
         await part("ocr", lambda: _ocr(settings, config, progress))
         await part("cold", lambda: _cold(settings, config))
         await part("burst", lambda: _burst(settings, config))

@@ -41,6 +41,7 @@ import numpy as np
 from core import scoring
 from core.credibility import credibility
 from core.text_embedder import TextEmbedder
+from evals.vector_cache import VectorCache
 from core.evaluation import EvalDataError, score_run
 from core.evidence.base import Evidence
 from schema.models import Verdict
@@ -235,8 +236,9 @@ def classification_metrics(gold: Sequence[str], pred: Sequence[str], labels: Seq
 # --- the run -------------------------------------------------------------------------------------
 
 def embed_cached(embedder: TextEmbedder, texts: Sequence[str], cache_dir: Path | None,
-                 progress: Callable[[str, int, int], None] | None = None, chunk: int = 256) -> np.ndarray:
-    """Vectors for `texts`, kept in `cache_dir` between runs (evals/vector_cache.py) when it is given."""
+                 progress: Callable[[str, int, int], None] | None = None, chunk: int = 256,
+                 cache: VectorCache | None = None) -> np.ndarray:
+    """Vectors for `texts`, kept between runs (evals/vector_cache.py) in `cache`, or in `cache_dir` when given."""
     from evals.vector_cache import VectorCache, identity_of_embedder_sync
 
     def compute() -> np.ndarray:
@@ -247,14 +249,15 @@ def embed_cached(embedder: TextEmbedder, texts: Sequence[str], cache_dir: Path |
                 progress("embed", min(i + chunk, len(texts)), len(texts))
         return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
 
-    if cache_dir is None:
+    if cache is None and cache_dir is None:
         return compute()
     model = identity_of_embedder_sync(embedder.embed_sync, embedder.model_name)
-    return VectorCache(cache_dir).vectors_sync("evidence-eval", model, texts, compute)
+    return (cache or VectorCache(cache_dir)).vectors_sync("evidence-eval", model, texts, compute)
 
 
 def run_evidence_eval(path: Path, embedder: TextEmbedder, *, split: str = "dev", cache_dir: Path | None = None,
-                      progress: Callable[[str, int, int], None] | None = None) -> dict:
+                      progress: Callable[[str, int, int], None] | None = None,
+                      cache: VectorCache | None = None) -> dict:
     """The full report (a JSON-able dict) for `split` ('dev', 'train' or 'all'); train figures are always
     included next to it, since the linear weight is chosen there."""
     if split not in ("dev", "train", "all"):
@@ -262,7 +265,7 @@ def run_evidence_eval(path: Path, embedder: TextEmbedder, *, split: str = "dev",
     claims = read_climate_fever(path)
     doc_ids, doc_texts = pool_of(claims)
     claim_texts = [c.claim for c in claims]
-    vecs = embed_cached(embedder, [*claim_texts, *doc_texts], cache_dir, progress)
+    vecs = embed_cached(embedder, [*claim_texts, *doc_texts], cache_dir, progress, cache=cache)
     q_vecs, d_vecs = vecs[:len(claims)], vecs[len(claims):]
     dense = q_vecs @ d_vecs.T
     sparse = bm25_scores(claim_texts, doc_texts)

@@ -1,0 +1,28 @@
+"""Smoke test of tools/hostile_inputs.py (the figures of docs/reliability.md's hostile-input table): every input
+at small sizes through real `tipline` processes; each gets a sentence, none a traceback or a hang."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools.hostile_inputs import cases, main  # noqa: E402
+
+
+def test_every_hostile_input_gets_a_sentence(model_dir: Path, capsys) -> None:
+    assert main(["--quick", "--json", "--timeout", "120", "--model-dir", str(model_dir)]) == 0
+    outcomes = {o["case"]: o for o in json.loads(capsys.readouterr().out)}
+    assert list(outcomes) == [c.name for c in cases(quick=True)]
+    for name, o in outcomes.items():
+        assert o["answer"] and not o["answer"].startswith("TRACEBACK"), (name, o)
+        assert o["seconds"] < 120, (name, o)  # a hang is killed at the timeout
+        assert o["peak_rss_mib"] > 0
+    # A refusal exits non-zero with its reason; what is readable is read.
+    assert outcomes["JSON nested 10,000 deep"]["exit_code"] != 0
+    assert "nested deeper" in outcomes["JSON nested 10,000 deep"]["answer"]
+    assert "binary" in outcomes["100 KB of random bytes to `check -`"]["answer"].lower()
+    assert outcomes["invalid UTF-8 before a claim to `check -`"]["exit_code"] == 0
