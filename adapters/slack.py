@@ -603,19 +603,18 @@ class SlackPresence:
         return {"channel": str(req.chat_id), "timestamp": str(req.target_id), "name": WORKING_REACTION}
 
     async def show(self, req: CheckRequest, where: Mapping[str, Any]) -> None:
-        if (target := self._target(req, where)) is not None:
-            try:
-                await self.client.reactions_add(**target)
-            except SlackApiError as exc:
-                if exc.response.get("error") != "already_reacted" and not self._unscoped(exc):
-                    raise
+        await self._react(self.client.reactions_add, "already_reacted", req, where)
 
     async def clear(self, req: CheckRequest, where: Mapping[str, Any]) -> None:
+        await self._react(self.client.reactions_remove, "no_reaction", req, where)
+
+    async def _react(self, call: Any, done: str, req: CheckRequest, where: Mapping[str, Any]) -> None:
+        """reactions.add/remove, where Slack's `done` error means it already is as asked (idempotent)."""
         if (target := self._target(req, where)) is not None:
             try:
-                await self.client.reactions_remove(**target)
+                await call(**target)
             except SlackApiError as exc:
-                if exc.response.get("error") != "no_reaction" and not self._unscoped(exc):
+                if exc.response.get("error") != done and not self._unscoped(exc):
                     raise
 
     def _unscoped(self, exc: SlackApiError) -> bool:
