@@ -353,6 +353,9 @@ class Corroborator:
                 if writing is not None:
                     await writing
                 writing = asyncio.create_task(self._write_and_answer(prepared, batch))
+        except GeneratorExit:  # garbage-collected undone (its loop is gone): nothing can be awaited any more
+            writing = None
+            raise
         finally:
             if writing is not None:
                 await asyncio.gather(writing, return_exceptions=True)
