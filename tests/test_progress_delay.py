@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -62,23 +64,49 @@ def asker(user: int) -> dict:
     return {"chat": FakeTelegram.private_chat(user), "sender": {"id": user, "is_bot": False, "first_name": "A"}}
 
 
-async def telegram(fake: FakeTelegram, app, progress_after: float, *, queue_max: int = 200, start: bool = True):
+@asynccontextmanager
+async def telegram(fake: FakeTelegram, app, progress_after: float, *, queue_max: int = 200,
+                   start: bool = True) -> AsyncIterator[JobQueue]:
+    """The fake Bot API started, a bot and its queue on it; all three stopped on the way out."""
+    await fake.start()
     queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0), workers=1,
                      progress_after=progress_after, queue_max=queue_max)
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0),
                       ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add, images=app.images))
-    await bot.start()
-    if start:
+    try:
+        await bot.start()
+        if start:
+            await queue.start()
+        yield queue
+    finally:
+        await queue.stop()
+        await bot.stop()
+        await fake.stop()
+
+
+@asynccontextmanager
+async def slack(fake: FakeSlack, app) -> AsyncIterator[SlackBot]:
+    """The fake Slack Web API started, a bot (held-back progress: 30 s) and its running queue on it."""
+    await fake.start()
+    queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0), workers=1,
+                     progress_after=30.0)
+    bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0),
+                   ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add))
+    try:
+        await bot.start()
         await queue.start()
-    return bot, queue
+        yield bot
+    finally:
+        await queue.stop()
+        await bot.stop()
+        await fake.stop()
 
 
 async def test_telegram_fast_check_is_one_message_after_typing(app):
-    fake = await FakeTelegram().start()
+    fake = FakeTelegram()
     # 30 s: far more than an offline check takes here (~0.3 s), so this check is "fast" for certain
-    bot, queue = await telegram(fake, app, progress_after=30.0)
-    try:
+    async with telegram(fake, app, progress_after=30.0) as queue:
         msg = await fake.send_user_message(CLAIM, **asker(31_001))
         sent = await fake.wait_for(lambda: fake.replies_to(msg["message_id"]), timeout=60)
         await asyncio.sleep(0.3)  # a placeholder or a second message would show up now
@@ -91,42 +119,34 @@ async def test_telegram_fast_check_is_one_message_after_typing(app):
         assert typing and all(c.params["action"] == "typing" and c.result is True for c in typing)
         assert fake.calls.index(typing[0]) < fake.calls.index(replies[0])  # "typing…" came first
         assert await queue.idle()
-    finally:
-        await queue.stop()
-        await bot.stop()
-        await fake.stop()
 
 
 async def test_telegram_slow_check_gets_the_placeholder_after_the_delay_then_the_card_in_it(app):
-    fake = await HeldDownloads().start()
-    bot, queue = await telegram(fake, app, progress_after=0.2)
-    try:
-        msg = await fake.send_user_message(photo=render(CLAIM, VARIANTS[0]), **asker(31_002))
-        # The download is held, so the check cannot end: after 0.2 s the placeholder goes out.
-        placeholder = (await fake.wait_for(lambda: fake.replies_to(msg["message_id"]), timeout=60))[0]
-        assert placeholder.params["text"] == f"{CHECKING} reading the text in the image"
-        assert not fake.downloads  # sent while the check was still waiting on its "provider"
-        fake.gate.set()
-        mid = placeholder.result["message_id"]
-        card = await fake.wait_for(lambda: [e for e in fake.edits_of(mid) if TG_CARD.search(e.params["text"])],
-                                   timeout=60)
-        assert f"Text read from the image: “{CLAIM}”" in card[0].params["text"]
-        await asyncio.sleep(0.3)
-        assert len(fake.replies_to(msg["message_id"])) == 1  # the placeholder became the card: one message
-        assert fake.called("sendChatAction")
-    finally:
-        fake.gate.set()
-        await queue.stop()
-        await bot.stop()
-        await fake.stop()
+    fake = HeldDownloads()
+    async with telegram(fake, app, progress_after=0.2):
+        try:
+            msg = await fake.send_user_message(photo=render(CLAIM, VARIANTS[0]), **asker(31_002))
+            # The download is held, so the check cannot end: after 0.2 s the placeholder goes out.
+            placeholder = (await fake.wait_for(lambda: fake.replies_to(msg["message_id"]), timeout=60))[0]
+            assert placeholder.params["text"] == f"{CHECKING} reading the text in the image"
+            assert not fake.downloads  # sent while the check was still waiting on its "provider"
+            fake.gate.set()
+            mid = placeholder.result["message_id"]
+            card = await fake.wait_for(lambda: [e for e in fake.edits_of(mid) if TG_CARD.search(e.params["text"])],
+                                       timeout=60)
+            assert f"Text read from the image: “{CLAIM}”" in card[0].params["text"]
+            await asyncio.sleep(0.3)
+            assert len(fake.replies_to(msg["message_id"])) == 1  # the placeholder became the card: one message
+            assert fake.called("sendChatAction")
+        finally:
+            fake.gate.set()
 
 
 async def test_telegram_fast_refusal_is_one_sentence_without_a_placeholder(app):
     """The `say` path: a screenshot with no text, read within the delay, gets its one sentence as the one
     message (before, a "reading the text in the image" placeholder was edited into it)."""
-    fake = await FakeTelegram().start()
-    bot, queue = await telegram(fake, app, progress_after=30.0)
-    try:
+    fake = FakeTelegram()
+    async with telegram(fake, app, progress_after=30.0):
         msg = await fake.send_user_message(document=(render(" ", VARIANTS[0]), "image/png", "blank.png"),
                                            **asker(31_006))
         sent = await fake.wait_for(lambda: fake.replies_to(msg["message_id"]), timeout=60)
@@ -134,35 +154,25 @@ async def test_telegram_fast_refusal_is_one_sentence_without_a_placeholder(app):
         assert len(fake.replies_to(msg["message_id"])) == 1
         assert sent[0].params["text"].startswith("I found no text in that image")
         assert not fake.edits_of(sent[0].result["message_id"])
-    finally:
-        await queue.stop()
-        await bot.stop()
-        await fake.stop()
 
 
 async def test_telegram_delay_zero_sends_the_placeholder_at_once(app):
     """`TIPLINE_PROGRESS_AFTER_S=0`: the old behaviour, a placeholder first and the card edited into it."""
-    fake = await FakeTelegram().start()
-    bot, queue = await telegram(fake, app, progress_after=0.0)
-    try:
+    fake = FakeTelegram()
+    async with telegram(fake, app, progress_after=0.0):
         msg = await fake.send_user_message("Drinking bleach cures COVID-19", **asker(31_003))
         first = (await fake.wait_for(lambda: fake.replies_to(msg["message_id"]), timeout=60))[0]
         assert first.params["text"].startswith(CHECKING)
         await fake.wait_for(lambda: [e for e in fake.edits_of(first.result["message_id"])
                                      if "Check id:" in e.params["text"]], timeout=60)
         assert len(fake.replies_to(msg["message_id"])) == 1
-    finally:
-        await queue.stop()
-        await bot.stop()
-        await fake.stop()
 
 
 async def test_telegram_busy_notice_waits_the_delay_too_then_becomes_the_card(app):
     """queue_max 0: every request is "busy". With no worker running yet the job still waits after the
     delay, so "#N in line" goes out then; once a worker takes the job, the card is an edit of it."""
-    fake = await FakeTelegram().start()
-    bot, queue = await telegram(fake, app, progress_after=0.2, queue_max=0, start=False)
-    try:
+    fake = FakeTelegram()
+    async with telegram(fake, app, progress_after=0.2, queue_max=0, start=False) as queue:
         msg = await fake.send_user_message("Drinking bleach cures COVID-19", **asker(31_004))
         notice = (await fake.wait_for(lambda: fake.replies_to(msg["message_id"]), timeout=60))[0]
         assert notice.params["text"] == BUSY_TEXT.format(n=1)
@@ -170,39 +180,24 @@ async def test_telegram_busy_notice_waits_the_delay_too_then_becomes_the_card(ap
         mid = notice.result["message_id"]
         await fake.wait_for(lambda: [e for e in fake.edits_of(mid) if TG_CARD.search(e.params["text"])], timeout=60)
         assert len(fake.replies_to(msg["message_id"])) == 1
-    finally:
-        await queue.stop()
-        await bot.stop()
-        await fake.stop()
 
 
 async def test_telegram_busy_job_taken_within_the_delay_gets_no_notice(app):
-    fake = await FakeTelegram().start()
-    bot, queue = await telegram(fake, app, progress_after=30.0, queue_max=0)
-    try:
+    fake = FakeTelegram()
+    async with telegram(fake, app, progress_after=30.0, queue_max=0) as queue:
         msg = await fake.send_user_message("Drinking bleach cures COVID-19", **asker(31_005))
         sent = await fake.wait_for(lambda: fake.replies_to(msg["message_id"]), timeout=60)
         assert TG_CARD.search(sent[0].params["text"])  # the card first: no "#N in line" before it
         await queue.stop()  # the notice still waiting out its 30 s is dropped, not sent
         assert len(fake.replies_to(msg["message_id"])) == 1 and await queue.idle()
-    finally:
-        await queue.stop()
-        await bot.stop()
-        await fake.stop()
 
 
 # --- Slack ----------------------------------------------------------------------------------------
 
 
 async def test_slack_reaction_while_checking_then_one_card_and_the_reaction_removed(app):
-    fake = await FakeSlack().start()
-    queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0), workers=1,
-                     progress_after=30.0)
-    bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0),
-                   ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add))
-    await bot.start()
-    await queue.start()
-    try:
+    fake = FakeSlack()
+    async with slack(fake, app) as bot:
         ev = mention(f"<@U0TIPBOT> {CLAIM}", channel="C0DELAY")
         status, _ = await post(bot, event_body(ev))
         assert status == 200
@@ -217,23 +212,13 @@ async def test_slack_reaction_while_checking_then_one_card_and_the_reaction_remo
         order = [fake.calls.index(c) for c in (added[0], posts[0], removed[0])]
         assert order == sorted(order)  # eyes, then the card, then the eyes taken away
         assert fake.reactions == set()
-    finally:
-        await queue.stop()
-        await bot.stop()
-        await fake.stop()
 
 
 async def test_slack_without_the_reactions_scope_still_answers_and_stops_asking(app):
     """An app installed before reactions:write was in the manifest: Slack answers `missing_scope`; the
     check is answered as usual and the bot stops calling reactions.* after the first refusal."""
-    fake = await FakeSlack(scopes=set()).start()
-    queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0), workers=1,
-                     progress_after=30.0)
-    bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0),
-                   ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add))
-    await bot.start()
-    await queue.start()
-    try:
+    fake = FakeSlack(scopes=set())
+    async with slack(fake, app) as bot:
         events = [mention(f"<@U0TIPBOT> {text}", channel="C0NOSCOPE")
                   for text in (CLAIM, "Drinking bleach cures COVID-19")]
         for ev in events:
@@ -244,10 +229,6 @@ async def test_slack_without_the_reactions_scope_still_answers_and_stops_asking(
         assert len(refused) == 1 and refused[0].result["error"] == "missing_scope"
         assert not fake.called("reactions.remove")
         assert all(len(fake.posts_in_thread("C0NOSCOPE", ev["ts"])) == 1 for ev in events)
-    finally:
-        await queue.stop()
-        await bot.stop()
-        await fake.stop()
 
 
 async def test_slack_fake_answers_reactions_as_slack_does():
