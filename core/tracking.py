@@ -47,7 +47,7 @@ from core.corroboration import (
     story_models,
     weak_order,
     _alias_terms,
-    jaccard,
+    pair_features,
     prepare_text,
     story_entities,
     story_terms,
@@ -538,27 +538,10 @@ class Corroborator:
         return margin + thresholds, linked, weak_order(self.models, routes, feats, margin)
 
     def _features(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
-        """cos / entity Jaccard / IDF-weighted term Jaccard, exactly as `StoryDetector.features`.
-        The caller holds _lock."""
-        out = np.zeros((len(cands), 3), dtype=np.float64)
-        out[:, 0] = [c.score for c in cands]
-        n, df = self._n, self._df
-        idf: dict[int, float] = {}  # per call: candidates of one story share most of their terms
-
-        def w(t: int) -> float:
-            v = idf.get(t)
-            if v is None:
-                v = idf[t] = math.log(1.0 + n / df.get(t, 1))
-            return v
-        wsum = sum(w(t) for t in info.terms)
-        for r, other in enumerate(cands):
-            out[r, 1] = jaccard(info.entities, other.entities)
-            shared = info.terms & other.terms
-            if shared:
-                num = sum(idf[t] for t in shared)
-                den = wsum + sum(w(t) for t in other.terms - info.terms)
-                out[r, 2] = num / den if den > 0 else 0.0
-        return out
+        """`core.corroboration.pair_features`, as `StoryDetector.features` computes them, with the
+        document frequencies of the stored messages. The caller holds _lock."""
+        return pair_features(info.entities, info.terms, [(c.entities, c.terms) for c in cands],
+                             np.array([c.score for c in cands], dtype=np.float64), self._n, self._df)
 
     # --- lookup ----------------------------------------------------------------------------------
 

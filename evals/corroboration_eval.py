@@ -23,6 +23,7 @@ from core.corroboration import (
     NATIVE,
     COS_FLOOR,
     DEFAULT_WINDOW_DAYS,
+    FEATURES,
     TEXT_STEPS,
     StoryDetector,
     StoryModel,
@@ -88,11 +89,13 @@ def _stream_order(msgs: Sequence[Message]) -> list[int]:
 def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | None = None,
                window_days: float = DEFAULT_WINDOW_DAYS, record_pairs: bool = False,
                same_account: bool = False, multi: np.ndarray | None = None,
-               others: Sequence[StoryModel] | None = None) -> StoryDetector:
+               others: Sequence[StoryModel] | None = None, shared_rare: bool = False) -> StoryDetector:
     """Replay `msgs` in time order; with `multi` (multilingual vectors) pairs with a non-Latin side are
-    judged on those by `others` (the CROSS and NATIVE models), as the live path does."""
+    judged on those by `others` (the CROSS and NATIVE models), as the live path does; `shared_rare`
+    adds the evaluated fourth feature (core.corroboration.RARE_DF; `model` then has four weights)."""
     det = StoryDetector(model=model, window_days=window_days, dim=vecs.shape[1], record_pairs=record_pairs,
-                        same_account=same_account, others=others, multi_dim=0 if multi is None else multi.shape[1])
+                        same_account=same_account, others=others, multi_dim=0 if multi is None else multi.shape[1],
+                        shared_rare=shared_rare)
     for k in _stream_order(msgs):
         m = msgs[k]
         det.add(m.id, m.account, m.time, m.text, vecs[k], None if multi is None else multi[k])
@@ -114,11 +117,11 @@ def fit(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]],
         features: Sequence[int] | None = None, same_account: bool = False) -> tuple[StoryModel, dict]:
     """Fit logistic weights on candidate pairs of a stream replay, then pick the clustering threshold
     maximising pairwise F1 (both on the split given: use TRAIN)."""
-    probe = StoryModel(weights=(0.0, 0.0, 0.0), bias=0.0, threshold=2.0, cos_floor=cos_floor,
+    probe = StoryModel(weights=(0.0,) * len(FEATURES), bias=0.0, threshold=2.0, cos_floor=cos_floor,
                        weak_threshold=None)  # links nothing
     det = run_stream(msgs, vecs, probe, window_days, record_pairs=True, same_account=same_account)
     pairs = [(i, j) for i, j, _ in det.pairs]
-    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, 3))
+    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, len(FEATURES)))
     if features is not None:
         mask = np.zeros(x.shape[1], dtype=bool)
         mask[list(features)] = True
@@ -138,11 +141,11 @@ def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gol
     """Fit the CROSS and NATIVE models (the ENGLISH one kept), each on the candidate pairs of its route,
     then each threshold in turn to maximise the whole clustering's pairwise F1 (use TRAIN)."""
     english = english or StoryModel()
-    probe = StoryModel(weights=(0.0, 0.0, 0.0), bias=0.0, threshold=2.0, cos_floor=cos_floor,
+    probe = StoryModel(weights=(0.0,) * len(FEATURES), bias=0.0, threshold=2.0, cos_floor=cos_floor,
                        weak_threshold=None)
     det = run_stream(msgs, vecs, english, window_days, record_pairs=True, multi=multi, others=[probe, probe])
     pairs = [(i, j) for i, j, _ in det.pairs]
-    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, 3))
+    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, len(FEATURES)))
     routes = np.array([int(route(det._latin[i], det._latin[j])) for i, j in pairs], dtype=int)
     y = np.array([float(bool(gold.get(det.ids[i], set()) & gold.get(det.ids[j], set()))) for i, j in pairs])
     models = [english]

@@ -29,10 +29,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.corroboration import (  # noqa: E402
+    FEATURES,
     StoryModel,
-    _alias_terms,
-    story_terms,
-    transliterate,
     UnionFind,
     best_threshold,
     fit_logistic,
@@ -40,6 +38,9 @@ from core.corroboration import (  # noqa: E402
 )
 from core.evaluation import read_qrels  # noqa: E402
 from evals.corroboration_eval import Message, load_messages, run_stream  # noqa: E402
+
+BASE = len(FEATURES)  # the shipped features (cos, ent, rare)
+ALL = BASE + 1  # + the shared rare-term count (StoryDetector(shared_rare=True)), evaluated here only
 
 
 @dataclass
@@ -63,9 +64,9 @@ class Stream:
 
 def replay(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]]) -> Stream:
     """Candidate pairs and features exactly as StoryDetector computes them (a probe model links nothing,
-    and features do not depend on links)."""
-    probe = StoryModel(weights=(0.0, 0.0, 0.0), bias=0.0, threshold=2.0, weak_threshold=None)
-    det = run_stream(msgs, vecs, probe, record_pairs=True)
+    and features do not depend on links); x holds all ALL features, a model reads its first ones."""
+    probe = StoryModel(weights=(0.0,) * ALL, bias=0.0, threshold=2.0, weak_threshold=None)
+    det = run_stream(msgs, vecs, probe, record_pairs=True, shared_rare=True)
     order = [det._index[m.id] for m in msgs]  # message k of msgs -> stream position
     by_pos = [0] * len(msgs)
     for k, pos in enumerate(order):
@@ -73,7 +74,7 @@ def replay(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]])
     smsgs = [msgs[k] for k in by_pos]
     svecs = det._vecs[:det.n].copy()
     pairs = [(int(i), int(j)) for i, j, _ in det.pairs]
-    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, 3))
+    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, ALL))
     return Stream(smsgs, svecs, pairs, x, gold)
 
 
@@ -141,8 +142,9 @@ def story_link(t: float, t_low: float, k: int, centroid: float | None = None) ->
 Variant = Callable[[Stream], tuple[StoryModel, Rule]]
 
 
-def fit_pair_model(s: Stream) -> StoryModel:
-    w, b = fit_logistic(s.x, s.labels())
+def fit_pair_model(s: Stream, features: int = BASE) -> StoryModel:
+    """Logistic weights on the first `features` features of the stream's pairs."""
+    w, b = fit_logistic(s.x[:, :features], s.labels())
     return StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, weak_threshold=None)
 
 
@@ -157,7 +159,7 @@ def grid_best(s: Stream, p: np.ndarray, rules: Sequence[tuple[tuple, Rule]]) -> 
 
 def v_single(s: Stream) -> tuple[StoryModel, Rule]:
     m = fit_pair_model(s)
-    t, _ = best_threshold(s.ids, s.pairs, m.score(s.x), s.gold)
+    t, _ = best_threshold(s.ids, s.pairs, scores(m, s), s.gold)
     return m, single_link(t)
 
 
@@ -178,7 +180,7 @@ def cv_threshold(s: Stream, folds: int = 4, grid: Sequence[float] = GRID,
     for held in parts:
         train = subset(s.msgs, s.vecs, set(ids) - held, s.gold)
         test = subset(s.msgs, s.vecs, held, s.gold)
-        scored.append((test, fit_pair_model(train).score(test.x)))
+        scored.append((test, scores(fit_pair_model(train), test)))
     best = (0.5, -1.0)
     for t in grid:
         pool = Pooled()
@@ -204,47 +206,21 @@ def v_fixed(t: float) -> Variant:
     return variant
 
 
-def rare_shared(s: Stream, max_df: int = 3, cap: int = 5) -> np.ndarray:
-    """Per pair: how many shared terms are rare (document frequency <= max_df among the messages seen so
-    far), capped and scaled to [0, 1] -- a pair sharing a few rare names is the same story more often
-    than its IDF-weighted Jaccard says when the tweets are long."""
-    terms = [story_terms(_alias_terms(transliterate(m.text))) for m in s.msgs]
-    rows: dict[int, list[int]] = {}
-    for r, (_, j) in enumerate(s.pairs):
-        rows.setdefault(j, []).append(r)
-    df: dict[int, int] = {}
-    out = np.zeros(len(s.pairs))
-    for i, t in enumerate(terms):
-        for x in t:
-            df[x] = df.get(x, 0) + 1
-        for r in rows.get(i, []):
-            shared = terms[s.pairs[r][0]] & t
-            out[r] = min(sum(1 for x in shared if df[x] <= max_df), cap) / cap
-    return out
-
-
-class RareModel(StoryModel):
-    """The three features plus `rare_shared` (scores a Stream's pairs, not a bare feature matrix)."""
-    def score_stream(self, s: Stream) -> np.ndarray:
-        return self.score(np.hstack([s.x, rare_shared(s)[:, None]]))
-
-
 def v_rare_feature(s: Stream) -> tuple[StoryModel, Rule]:
-    x = np.hstack([s.x, rare_shared(s)[:, None]])
-    w, b = fit_logistic(x, s.labels())
-    m = RareModel(weights=tuple(float(v) for v in w), bias=b)
-    t, _ = best_threshold(s.ids, s.pairs, m.score(x), s.gold)
+    """The shipped features + the shared rare-term count, in-fold threshold, no weak links."""
+    m = fit_pair_model(s, ALL)
+    t, _ = best_threshold(s.ids, s.pairs, scores(m, s), s.gold)
     return m, single_link(t)
 
 
 def scores(model: StoryModel, s: Stream) -> np.ndarray:
-    return model.score_stream(s) if isinstance(model, RareModel) else model.score(s.x)
+    return model.score(s.x[:, :len(model.weights)])
 
 
 def detector_rule(model: StoryModel) -> Rule:
     """The real StoryDetector with `model` (its threshold and weak threshold) replaying the stream."""
     def rule(s: Stream, p: np.ndarray) -> dict[str, str]:
-        return run_stream(s.msgs, s.vecs, model).clusters()
+        return run_stream(s.msgs, s.vecs, model, shared_rare=len(model.weights) > BASE).clusters()
     return rule
 
 
@@ -255,10 +231,10 @@ def with_weak(m: StoryModel, threshold: float, weak: float | None) -> StoryModel
 WEAK_GRID: tuple[float | None, ...] = (None, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50)
 
 
-def in_fold(s: Stream) -> tuple[StoryModel, float]:
+def in_fold(s: Stream, features: int = BASE) -> tuple[StoryModel, float]:
     """The shipped procedure: pair model and in-sample F1-maximising threshold on this stream."""
-    m = fit_pair_model(s)
-    return m, best_threshold(s.ids, s.pairs, m.score(s.x), s.gold)[0]
+    m = fit_pair_model(s, features)
+    return m, best_threshold(s.ids, s.pairs, scores(m, s), s.gold)[0]
 
 
 def cv_weak(s: Stream, folds: int = 4, seeds: Sequence[int] = (100, 101)) -> tuple[float | None, float]:
@@ -284,17 +260,17 @@ def v_weak_cv(s: Stream) -> tuple[StoryModel, Rule]:
     return m, detector_rule(with_weak(m, t, w))
 
 
-def v_weak_fixed(weak: float | None) -> Variant:
+def v_weak_fixed(weak: float | None, features: int = BASE) -> Variant:
     def variant(s: Stream) -> tuple[StoryModel, Rule]:
-        m, t = in_fold(s)
+        m, t = in_fold(s, features)
         return m, detector_rule(with_weak(m, t, weak))
     return variant
 
 
-def v_threshold_weak(threshold: float, weak: float | None) -> Variant:
+def v_threshold_weak(threshold: float, weak: float | None, features: int = BASE) -> Variant:
     """The shipped constants' rule: pair model refit per fold, a fixed threshold and weak threshold."""
     def variant(s: Stream) -> tuple[StoryModel, Rule]:
-        m = fit_pair_model(s)
+        m = fit_pair_model(s, features)
         return m, detector_rule(with_weak(m, threshold, weak))
     return variant
 
@@ -302,7 +278,7 @@ def v_threshold_weak(threshold: float, weak: float | None) -> Variant:
 def v_story(ks: Sequence[int], with_centroid: bool = False) -> Variant:
     def variant(s: Stream) -> tuple[StoryModel, Rule]:
         m = fit_pair_model(s)
-        p = m.score(s.x)
+        p = scores(m, s)
         t, _ = best_threshold(s.ids, s.pairs, p, s.gold)
         lows = [t * f for f in (0.3, 0.45, 0.6, 0.75)]
         cents = [0.6, 0.7, 0.8] if with_centroid else [None]
@@ -419,7 +395,7 @@ def show_missed(msgs, vecs, gold, model: StoryModel, limit: int) -> None:
     """Gold pairs the shipped rule leaves in different stories, with why (not a candidate: same
     account / outside the window / cosine below the floor; or a candidate scored below threshold)."""
     s = replay(msgs, vecs, gold)
-    p = model.score(s.x)
+    p = scores(model, s)
     clusters = single_link(model.threshold)(s, p)
     feat = {(a, b): (s.x[r], p[r]) for r, (a, b) in enumerate(s.pairs)}
     pos = {m.id: k for k, m in enumerate(s.msgs)}
@@ -461,6 +437,10 @@ VARIANTS: dict[str, Variant] = {
     "single link, threshold by inner CV": v_single_cv,
     "fixed threshold 0.36 (the CV choice)": v_fixed(0.36),
     "+ rare shared terms feature (df <= 3)": v_rare_feature,
+    "+ shared, in-fold threshold, weak links at 0.30": v_weak_fixed(0.30, ALL),
+    "+ shared, in-fold threshold, weak links at 0.40": v_weak_fixed(0.40, ALL),
+    "+ shared, in-fold threshold, weak links at 0.45": v_weak_fixed(0.45, ALL),
+    "+ shared, in-fold threshold, weak links at 0.50": v_weak_fixed(0.50, ALL),
     "story link, k=2 members >= t_low": v_story([2]),
     "story link, k in 2..3 members >= t_low": v_story([2, 3]),
     "story link + centroid": v_story([2, 99], with_centroid=True),
@@ -487,9 +467,18 @@ def main(argv: list[str] | None = None) -> int:
     t, f = cv_threshold(replay(msgs, vecs, gold))
     print(f"threshold by CV on all of train (4 folds x 3 draws): {t} (held-out F1 {f:.3f}); "
           f"shipped {StoryModel().threshold}")
+    m4, t4 = in_fold(replay(msgs, vecs, gold), ALL)
+    print(f"all four features on all of train: WEIGHTS = ({', '.join(f'{w:.4f}' for w in m4.weights)})  "
+          f"BIAS = {m4.bias:.4f}  THRESHOLD = {t4:.4f}")
+    variants = dict(VARIANTS)  # + the rows of that threshold, as the shipped 0.5667 rows are of its fit
+    for weak in (None, 0.30, 0.40, 0.45):
+        variants[f"+ shared, threshold {t4:.4f}, weak links at {weak}"] = v_threshold_weak(t4, weak, ALL)
+    for t in (0.50, 0.55, 0.60, 0.65):  # stricter than the fit: topical neighbours of real channels
+        for weak in (None, 0.40):
+            variants[f"+ shared, threshold {t:.2f}, weak links at {weak}"] = v_threshold_weak(t, weak, ALL)
     dmsgs, dvecs, dgold = split["dev"]
     print(f"{'variant':45} {'CV sparse P / R / F1':24}{'CV dense P / R / F1':24}{'dev P / R / F1'}")
-    for name, variant in VARIANTS.items():
+    for name, variant in variants.items():
         if args.only and not re.search(args.only, name):
             continue
         cv, cvd = cross_validate(msgs, vecs, gold, variant, args.folds, args.repeats)
