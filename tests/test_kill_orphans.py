@@ -6,10 +6,12 @@ Every message must end with exactly one reply from the bot, and that reply is th
 card, no placeholder left saying "Checking…". `tools/kill_orphans.py` runs many rounds of this for the figure
 in docs/reliability.md.
 
-`tipline run` runs with its default `TIPLINE_PROGRESS_AFTER_S` (2 s, bot/progress_delay.py): an offline check
-here ends sooner, so most replies are the card alone, sent after "typing…", and a kill in the ~2 ms between
-"Telegram" applying that send and the journal line would show as a doubled card rather than an orphan; a
-check slowed past 2 s by the shared machine still sends its placeholder first and edits it.
+`tipline run` runs with its default `TIPLINE_PROGRESS_AFTER_S` (0, bot/progress_delay.py): each check sends
+its "🔎 Checking…" first and edits it into the card. A kill in the ~2 ms between "Telegram" applying that
+send and the journal line leaves the placeholder behind: the Bot API cannot find a bot's message again
+(issue 13, blocked; docs/reliability.md measures ≈ 0.8 % per killed check). So one orphan in a run is that
+known window (with ~4 checks killed per run, about one run in 30); two or more mean the journal stopped
+working, as does any doubled card or unanswered message.
 """
 
 from __future__ import annotations
@@ -123,4 +125,6 @@ async def test_ungated_kill_9_leaves_no_orphan_and_no_second_card(tmp_path: Path
     print(f"\nungated kill -9: {r} in {time.monotonic() - t0:.1f} s")
     assert r.answered_before_kill < r.messages, "the bot finished before it could be killed: the test proves nothing"
     assert r.unanswered == 0 and r.doubled == 0
-    assert r.orphans == 0, f"{r.orphans} reply message(s) left that are not the verdict card ({CHECKING!r})"
+    # Without the journal every killed check would leave its placeholder (~4 per run); with it, two in one run
+    # is a chance of ~1 in 2,500 (C(4,2) x 0.008^2).
+    assert r.orphans <= 1, f"{r.orphans} reply message(s) left that are not the verdict card ({CHECKING!r})"
