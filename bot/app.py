@@ -29,6 +29,7 @@ from core.matching import ClaimMatcher
 from core.model_files import prepare_default_model
 from core.ocr import TesseractOcr
 from core.multilingual import E5Encoder, MultilingualEncoder, WithPrecomputedPassages
+from core.use_encoder import FeatureEncoder, UseEncoder, WithPrecomputed
 from core.reranker import Reranker
 from core.tracking import Corroborator
 from storage.cache import TTLCache
@@ -62,9 +63,10 @@ class App:
     images: ImageReader | None = None  # screenshots: download + OCR (bot/images.py)
 
     def clear_embedding_caches(self) -> None:
-        """Forget every remembered vector of both models, so a timed path sees a message never seen."""
+        """Forget every remembered vector of the models, so a timed path sees a message never seen."""
         self.embedder.clear_cache()
         self.kb.multilingual.clear_cache()
+        self.kb.use.clear_cache()
 
 
 def check_data_dir(path: Path) -> None:
@@ -102,7 +104,18 @@ def load_embedder(settings: Settings, workers: int | None = None) -> TextEmbedde
 
 def load_multilingual(settings: Settings) -> MultilingualEncoder:
     # The seed's vectors ship with the package: a new data dir skips ~10 s of e5 on first start.
+    if settings.multilingual_engine == "onnx":
+        from core.e5_onnx import E5OnnxEncoder  # its graph is built into the models dir on first use
+
+        return WithPrecomputedPassages.load(E5OnnxEncoder(settings.data_dir / "models",
+                                                          workers=settings.multilingual_threads))
     return WithPrecomputedPassages.load(E5Encoder(threads=settings.multilingual_threads))
+
+
+def load_use() -> FeatureEncoder:
+    # One USE instance, one thread (two measured slower on 2 cores shared with e5 and MiniLM); the
+    # seed's vectors ship with the package like e5's.
+    return WithPrecomputed.load(UseEncoder(threads=1))
 
 
 def _log_progress(done: int, total: int) -> None:
@@ -137,6 +150,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         embedder, multilingual = await asyncio.gather(asyncio.to_thread(load_embedder, settings,
                                                                         1 if one_shot else None),
                                                       asyncio.to_thread(load_multilingual, settings))
+        use = load_use()
         if settings.embed_url:  # load_embedder chose the server client: close its connections
             from core.remote_embeddings import RemoteEmbedder
 
@@ -146,11 +160,11 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         stack.push_async_callback(db.close)
         # Qdrant Edge in the data dir, or a Qdrant server by URL; chosen here, once (storage/vector_backends.py).
         vectors = await open_vector_store(
-            dim=embedder.dim, multi_dim=multilingual.dim, path=edge_dir(settings),
+            dim=embedder.dim, multi_dim=multilingual.dim, use_dim=use.dim, path=edge_dir(settings),
             legacy_path=settings.qdrant_path, url=settings.qdrant_url,
             api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None)
         stack.push_async_callback(vectors.aclose)
-        kb = KnowledgeBase(db, vectors, embedder, settings.factchecks_collection, multilingual)
+        kb = KnowledgeBase(db, vectors, embedder, settings.factchecks_collection, multilingual, use)
         await kb.open(progress or _log_progress)
         if settings.seed_on_start if seed is None else seed:
             await kb.ensure_seed()

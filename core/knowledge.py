@@ -23,6 +23,7 @@ import numpy as np
 from core.text_embedder import TextEmbedder
 from core.matchfeatures import CorpusStats, doc_text
 from core.multilingual import MultilingualEncoder
+from core.use_encoder import FeatureEncoder
 from schema.models import FactCheck
 from core.ratings import normalize_rating
 from core.sparse import SPARSE_VERSION, document_vector
@@ -63,25 +64,29 @@ def load_seed_factchecks(path: Path = SEED_FILE) -> list[FactCheck]:
 
 @dataclass(frozen=True)
 class FactCheckVectors:
-    """The three vectors a fact-check is stored with, one row per fact-check: the English model's claim
+    """The four vectors a fact-check is stored with, one row per fact-check: the English model's claim
     and headline vectors (the claim's stands in when there is no headline, so title similarity never
-    rewards an empty field) and the multilingual model's passage vector of claim + headline."""
+    rewards an empty field), the multilingual model's passage vector of claim + headline and the second
+    multilingual model's (USE, re-ranker features only) of the same text."""
 
     claim: np.ndarray
     title: np.ndarray
     multi: np.ndarray
+    use: np.ndarray
 
     def rows(self, start: int, stop: int) -> FactCheckVectors:
-        return FactCheckVectors(self.claim[start:stop], self.title[start:stop], self.multi[start:stop])
+        return FactCheckVectors(self.claim[start:stop], self.title[start:stop], self.multi[start:stop],
+                                self.use[start:stop])
 
 
 class KnowledgeBase:
     def __init__(self, db: Database, vectors: VectorStore, embedder: TextEmbedder, collection: str,
-                 multilingual: MultilingualEncoder):
+                 multilingual: MultilingualEncoder, use: FeatureEncoder):
         self.db = db
         self.vectors = vectors
         self.embedder = embedder
         self.multilingual = multilingual
+        self.use = use
         self.collection = collection
         self.stats = CorpusStats()
         self._write_lock = asyncio.Lock()
@@ -110,8 +115,8 @@ class KnowledgeBase:
 
     def models(self) -> str:
         """The models this knowledge base embeds with, as recorded beside the collection."""
-        return json.dumps({"english": self.embedder.model_name, "multilingual": self.multilingual.model_name},
-                          sort_keys=True)
+        return json.dumps({"english": self.embedder.model_name, "multilingual": self.multilingual.model_name,
+                           "use": self.use.model_name}, sort_keys=True)
 
     async def reembed(self, progress: Progress | None = None) -> int:
         """Embed every fact-check in SQLite (the system of record) again with today's models into a
@@ -168,16 +173,17 @@ class KnowledgeBase:
                                    rebuild=rebuild, vectors=vectors)
 
     async def embed(self, factchecks: Sequence[FactCheck]) -> FactCheckVectors:
-        """The vectors `add` stores for `factchecks`; the two models run side by side (each in its own
+        """The vectors `add` stores for `factchecks`; the three models run side by side (each in its own
         threads)."""
-        vecs, multi = await asyncio.gather(
+        docs = [doc_text(fc.claim, fc.title) for fc in factchecks]
+        vecs, multi, use = await asyncio.gather(
             self.embedder.embed([fc.claim for fc in factchecks] + [fc.title for fc in factchecks if fc.title]),
-            self.multilingual.passages([doc_text(fc.claim, fc.title) for fc in factchecks]))
+            self.multilingual.passages(docs), self.use.encode(docs))
         claim = np.asarray(vecs[:len(factchecks)])
         titles = iter(vecs[len(factchecks):])
         title = np.vstack([next(titles) if fc.title else cv for fc, cv in zip(factchecks, claim)]) \
             if len(factchecks) else claim
-        return FactCheckVectors(claim, title, np.asarray(multi))
+        return FactCheckVectors(claim, title, np.asarray(multi), np.asarray(use))
 
     async def rebuild_with(self, factchecks: Sequence[FactCheck], *, run_id: int | None = None) -> int:
         """Add `factchecks` by building a fresh collection (old points copied, new ones embedded) and
@@ -209,8 +215,8 @@ class KnowledgeBase:
             v = vectors.rows(start, start + batch) if vectors is not None else await self.embed(chunk)
             points = [FactCheckPoint(id=fc.id, claim_vector=cv, title_vector=tv,
                                      terms=document_vector(doc_text(fc.claim, fc.title)),
-                                     payload=payload_of(fc), multi_vector=mv)
-                      for fc, cv, tv, mv in zip(chunk, v.claim, v.title, v.multi)]
+                                     payload=payload_of(fc), multi_vector=mv, use_vector=uv)
+                      for fc, cv, tv, mv, uv in zip(chunk, v.claim, v.title, v.multi, v.use)]
             await self.vectors.upsert_factchecks(collection, points)
             for fc in chunk:
                 old = existing.get(fc.id)

@@ -11,6 +11,8 @@ Pure functions over what production already has at match time:
 - the multilingual vectors (core/multilingual.py): one e5 query vector of the message and one e5
   passage vector per fact-check (claim + headline), the only features that mean anything when the
   message and the fact-check are in different languages or not in English;
+- a second multilingual model's vectors (core/use_encoder.py, USE): one per message, one per
+  fact-check (claim + headline), read as features only;
 - corpus term statistics (`CorpusStats`) for BM25, maintained incrementally as fact-checks are
   ingested or removed.
 
@@ -64,6 +66,9 @@ FEATURE_NAMES: tuple[str, ...] = (
     "cos_multi_margin",   # cos_multi minus the best cos_multi among the other candidates
     "rr_dense_multi",     # 1 / rank in the multilingual dense list (0 when absent)
     "multi_hub",          # mean multilingual cosine of the candidate to the query's other candidates
+    "cos_use",            # second multilingual model (USE, core/use_encoder.py): query . claim + title
+    "cos_use_gap",        # cos_use minus the best cos_use among this query's candidates
+    "cos_use_margin",     # cos_use minus the best cos_use among the other candidates
 )
 N_FEATURES = len(FEATURE_NAMES)
 
@@ -247,10 +252,11 @@ class PreparedQuery:
     numbers: frozenset[str]
     multi_vec: np.ndarray | None = None  # (d,) multilingual query vector, when there is one
     latin: bool = True                  # the query is in a Latin script (latin_script)
+    use_vec: np.ndarray | None = None   # (d,) the second multilingual model's vector, when there is one
 
 
 def prepare_query(raw: str, clean: str, vec: np.ndarray, stats: CorpusStats,
-                  multi_vec: np.ndarray | None = None) -> PreparedQuery:
+                  multi_vec: np.ndarray | None = None, use_vec: np.ndarray | None = None) -> PreparedQuery:
     """Tokenise the cleaned query once; entities come from the raw text too (hashtags, handles)."""
     toks = terms(clean)
     tids = tuple(dict.fromkeys(term_id(t) for t in toks))
@@ -265,6 +271,7 @@ def prepare_query(raw: str, clean: str, vec: np.ndarray, stats: CorpusStats,
         numbers=frozenset(numbers(clean)),
         multi_vec=None if multi_vec is None else np.asarray(multi_vec, dtype=np.float32).reshape(-1),
         latin=latin_script(clean),
+        use_vec=None if use_vec is None else np.asarray(use_vec, dtype=np.float32).reshape(-1),
     )
 
 
@@ -333,11 +340,13 @@ def candidate_features(
     ranks: Mapping[str, Sequence[int]],
     stats: CorpusStats,
     multi_vecs: np.ndarray | None = None,
+    use_vecs: np.ndarray | None = None,
 ) -> np.ndarray:
     """Feature matrix (n_candidates, N_FEATURES), columns in `FEATURE_NAMES` order.
 
     `multi_vecs` (n, d'): the candidates' multilingual passage vectors; with the query's `multi_vec`
-    they give the cos_multi features (zero when either is missing).
+    they give the cos_multi features (zero when either is missing). `use_vecs` (n, d''): the same for
+    the second multilingual model and the cos_use features.
 
     `ranks[name]` for name in `LISTS` gives each candidate's 1-based rank in that candidate list,
     0 when absent (a missing list counts as absent everywhere).
@@ -404,11 +413,20 @@ def candidate_features(
         if n > 1:
             sims = mv @ mv.T
             out[:, _MULTI_HUB] = (sims.sum(axis=1) - np.diag(sims)) / (n - 1)
+    if query.use_vec is not None and use_vecs is not None and np.size(use_vecs):
+        # A second reader of both languages, trained differently from e5, disagrees with it where e5
+        # is wrong: Russian dev MAP@5 0.752 -> 0.811 with these three (docs/matching.md). Its hubness
+        # and reciprocal rank measured no further gain (/tmp/ru_exp/exp.py, 2026-11-24).
+        cos_u = _rows(use_vecs, n, query.use_vec.shape[0]) @ query.use_vec
+        out[:, _USE] = cos_u
+        out[:, _USE + 1] = cos_u - cos_u.max()
+        out[:, _USE + 2] = _margin(cos_u)
     return out
 
 
 _RR_COL = {name: FEATURE_NAMES.index("rr_" + name) for name in LISTS}
 _MULTI_HUB = FEATURE_NAMES.index("multi_hub")
+_USE = FEATURE_NAMES.index("cos_use")
 
 
 def _margin(v: np.ndarray) -> np.ndarray:

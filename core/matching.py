@@ -169,15 +169,16 @@ class ClaimMatcher:
         return _best_first(list(best.values()))[:limit]
 
     async def _by_text(self, text: str, clean: str, limit: int) -> list[Match]:
-        # Both models at once, each in its own threads: the e5 query is most of a match's CPU.
-        vecs, multi = await asyncio.gather(self.kb.embedder.embed([clean]), self.kb.multilingual.queries([clean]))
-        vec, mvec = vecs[0], multi[0]
+        # The three models at once, each in its own thread: the e5 query is most of a match's CPU.
+        vecs, multi, use = await asyncio.gather(self.kb.embedder.embed([clean]), self.kb.multilingual.queries([clean]),
+                                                self.kb.use.encode([clean]))
+        vec, mvec, uvec = vecs[0], multi[0], use[0]
         hits = await self.kb.vectors.search_factchecks(self.kb.collection, vec, query_vector(clean),
                                                        self.candidates, multi=mvec)
         if not hits:
             return []
-        query = prepare_query(text, clean, vec, self.kb.stats, mvec)
-        dim, mdim = vec.shape[0], mvec.shape[0]
+        query = prepare_query(text, clean, vec, self.kb.stats, mvec, uvec)
+        dim, mdim, udim = vec.shape[0], mvec.shape[0], uvec.shape[0]
         ranks = {_LIST_NAMES[name]: [h.ranks.get(name, 0) for h in hits] for name in _LIST_NAMES}
         claims = [h.payload.get("claim", "") for h in hits]
         features = candidate_features(
@@ -187,6 +188,7 @@ class ClaimMatcher:
             np.vstack([h.vectors.get("title", np.zeros(dim, np.float32)) for h in hits]),
             ranks, self.kb.stats,
             np.vstack([h.vectors.get("multi", np.zeros(mdim, np.float32)) for h in hits]),
+            np.vstack([h.vectors.get("use", np.zeros(udim, np.float32)) for h in hits]),
         )
         latin = np.array([latin_script(c) for c in claims], dtype=bool)
         kind = np.where(latin == query.latin, np.where(latin, 0, 2), 1)

@@ -32,12 +32,14 @@ async def bench_ingest(settings: Settings, claims_path: Path, *, limit: int | No
     for r in range(repeats):
         with tempfile.TemporaryDirectory(prefix="tipline-bench-") as tmp:
             async with build_app(temp_settings(settings, Path(tmp)), seed=False) as app:
-                await asyncio.gather(app.embedder.embed(_WARM_UP), app.kb.multilingual.passages(_WARM_UP))
+                await asyncio.gather(app.embedder.embed(_WARM_UP), app.kb.multilingual.passages(_WARM_UP),
+                                     app.kb.use.encode(_WARM_UP))
 
                 async def embed_alone() -> None:
                     app.clear_embedding_caches()
                     t0 = time.perf_counter()
-                    await asyncio.gather(app.embedder.embed(texts), app.kb.multilingual.passages(docs))
+                    await asyncio.gather(app.embedder.embed(texts), app.kb.multilingual.passages(docs),
+                                         app.kb.use.encode(docs))
                     floor.append(len(fcs) / (time.perf_counter() - t0))
 
                 async def ingest() -> None:

@@ -100,14 +100,15 @@ class VectorCache:
             -> tuple[FactCheckVectors, bool]:
         """The vectors `kb.add` stores for `fcs`, and whether they came from the cache."""
         models = [model_identity(kb.embedder.model_name, (await kb.embedder.embed([_PROBE]))[0]),
-                  model_identity(kb.multilingual.model_name, (await kb.multilingual.passages([_PROBE]))[0])]
+                  model_identity(kb.multilingual.model_name, (await kb.multilingual.passages([_PROBE]))[0]),
+                  model_identity(kb.use.model_name, (await kb.use.encode([_PROBE]))[0])]
         texts = [f"{fc.id}\x1f{fc.claim}\x1f{fc.title}" for fc in fcs]
         path = self._path(label, models, texts)
         found = self._load(path, label, len(fcs))
         if found is not None:
-            return FactCheckVectors(found["claim"], found["title"], found["multi"]), True
+            return FactCheckVectors(found["claim"], found["title"], found["multi"], found["use"]), True
         v = await kb.embed(fcs)
-        self._save(path, label, {"claim": v.claim, "title": v.title, "multi": v.multi})
+        self._save(path, label, {"claim": v.claim, "title": v.title, "multi": v.multi, "use": v.use})
         return v, False
 
 

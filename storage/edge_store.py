@@ -159,8 +159,8 @@ class _Shard:
 
 class EdgeVectorStore(VectorStore):
     def __init__(self, root: Path, lock_fd: int, dim: int, multi_dim: int | None, optimize_at: int,
-                 optimize_every: int):
-        super().__init__(dim, multi_dim)
+                 optimize_every: int, use_dim: int | None = None):
+        super().__init__(dim, multi_dim, use_dim)
         self.root = root
         self.optimize_at = optimize_at
         self.optimize_every = optimize_every
@@ -175,13 +175,14 @@ class EdgeVectorStore(VectorStore):
     # --- opening and closing -------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, root: Path, *, dim: int, multi_dim: int | None = None, optimize_at: int = OPTIMIZE_AT,
+    async def open(cls, root: Path, *, dim: int, multi_dim: int | None = None, use_dim: int | None = None,
+                   optimize_at: int = OPTIMIZE_AT,
                    optimize_every: int = OPTIMIZE_EVERY) -> EdgeVectorStore:
-        return await asyncio.to_thread(cls._open_sync, root, dim, multi_dim, optimize_at, optimize_every)
+        return await asyncio.to_thread(cls._open_sync, root, dim, multi_dim, optimize_at, optimize_every, use_dim)
 
     @classmethod
     def _open_sync(cls, root: Path, dim: int, multi_dim: int | None, optimize_at: int,
-                   optimize_every: int) -> EdgeVectorStore:
+                   optimize_every: int, use_dim: int | None = None) -> EdgeVectorStore:
         try:
             (root / "collections").mkdir(parents=True, exist_ok=True)
             fd = os.open(root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -195,7 +196,7 @@ class EdgeVectorStore(VectorStore):
                 f"another tipline process is using {root}; the embedded vector store allows one process per "
                 "data dir (stop the other one, use another TIPLINE_DATA_DIR, or run a Qdrant server and set "
                 "TIPLINE_QDRANT_URL)") from exc
-        store = cls(root, fd, dim, multi_dim, optimize_at, optimize_every)
+        store = cls(root, fd, dim, multi_dim, optimize_at, optimize_every, use_dim)
         try:
             store._load()
         except BaseException:

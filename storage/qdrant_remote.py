@@ -75,22 +75,22 @@ def _sel(x: WithPayload) -> Any:
 
 class RemoteVectorStore(VectorStore):
     def __init__(self, client: AsyncQdrantClient, dim: int, multi_dim: int | None = None, *,
-                 payload_indexes: bool = True):
-        super().__init__(dim, multi_dim)
+                 payload_indexes: bool = True, use_dim: int | None = None):
+        super().__init__(dim, multi_dim, use_dim)
         self._client = client
         # qdrant-client's local mode ignores payload indexes (and warns); a server builds them.
         self._payload_indexes = payload_indexes
 
     @classmethod
     async def connect(cls, url: str, *, api_key: str | None, dim: int,
-                      multi_dim: int | None = None) -> RemoteVectorStore:
+                      multi_dim: int | None = None, use_dim: int | None = None) -> RemoteVectorStore:
         client = AsyncQdrantClient(url=url, api_key=api_key, timeout=30)
         try:
             await client.get_collections()  # fail now, with a clear message, if the server is unreachable
         except Exception as exc:  # connection errors come in many types from httpx/grpc
             await client.close()
             raise VectorStoreError(f"cannot reach the Qdrant server at {url}: {exc}") from exc
-        return cls(client, dim, multi_dim)
+        return cls(client, dim, multi_dim, use_dim=use_dim)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -18,16 +18,17 @@ from storage.vectors import VectorStore, VectorStoreError
 # nothing (issue 14).
 
 
-async def open_vector_store(*, dim: int, multi_dim: int | None = None, path: Path | None = None,
+async def open_vector_store(*, dim: int, multi_dim: int | None = None, use_dim: int | None = None,
+                            path: Path | None = None,
                             url: str | None = None, api_key: str | None = None,
                             legacy_path: Path | None = None) -> VectorStore:
     if url:
         from storage.qdrant_remote import RemoteVectorStore
 
-        return await RemoteVectorStore.connect(url, api_key=api_key, dim=dim, multi_dim=multi_dim)
+        return await RemoteVectorStore.connect(url, api_key=api_key, dim=dim, multi_dim=multi_dim, use_dim=use_dim)
     if path is None:
         raise VectorStoreError("no vector store configured: set TIPLINE_DATA_DIR or TIPLINE_QDRANT_URL")
-    store = await EdgeVectorStore.open(path, dim=dim, multi_dim=multi_dim)
+    store = await EdgeVectorStore.open(path, dim=dim, multi_dim=multi_dim, use_dim=use_dim)
     try:
         if legacy_path is not None:
             await migrate_legacy_dir(legacy_path, store)

@@ -1,6 +1,6 @@
 """Vector collections behind one interface; the backend is chosen once, at the composition root.
 
-    store = await open_vector_store(path=…, url=…, dim=384, multi_dim=384)   # storage/vector_backends.py
+    store = await open_vector_store(path=…, url=…, dim=384, multi_dim=384, use_dim=512)   # storage/vector_backends.py
 
 - `EdgeVectorStore` (storage/edge_store.py): the embedded default, Qdrant Edge in-process (the Rust
   engine: HNSW, sparse vectors with the IDF modifier, payload indexes), one shard per collection
@@ -27,6 +27,7 @@ import numpy as np
 
 DENSE_FIELDS = ("claim", "title")  # the English model's vectors of the claim and the headline
 MULTI_FIELD = "multi"              # the multilingual model's vector of claim + headline
+USE_FIELD = "use"                  # the second multilingual model's (USE) vector of claim + headline: read, not searched
 SPARSE_FIELD = "terms"
 SEQ_FIELD = "seq"  # payload: a fact-check's place in ingest order
 
@@ -150,6 +151,7 @@ class FactCheckPoint:
     terms: SparseTerms
     payload: dict[str, Any]
     multi_vector: np.ndarray
+    use_vector: np.ndarray
 
 
 @dataclass
@@ -167,9 +169,10 @@ class VectorStore(abc.ABC):
     The abstract methods are the backend's; the fact-check collection's operations below are written
     once on top of them."""
 
-    def __init__(self, dim: int, multi_dim: int | None = None):
+    def __init__(self, dim: int, multi_dim: int | None = None, use_dim: int | None = None):
         self.dim = dim
         self.multi_dim = multi_dim or dim
+        self.use_dim = use_dim or self.multi_dim
         self._seq = time.time_ns()  # fact-checks' ingest order, the tie-break of equal scores
 
     # --- what each backend implements ------------------------------------------------------------
@@ -293,7 +296,8 @@ class VectorStore(abc.ABC):
 
     def factchecks_spec(self) -> CollectionSpec:
         return CollectionSpec(
-            dense={**{f: self.dim for f in DENSE_FIELDS}, MULTI_FIELD: self.multi_dim}, sparse=(SPARSE_FIELD,),
+            dense={**{f: self.dim for f in DENSE_FIELDS}, MULTI_FIELD: self.multi_dim, USE_FIELD: self.use_dim},
+            sparse=(SPARSE_FIELD,),
             indexes={"verdict": "keyword", "publisher": "keyword", "language": "keyword", "published_at": "datetime"})
 
     async def factchecks_current(self, name: str) -> bool:
@@ -312,7 +316,8 @@ class VectorStore(abc.ABC):
         out = []
         for p in points:
             self._seq += 1
-            out.append(Point(p.id, {"claim": p.claim_vector, "title": p.title_vector, MULTI_FIELD: p.multi_vector},
+            out.append(Point(p.id, {"claim": p.claim_vector, "title": p.title_vector, MULTI_FIELD: p.multi_vector,
+                                    USE_FIELD: p.use_vector},
                              {**p.payload, SEQ_FIELD: self._seq}, {SPARSE_FIELD: p.terms}))
         await self.upsert(name, out)
 
@@ -320,7 +325,8 @@ class VectorStore(abc.ABC):
                                 limit: int, multi: np.ndarray | None = None) -> list[Hit]:
         """Hybrid candidates: the union of dense search on claim and title (English model), on claim +
         title (multilingual model, when `multi` is given) and sparse term search, each candidate
-        carrying its rank and score in every list that found it (the re-ranker's input).
+        carrying its rank and score in every list that found it (the re-ranker's input), and its
+        stored vectors, USE's among them (features only: no list searches it).
 
         The lists go to the engine as one batch, not as one fused query: the re-ranker reads each
         candidate's rank in each list (core/matchfeatures.py), which fusion would throw away."""
@@ -330,7 +336,7 @@ class VectorStore(abc.ABC):
         if len(sparse.indices):
             lists[SPARSE_FIELD] = Query(SPARSE_FIELD, sparse, limit)
         results = await self.query_batch(name, list(lists.values()), payload=True,
-                                         vectors=[*DENSE_FIELDS, MULTI_FIELD])
+                                         vectors=[*DENSE_FIELDS, MULTI_FIELD, USE_FIELD])
         hits: dict[str, Hit] = {}
         for list_name, points in zip(lists, results):
             # Equal scores (the same claim fact-checked twice, short claims sharing their few terms) go

@@ -72,7 +72,7 @@ async def test_checks_round_trip(tmp_path):
 
 def _point(i: int, claim: str, vec: np.ndarray) -> FactCheckPoint:
     return FactCheckPoint(id=fc(claim, url=f"https://x/{i}").id, claim_vector=vec, title_vector=vec,
-                          terms=document_vector(claim), payload={"claim": claim}, multi_vector=vec)
+                          terms=document_vector(claim), payload={"claim": claim}, multi_vector=vec, use_vector=vec)
 
 
 async def test_edge_store_ranks_like_the_vectors_and_survives_reopen(tmp_path):
@@ -135,13 +135,13 @@ def _legacy_dir(path, n: int = 30) -> np.ndarray:
     client = QdrantClient(path=str(path))
     for name in ("fc__1", "fc__orphan"):
         client.create_collection(name, vectors_config={
-            f: models.VectorParams(size=8, distance=models.Distance.COSINE) for f in ("claim", "title", "multi")},
+            f: models.VectorParams(size=8, distance=models.Distance.COSINE) for f in ("claim", "title", "multi", "use")},
             sparse_vectors_config={"terms": models.SparseVectorParams(modifier=models.Modifier.IDF)})
     client.update_collection_aliases(change_aliases_operations=[models.CreateAliasOperation(
         create_alias=models.CreateAlias(collection_name="fc__1", alias_name="fc"))])
     client.upsert("fc__1", points=[models.PointStruct(
         id=fc(f"claim {i}", url=f"https://x/{i}").id, payload={"claim": f"claim {i}"},
-        vector={"claim": vecs[i].tolist(), "title": vecs[i].tolist(), "multi": vecs[i].tolist(),
+        vector={"claim": vecs[i].tolist(), "title": vecs[i].tolist(), "multi": vecs[i].tolist(), "use": vecs[i].tolist(),
                 "terms": models.SparseVector(indices=[i, 1000], values=[1.0, 0.5])}) for i in range(n)])
     client.create_collection("messages", vectors_config={"text": models.VectorParams(
         size=8, distance=models.Distance.COSINE)})

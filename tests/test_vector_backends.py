@@ -26,12 +26,13 @@ WORDS = ["vaccine", "chip", "tracking", "moon", "landing", "studio", "fake", "wa
 
 
 async def _edge(tmp_path) -> VectorStore:
-    return await EdgeVectorStore.open(tmp_path / "edge", dim=DIM, multi_dim=DIM + 4)
+    return await EdgeVectorStore.open(tmp_path / "edge", dim=DIM, multi_dim=DIM + 4, use_dim=DIM + 8)
 
 
 async def _remote(tmp_path) -> VectorStore:
     # qdrant-client's local mode ignores payload indexes (and warns); a server builds them.
-    return RemoteVectorStore(AsyncQdrantClient(location=":memory:"), DIM, DIM + 4, payload_indexes=False)
+    return RemoteVectorStore(AsyncQdrantClient(location=":memory:"), DIM, DIM + 4, payload_indexes=False,
+                             use_dim=DIM + 8)
 
 
 @pytest.fixture
@@ -51,15 +52,16 @@ def _claims(rng: np.random.Generator, n: int) -> list[str]:
     return [" ".join(rng.choice(WORDS, size=int(rng.integers(3, 9)))) + f" item{i}" for i in range(n)]
 
 
-def _factchecks(n: int = 300, seed: int = 5) -> tuple[list[FactCheckPoint], np.ndarray, list[str]]:
+def _factchecks(n: int = 300, seed: int = 5) -> tuple[list[FactCheckPoint], np.ndarray, list[str], np.ndarray]:
     rng = np.random.default_rng(seed)
     claims = _claims(rng, n)
     dense, title, multi = _unit(rng, n, DIM), _unit(rng, n, DIM), _unit(rng, n, DIM + 4)
+    use = _unit(np.random.default_rng(seed + 1), n, DIM + 8)  # its own stream: the others stay as they were
     import uuid
     points = [FactCheckPoint(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"fc{i}")), claim_vector=dense[i],
                              title_vector=title[i], terms=document_vector(c), payload={"claim": c, "i": i},
-                             multi_vector=multi[i]) for i, c in enumerate(claims)]
-    return points, dense, claims
+                             multi_vector=multi[i], use_vector=use[i]) for i, c in enumerate(claims)]
+    return points, dense, claims, use
 
 
 def _ranked(hits, list_name: str) -> list[tuple[str, float]]:
@@ -68,7 +70,7 @@ def _ranked(hits, list_name: str) -> list[tuple[str, float]]:
 
 
 async def test_hybrid_factcheck_candidates_agree(stores):
-    points, dense, claims = _factchecks()
+    points, dense, claims, use = _factchecks()
     rng = np.random.default_rng(9)
     queries = [(dense[i] + 0.3 * _unit(rng, 1, DIM)[0], query_vector(claims[i]), _unit(rng, 1, DIM + 4)[0])
                for i in (3, 50, 151, 299)]
@@ -97,11 +99,14 @@ async def test_hybrid_factcheck_candidates_agree(stores):
         last = min(s for _, s in e)  # the cut-off score's group may be split differently at the limit
         assert {k: v for k, v in ge.items() if k > round(last, 3)} == {k: v for k, v in gr.items()
                                                                        if k > round(last, 3)}
-        # The stored vectors come back (normalised) for the re-ranker's features.
-        for h in edge_hits:
+    # The stored vectors come back (normalised) for the re-ranker's features, USE's (never searched,
+    # its own dimension) among them, from both backends.
+    for hits in results:
+        for h in (h for q in hits for h in q):
             i = h.payload["i"]
             assert h.vectors["claim"] == pytest.approx(dense[i], abs=1e-5)
-            assert set(h.vectors) == {"claim", "title", "multi"}
+            assert h.vectors["use"] == pytest.approx(use[i], abs=1e-5)
+            assert set(h.vectors) == {"claim", "title", "multi", "use"}
 
 
 async def test_filters_scroll_delete_and_payload_updates_agree(stores):
@@ -149,7 +154,7 @@ async def test_filters_scroll_delete_and_payload_updates_agree(stores):
 
 
 async def test_aliases_swaps_and_orphans_agree(stores):
-    points, dense, _ = _factchecks(40)
+    points, dense, _, _ = _factchecks(40)
     seen = []
     for store in stores:
         await store.ensure_factchecks("kb__1")

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Write core/data/seed_multilingual.npz: the multilingual passage vector of every seed fact-check
-(claim + headline, as core/knowledge.py embeds them), so that a new data dir loads the seed without
-running e5 over it (core/multilingual.py: WithPrecomputedPassages). Rerun after editing the seed file;
-tests/test_multilingual.py fails until you do.
+"""Write core/data/seed_multilingual.npz and core/data/seed_use.npz: the multilingual passage vector
+(e5) and the USE vector of every seed fact-check (claim + headline, as core/knowledge.py embeds them),
+so that a new data dir loads the seed without running e5 or USE over it (core/multilingual.py:
+WithPrecomputedPassages, core/use_encoder.py: WithPrecomputed). Rerun after editing the seed file;
+tests/test_multilingual.py and tests/test_use_encoder.py fail until you do.
 
 usage: .venv/bin/python tools/seed_vectors.py
 """
@@ -21,6 +22,7 @@ if str(ROOT) not in sys.path:
 from core.knowledge import load_seed_factchecks  # noqa: E402
 from core.matchfeatures import doc_text  # noqa: E402
 from core.multilingual import SEED_VECTORS, E5Encoder  # noqa: E402
+from core.use_encoder import SEED_USE_VECTORS, UseEncoder  # noqa: E402
 
 
 def main() -> None:
@@ -31,6 +33,10 @@ def main() -> None:
     np.savez_compressed(SEED_VECTORS, texts=np.array(texts), vectors=vecs.astype(np.float16),
                         model=np.array(enc.model_name))
     print(f"{len(texts)} vectors written to {SEED_VECTORS.relative_to(ROOT)}")
+    use = UseEncoder()
+    np.savez_compressed(SEED_USE_VECTORS, texts=np.array(texts), vectors=use.encode_sync(texts).astype(np.float16),
+                        model=np.array(use.model_name))
+    print(f"{len(texts)} vectors written to {SEED_USE_VECTORS.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

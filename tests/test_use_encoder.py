@@ -1,0 +1,126 @@
+"""The second multilingual model (USE, core/use_encoder.py): real model, real Qdrant Edge, real SQLite.
+
+Its vector is stored with every fact-check, read back with the candidates and turned into re-ranker
+features; a data dir written before it existed is re-embedded aside on first start, nothing lost.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bot.app import build_app, edge_dir
+from core.knowledge import load_seed_factchecks
+from core.matchfeatures import FEATURE_NAMES, doc_text
+from core.reranker import Reranker
+from core.sparse import query_vector
+from core.textclean import clean_query
+from core.use_encoder import SEED_USE_VECTORS, USE_DIM, UseEncoder
+from schema.models import Verdict
+from storage.edge_store import EdgeVectorStore
+from storage.sqlite import Database
+from storage.vectors import CollectionSpec, Point
+from tests.conftest import isolated_settings
+
+
+@pytest.fixture(scope="module")
+def use() -> UseEncoder:
+    return UseEncoder()
+
+
+def test_use_reads_russian_and_english_alike(use):
+    en = use.encode_sync(["Vaccines cause autism in children.", "The weather is nice in Paris today."])
+    ru = use.encode_sync(["Прививки вызывают у детей аутизм.", "Сегодня в Париже хорошая погода."])
+    assert en.shape == (2, USE_DIM) and np.allclose(np.linalg.norm(ru, axis=1), 1.0, atol=1e-5)
+    sims = ru @ en.T
+    assert sims[0, 0] > sims[0, 1] + 0.2 and sims[1, 1] > sims[1, 0] + 0.2
+
+
+def test_bad_text_gives_a_vector_not_an_error(use):
+    vecs = use.encode_sync(["\ud800 lone surrogate", "", "🙂" * 3000, "x" * 100_000])
+    assert vecs.shape == (4, USE_DIM) and np.isfinite(vecs).all()
+    assert use.encode_sync([]).shape == (0, USE_DIM)
+
+
+def test_shipped_seed_use_vectors_are_current(use):
+    """tools/seed_vectors.py must be rerun after the seed file changes."""
+    data = np.load(SEED_USE_VECTORS, allow_pickle=False)
+    assert str(data["model"]) == use.model_name
+    table = dict(zip(data["texts"].tolist(), data["vectors"].astype(np.float32)))
+    texts = [doc_text(fc.claim, fc.title) for fc in load_seed_factchecks()]
+    missing = [t for t in texts if t not in table]
+    assert not missing, f"run tools/seed_vectors.py ({len(missing)} seed texts have no USE vector)"
+    sample = texts[:: max(1, len(texts) // 5)]
+    stored = np.stack([table[t] for t in sample])
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    assert (np.sum(use.encode_sync(sample) * stored, axis=1) > 0.999).all()
+
+
+def test_every_shipped_reranker_reads_the_use_features():
+    for model in (Reranker.load_default(), Reranker.load_multilingual(), Reranker.load_same_script()):
+        cols = [FEATURE_NAMES.index(n) for n in ("cos_use", "cos_use_gap", "cos_use_margin")]
+        assert all(model.weights[c] != 0 for c in cols)
+        assert all(model.std[c] != 1.0 for c in cols)  # trained on real USE features, not on zeros
+
+
+async def test_the_use_vectors_are_stored_read_back_and_scored(tmp_path, model_dir, seeded):
+    settings = isolated_settings(seeded.copy_to(tmp_path / "data"), model_dir)
+    async with build_app(settings) as app:
+        message = "Говорят, что вышки 5G распространяют коронавирус. Это правда?"
+        clean = clean_query(message)
+        vec, mvec, uvec = (await app.kb.embedder.embed([clean]))[0], (await app.kb.multilingual.queries([clean]))[0], \
+            (await app.kb.use.encode([clean]))[0]
+        hits = await app.vectors.search_factchecks(app.kb.collection, vec, query_vector(clean), 10, multi=mvec)
+        assert hits and all(h.vectors["use"].shape == (USE_DIM,) for h in hits)
+        # What is stored is the seed table's vector of the fact-check's claim + headline.
+        fc = {f.id: f for f in load_seed_factchecks()}[hits[0].id]
+        fresh = app.kb.use.encode_sync([doc_text(fc.claim, fc.title)])[0]
+        assert float(hits[0].vectors["use"] @ fresh) > 0.999
+        assert -1.0 <= float(hits[0].vectors["use"] @ uvec) <= 1.0
+        # The matcher reads them: the Russian message finds the English 5G fact-check, verdict inherited.
+        result = await app.engine.check(message)
+        assert result.verdict == Verdict.REFUTED, result
+        assert result.matches[0].tier == "auto" and "5G" in result.matches[0].claim
+
+
+async def _data_dir_before_use(settings, model_dir) -> int:
+    """A data dir as the version before USE left it: the seed in SQLite, a fact-check collection with
+    the MiniLM and e5 vectors only, and the models recorded without USE."""
+    async with build_app(settings) as app:
+        n = await app.kb.count()
+        models = json.loads(app.kb.models())
+    db = await Database.open(settings.sqlite_path)
+    del models["use"]
+    await db.set_kv(f"embedding_models:{settings.factchecks_collection}", json.dumps(models, sort_keys=True))
+    await db.close()
+    edge = await EdgeVectorStore.open(edge_dir(settings), dim=384)
+    name = settings.factchecks_collection
+    old = f"{name}__old"
+    await edge.create_collection(old, CollectionSpec(dense={"claim": 384, "title": 384, "multi": 384},
+                                                     sparse=("terms",)))
+    async for records in edge.scroll(name, payload=True, vectors=True):
+        await edge.upsert(old, [Point(r.id, {k: v for k, v in r.dense.items() if k != "use"}, r.payload, r.sparse)
+                                for r in records])
+    await edge.swap_alias(name, old)
+    assert not await edge.factchecks_current(name) and await edge.count(name) == n
+    await edge.aclose()
+    return n
+
+
+async def test_a_data_dir_from_before_use_is_reembedded_and_loses_nothing(tmp_path, model_dir):
+    settings = isolated_settings(tmp_path / "data", model_dir)
+    n = await _data_dir_before_use(settings, model_dir)
+    seen: list[tuple[int, int]] = []
+    async with build_app(settings, progress=lambda d, t: seen.append((d, t))) as app:
+        assert seen and seen[-1] == (n, n)
+        assert await app.kb.count() == n
+        assert await app.vectors.factchecks_current(app.kb.collection)
+        assert json.loads(await app.db.get_kv(f"embedding_models:{app.kb.collection}"))["use"] == app.kb.use.model_name
+        result = await app.engine.check("В шприцах с вакциной для людей нашли электронные чипы для слежки.")
+        assert result.verdict == Verdict.REFUTED and result.matches[0].tier == "auto"
+    seen.clear()
+    async with build_app(settings, progress=lambda d, t: seen.append((d, t))) as app:
+        assert not seen  # current now: no second re-embedding
+        assert await app.kb.count() == n
