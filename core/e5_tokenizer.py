@@ -23,19 +23,23 @@ _SPACES = re.compile(" {2,}")
 class E5Tokenizer:
     def __init__(self, weights: E5Weights):
         self.bos, self.eos, self.unk = weights.bos, weights.eos, weights.unk
-        scores = weights.scores.astype(np.float32)
-        self._unk_score = float(np.float32(scores.min()) - np.float32(10.0))
-        self._max_bytes = max(1, max(len(p) for p in weights.pieces))
-        # piece text -> (id, score); the first of two equal pieces wins, as in the C hash table's probe order.
-        pieces: dict[str, tuple[int, float]] = {}
-        for i, raw in enumerate(weights.pieces):
+        # Scores as Python floats (each exactly a float32): read per lookup, cheaper than numpy scalars.
+        self._scores: list[float] = weights.scores.astype(np.float32).tolist()
+        self._unk_score = float(np.float32(weights.scores.min()) - np.float32(10.0))
+        offs = weights.piece_offsets.tolist()
+        blob = weights.piece_bytes
+        self._max_bytes = max(1, max(b - a for a, b in zip(offs, offs[1:])))
+        # piece text -> id; the first of two equal pieces wins, as in the C hash table's probe order.
+        pieces: dict[str, int] = {}
+        for i in range(len(offs) - 1):
+            raw = blob[offs[i]:offs[i + 1]]
             if not raw or i == self.unk:
                 continue
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:  # cannot match text cut at character boundaries
                 continue
-            pieces.setdefault(text, (i, float(scores[i])))
+            pieces.setdefault(text, i)
         self._pieces = pieces
         self._max_chars = max(len(p) for p in pieces)
         self._table = {cp: "".join(map(chr, out)) for cp, out in weights.norm_map.items()}
@@ -63,7 +67,7 @@ class E5Tokenizer:
         best[0] = 0.0
         piece = [-1] * (n + 1)
         start = [0] * (n + 1)
-        get = self._pieces.get
+        get, scores = self._pieces.get, self._scores
         unk_score, max_bytes, max_chars = self._unk_score, self._max_bytes, self._max_chars
         for i in range(n):
             bi = best[i]
@@ -78,13 +82,15 @@ class E5Tokenizer:
             for e in range(i + 1, last + 1):
                 hit = get(s[i:e])
                 if hit is not None:
-                    sc = float(f32(bi) + f32(hit[1]))
-                    if sc > best[e]:
+                    # The sum of two float32 values is exact in a double; rounding it to float32 keeps
+                    # the order, so only a sum above best[e] can win in C: rounded only then (-2 ms/passage).
+                    sc = bi + scores[hit]
+                    if sc > best[e] and (sc := float(f32(sc))) > best[e]:
                         best[e] = sc
-                        piece[e] = hit[0]
+                        piece[e] = hit
                         start[e] = i
-            us = float(f32(bi) + f32(unk_score))
-            if us > best[i + 1]:
+            us = bi + unk_score
+            if us > best[i + 1] and (us := float(f32(us))) > best[i + 1]:
                 best[i + 1] = us
                 piece[i + 1] = -1
                 start[i + 1] = i

@@ -57,7 +57,8 @@ class E5Weights:
     eos: int
     pad: int
     unk: int
-    pieces: list[bytes]
+    piece_bytes: bytes  # every vocabulary piece's UTF-8, back to back (a list of 250k bytes objects: +24 MB RSS)
+    piece_offsets: np.ndarray  # int64 [n_pieces + 1] into piece_bytes
     scores: np.ndarray  # float32 [n_pieces]
     norm_map: dict[int, tuple[int, ...]]  # codepoint -> replacement codepoints
     tensors: dict[str, np.ndarray]  # float32 vectors/matrices, or Q4 blocks [rows, nb] (read-only views)
@@ -96,7 +97,6 @@ def load_weights(path: Path | None = None) -> E5Weights:
     o += 4 * n_pieces
     blob = bytes(raw[o:o + bloblen])
     o += bloblen
-    pieces = [blob[offs[i]:offs[i + 1]] for i in range(n_pieces)]
     n_norm, nm_bytes = struct.unpack_from("<iI", buf, o)
     o += 8
     norm_map: dict[int, tuple[int, ...]] = {}
@@ -126,5 +126,5 @@ def load_weights(path: Path | None = None) -> E5Weights:
             tensors[name] = np.frombuffer(buf, dtype="<f4", count=n, offset=off)
     tensors["emb.pos"] = tensors["emb.pos"].reshape(-1, hidden)
     return E5Weights(path=path, hidden=hidden, layers=layers, heads=heads, ffn=ffn, vocab=vocab,
-                     max_positions=max_pos, eps=float(eps), bos=bos, eos=eos, pad=pad, unk=unk, pieces=pieces,
-                     scores=scores, norm_map=norm_map, tensors=tensors)
+                     max_positions=max_pos, eps=float(eps), bos=bos, eos=eos, pad=pad, unk=unk, piece_bytes=blob,
+                     piece_offsets=offs, scores=scores, norm_map=norm_map, tensors=tensors)

