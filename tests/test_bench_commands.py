@@ -90,6 +90,39 @@ def test_bench_match(tipline) -> None:
         assert parts == pytest.approx(r["cold_mean_ms"], abs=0.02)
 
 
+def test_bench_match_at_scale(tipline) -> None:
+    """`--scale-to`: synthetic claims made from the file's fill the knowledge base to N (issue 18's 100k)."""
+    report = json.loads(tipline("bench", "match", "--claims", CLAIMS, "--queries", CLEF / "dev" / "tweets.queries.tsv",
+                                "-n", 2, "--repeats", 1, "--scale-to", 40, "--json"))
+    assert report["claims_indexed"] == 40 and report["claims_from_file"] == 12 and report["synthetic_claims"] == 28
+    assert "ingest_claims_per_s" not in report  # not measured on precomputed vectors
+    assert report["long_queries"]["n"] == 2 and report["short_queries"]["cold_p50_ms"]["median"] > 0
+
+
+def test_distractors_are_shaped_like_their_sources() -> None:
+    import numpy as np
+
+    from core.knowledge import FactCheckVectors
+    from evals.bench import factchecks
+    from evals.bench_match import distractors
+
+    fcs = factchecks(CLAIMS)
+    rng = np.random.default_rng(0)
+
+    def unit() -> np.ndarray:
+        v = rng.normal(size=(len(fcs), 8)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+    vectors = FactCheckVectors(**{f: unit() for f in FactCheckVectors.__dataclass_fields__})
+    extra, ev = distractors(fcs, vectors, 30)
+    assert len({fc.id for fc in [*fcs, *extra]}) == len(fcs) + 30  # all distinct fact-checks
+    claims = {fc.claim for fc in fcs}
+    for k, fc in enumerate(extra):
+        assert fc.claim in claims
+        src = next(i for i, f in enumerate(fcs) if f.claim == fc.claim)
+        assert float(ev.claim[k] @ vectors.claim[src]) > 0.99  # near its source, not a random point
+        assert abs(float(np.linalg.norm(ev.claim[k])) - 1) < 1e-5
+
+
 def test_bench_corroborate(tipline) -> None:
     out = tipline("bench", "corroborate", "--messages", CLEF / "train" / "tweets.queries.tsv",
                   "--queries", CLEF / "dev" / "tweets.queries.tsv", "--stored", 40, "--ingest-n", 3, "-n", 2,
