@@ -67,8 +67,8 @@ async def _one_pass(app: App, messages: list[str], t: _Timings) -> None:
         app.clear_embedding_caches()
         t0 = time.perf_counter()
         # The three models, side by side, as by_text runs them.
-        vecs, multi, _ = await asyncio.gather(kb.embedder.embed([clean]), kb.multilingual.queries([clean]),
-                                              kb.use.encode([clean]))
+        vecs, multi, _use = await asyncio.gather(kb.embedder.embed([clean]), kb.multilingual.queries([clean]),
+                                                 kb.use.encode([clean]))
         t.embed.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         await kb.vectors.search_factchecks(kb.collection, vecs[0], query_vector(clean), matcher.candidates,
