@@ -47,6 +47,7 @@ from core.corroboration import (
     story_models,
     weak_order,
     _alias_terms,
+    common_terms,
     pair_features,
     prepare_text,
     story_entities,
@@ -200,6 +201,7 @@ class Corroborator:
         self.retention_s = float(retention_days) * 86400.0
         self.model = model or StoryModel()
         self.models = (self.model, *story_models()[1:])
+        self.common = common_terms()  # the `shared` feature's common words, as StoryDetector's
         self.clock = clock
         # Document frequency of each rare term over the stored messages, and how many are counted: the
         # IDF of the term-overlap feature (the fitted weights assume IDF over what is stored).
@@ -541,7 +543,7 @@ class Corroborator:
         """`core.corroboration.pair_features`, as `StoryDetector.features` computes them, with the
         document frequencies of the stored messages. The caller holds _lock."""
         return pair_features(info.entities, info.terms, [(c.entities, c.terms) for c in cands],
-                             np.array([c.score for c in cands], dtype=np.float64), self._n, self._df)
+                             np.array([c.score for c in cands], dtype=np.float64), self._n, self._df, self.common)
 
     # --- lookup ----------------------------------------------------------------------------------
 

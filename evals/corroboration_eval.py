@@ -24,6 +24,7 @@ from core.corroboration import (
     COS_FLOOR,
     DEFAULT_WINDOW_DAYS,
     FEATURES,
+    ROUTE_FEATURES,
     TEXT_STEPS,
     StoryDetector,
     StoryModel,
@@ -89,13 +90,13 @@ def _stream_order(msgs: Sequence[Message]) -> list[int]:
 def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | None = None,
                window_days: float = DEFAULT_WINDOW_DAYS, record_pairs: bool = False,
                same_account: bool = False, multi: np.ndarray | None = None,
-               others: Sequence[StoryModel] | None = None, shared_rare: bool = False) -> StoryDetector:
+               others: Sequence[StoryModel] | None = None, common: frozenset[int] | None = None) -> StoryDetector:
     """Replay `msgs` in time order; with `multi` (multilingual vectors) pairs with a non-Latin side are
-    judged on those by `others` (the CROSS and NATIVE models), as the live path does; `shared_rare`
-    adds the evaluated fourth feature (core.corroboration.RARE_DF; `model` then has four weights)."""
+    judged on those by `others` (the CROSS and NATIVE models), as the live path does; `common` replaces
+    the shipped common words of the `shared` feature (core.corroboration.COMMON_TERMS_FILE)."""
     det = StoryDetector(model=model, window_days=window_days, dim=vecs.shape[1], record_pairs=record_pairs,
                         same_account=same_account, others=others, multi_dim=0 if multi is None else multi.shape[1],
-                        shared_rare=shared_rare)
+                        common=common)
     for k in _stream_order(msgs):
         m = msgs[k]
         det.add(m.id, m.account, m.time, m.text, vecs[k], None if multi is None else multi[k])
@@ -152,7 +153,8 @@ def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gol
     for r in (CROSS, NATIVE):
         sel = routes == r
         if y[sel].sum() >= 5 and (1 - y[sel]).sum() >= 5:
-            w, b = fit_logistic(x[sel], y[sel])
+            w, b = fit_logistic(x[sel][:, :ROUTE_FEATURES], y[sel])
+            w = np.concatenate([w, np.zeros(x.shape[1] - ROUTE_FEATURES)])
             models.append(StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, cos_floor=cos_floor,
                                      weak_threshold=None))
         else:  # too few pairs of this route to fit: it links nothing

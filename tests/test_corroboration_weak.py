@@ -48,12 +48,12 @@ def _near(base: int, other: int, cos: float) -> np.ndarray:
 
 
 WEAK_COS = _cos_for((WEAK_THRESHOLD + THRESHOLD) / 2)  # inside the weak band
-STRONG_COS = _cos_for(0.95)
+STRONG_COS = _cos_for(0.9)  # a cosine alone tops out at 0.94 (cos 1, nothing shared)
 
 
 def test_the_band_is_where_the_constants_say() -> None:
     m = StoryModel()
-    feats = np.array([[WEAK_COS, 0.0, 0.0], [_cos_for(WEAK_THRESHOLD) - 0.01, 0.0, 0.0]])
+    feats = np.array([[WEAK_COS, 0.0, 0.0, 0.0], [_cos_for(WEAK_THRESHOLD) - 0.01, 0.0, 0.0, 0.0]])
     weak, below = m.score(feats)
     assert WEAK_THRESHOLD <= weak < THRESHOLD and below < WEAK_THRESHOLD
 
@@ -102,7 +102,7 @@ STREAM = [
     ("Loud blasts heard over the Ukrainian capital at dawn", 1),
     ("Drone struck a grain ship in Odessa port overnight; the crew was evacuated", 2),
     ("Recipe of the day: how to bake sourdough bread at home with only flour and water", 3),
-    ("Explosions thundered over Kyiv in the morning hours", 4),  # weakly like the blasts at dawn
+    ("Explosions thundered over the capital in the early hours", 4),  # weakly like the blasts at dawn (0.36)
 ]
 
 

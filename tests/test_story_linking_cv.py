@@ -60,7 +60,7 @@ def test_touching_counts_pairs_with_a_held_out_side() -> None:
 def test_cross_validation_runs_the_real_detector() -> None:
     msgs, vecs, gold = _stream()
     before, after = cv.VARIANTS["threshold 0.5667, no weak links (before)"], cv.VARIANTS[
-        "threshold 0.5667, weak links at 0.40 (shipped)"]
+        "threshold 0.5667, weak links at 0.40 (shipped before `shared`)"]
     for variant in (before, after):
         sparse, dense = cv.cross_validate(msgs, vecs, gold, variant, folds=3, repeats=1)
         p, r, f = sparse.prf()
