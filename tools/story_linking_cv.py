@@ -429,7 +429,7 @@ def show_missed(msgs, vecs, gold, model: StoryModel, limit: int) -> None:
 
 
 VARIANTS: dict[str, Variant] = {
-    "single link (shipped rule, refit per fold)": v_single,
+    "single link (three features, in-fold threshold)": v_single,
     "threshold 0.5667, no weak links (before)": v_threshold_weak(0.5667, None),
     "threshold 0.5667, weak links at 0.30": v_threshold_weak(0.5667, 0.30),
     "threshold 0.5667, weak links at 0.40 (shipped before `shared`)": v_threshold_weak(0.5667, 0.40),
