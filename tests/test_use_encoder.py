@@ -7,6 +7,10 @@ features; a data dir written before it existed is re-embedded aside on first sta
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,3 +128,19 @@ async def test_a_data_dir_from_before_use_is_reembedded_and_loses_nothing(tmp_pa
     async with build_app(settings, progress=lambda d, t: seen.append((d, t))) as app:
         assert not seen  # current now: no second re-embedding
         assert await app.kb.count() == n
+
+
+def test_tipline_check_gives_a_russian_message_the_english_verdict(tmp_path, model_dir, seeded):
+    """The issue's own probe, as a user runs it: before the USE features the English 5G fact-check
+    was only "possibly related" to it (p 0.47, docs/matching.md); now it is inherited (p 0.96)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
+    env.update({"TIPLINE_DATA_DIR": str(seeded.copy_to(tmp_path / "data")),
+                "TIPLINE_EMBED_MODEL_DIR": str(model_dir), "TIPLINE_GDELT_URL": ""})
+    proc = subprocess.run([sys.executable, "-m", "adapters.main", "check", "--json",
+                           "5G вышки распространяют коронавирус"], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).resolve().parent.parent, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["verdict"] == "REFUTED", data
+    top = data["matches"][0]
+    assert top["tier"] == "auto" and top["claim"].startswith("5G mobile networks"), top
