@@ -65,3 +65,24 @@ def test_cross_validation_runs_the_real_detector() -> None:
         sparse, dense = cv.cross_validate(msgs, vecs, gold, variant, folds=3, repeats=1)
         p, r, f = sparse.prf()
         assert sparse.gold == dense.gold > 0 and 0.0 < f <= 1.0 and p > 0.5
+
+
+def test_weak_links_on_the_other_routes_cross_validate_on_a_translated_stream(capsys) -> None:
+    """tools/fit_story_models.py --weak-cv on a small stream of tweets and Cyrillic "translations"."""
+    spec = importlib.util.spec_from_file_location("fit_story_models", _path.parent / "fit_story_models.py")
+    assert spec is not None and spec.loader is not None
+    fsm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fsm)
+    msgs, vecs, gold = _stream()
+    ru = [Message(f"ru{m.id}", f"@ru_{m.account.lstrip('@')}", m.time, "", f"история{m.id[0]} слово{m.id}")
+          for m in msgs]
+    rng = np.random.default_rng(1)
+    ru_vecs = vecs + 0.05 * rng.normal(size=vecs.shape).astype(np.float32)
+    allv = np.vstack([vecs, ru_vecs / np.linalg.norm(ru_vecs, axis=1, keepdims=True)])
+    gold = gold | {f"ru{k}": v for k, v in gold.items()}
+    fsm.weak_routes_cv((msgs + ru, allv, allv, gold), 3, fracs=(None, 0.5))
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("CV (3 folds by claim)")]
+    assert len(lines) == 2
+    for ln in lines:
+        f1 = float(ln.split("sparse ")[1].split("F1 ")[1].split(",")[0])
+        assert 0.0 < f1 <= 1.0
