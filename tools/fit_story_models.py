@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def weak_routes_cv(train: tuple, folds: int, fracs: tuple[float | None, ...] = (None, 0.5, 0.71, 0.85)) -> None:
+def weak_routes_cv(train: tuple, folds: int, fracs: tuple[float | None, ...] = (None, 0.5, 0.71, 0.85),
+                   english: StoryModel | None = None) -> None:
     """Weak links on the CROSS and NATIVE routes judged on held-out claims: per fold, the two route
     models fitted on the other folds (as `main` fits them on all of train, the English model as shipped),
     then the held-out claims' tweets and translations replayed as a stream of their own (sparse) and
@@ -106,20 +107,21 @@ def weak_routes_cv(train: tuple, folds: int, fracs: tuple[float | None, ...] = (
     from tools.story_linking_cv import Pooled, claim_groups, split_folds, touching
 
     msgs, mini, e5, gold = train
+    english = english or StoryModel()
     pools = {f: Pooled() for f in fracs}
     dense = {f: Pooled() for f in fracs}
     for held in split_folds(claim_groups([m.id for m in msgs], gold), folds, np.random.default_rng(0)):
         tr = [k for k, m in enumerate(msgs) if m.id not in held]
         te = [k for k, m in enumerate(msgs) if m.id in held]
         tmsgs = [msgs[k] for k in tr]
-        models, _ = fit_routes(tmsgs, mini[tr], e5[tr], gold, StoryModel())
+        models, _ = fit_routes(tmsgs, mini[tr], e5[tr], gold, english)
         ru = [k for k, m in enumerate(tmsgs) if m.id.startswith("ru")]
         native, _ = fit([tmsgs[k] for k in ru], e5[tr][ru], gold, features=range(ROUTE_FEATURES))
         for f in fracs:
             others = [replace(m, weak_threshold=None if f is None else f * m.threshold) for m in (models[1], native)]
-            det = run_stream([msgs[k] for k in te], mini[te], StoryModel(), multi=e5[te], others=others)
+            det = run_stream([msgs[k] for k in te], mini[te], english, multi=e5[te], others=others)
             pools[f].add(det.clusters(), gold)
-            t, p, g = touching(run_stream(msgs, mini, StoryModel(), multi=e5, others=others).clusters(), gold, held)
+            t, p, g = touching(run_stream(msgs, mini, english, multi=e5, others=others).clusters(), gold, held)
             dense[f].true, dense[f].pred, dense[f].gold = dense[f].true + t, dense[f].pred + p, dense[f].gold + g
         print(f"  fold done ({len(te)} held-out messages)", file=sys.stderr, flush=True)
     for f in fracs:
