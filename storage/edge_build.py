@@ -28,7 +28,7 @@ def main(argv: list[str]) -> int:
 
         spec = json.loads(args.spec)
         config = shard_config(dict(spec["dense"]), list(spec["sparse"]), int(spec["optimize_at"]),
-                              threads=args.threads)
+                              threads=args.threads, unindexed=spec.get("unindexed", ()))
     shard = qe.EdgeShard.load(args.path, config)
     try:
         shard.optimize()

@@ -123,13 +123,19 @@ def _split(vector: Any) -> tuple[dict[str, np.ndarray], dict[str, Terms]]:
 
 
 def shard_config(dense: Mapping[str, int], sparse: Sequence[str], optimize_at: int, *,
-                 threads: int = 1) -> qe.EdgeConfig:
+                 threads: int = 1, unindexed: Sequence[str] = ()) -> qe.EdgeConfig:
     """A collection's engine settings; storage/edge_build.py rebuilds the same with more threads."""
     # Edge's own indexing threshold (KB of vectors per segment) sits below our trigger, so a build
     # started at optimize_at points does index the segment.
     threshold_kb = max(1, optimize_at * max(dense.values(), default=1) * 4 // 1024 // 2)
+    # A vector nothing searches (the fact-checks' USE vector) gets no graph: m=0. Building one for it
+    # cost ~30 % more wall time to write and index 2,000 fact-checks (/tmp/ru_ship/hnsw.py).
+    no_graph = qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=threshold_kb,
+                                  max_indexing_threads=threads)
     return qe.EdgeConfig(
-        vectors={f: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine) for f, d in dense.items()},
+        vectors={f: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine, hnsw_config=no_graph)
+                 if f in unindexed else qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine)
+                 for f, d in dense.items()},
         sparse_vectors={f: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for f in sparse},
         # Payloads are small (a fact-check's texts, a message's ids and terms) and read by every search.
         payload_memory=qe.Memory.Cached,
@@ -303,7 +309,8 @@ class EdgeVectorStore(VectorStore):
             raw = self._catalog["collections"].get(self._catalog["aliases"].get(name, name))
         if raw is None:
             return None
-        return CollectionSpec(dense=dict(raw["dense"]), sparse=tuple(raw["sparse"]), indexes=dict(raw["indexes"]))
+        return CollectionSpec(dense=dict(raw["dense"]), sparse=tuple(raw["sparse"]), indexes=dict(raw["indexes"]),
+                              unindexed=tuple(raw.get("unindexed", ())))
 
     async def create_collection(self, name: str, spec: CollectionSpec) -> None:
         if not _SAFE_NAME.match(name):
@@ -312,13 +319,15 @@ class EdgeVectorStore(VectorStore):
         def create() -> None:
             path = self.root / "collections" / name
             shutil.rmtree(path, ignore_errors=True)
-            edge = qe.EdgeShard.create(str(path), shard_config(spec.dense, spec.sparse, self.optimize_at))
+            edge = qe.EdgeShard.create(str(path), shard_config(spec.dense, spec.sparse, self.optimize_at,
+                                                               unindexed=spec.unindexed))
             for fld, kind in spec.indexes.items():
                 edge.update(qe.UpdateOperation.create_field_index(fld, _INDEX_KINDS[kind]))
             with self._guard:
                 self._shards[name] = _Shard(edge, path)
                 self._catalog["collections"][name] = {"dense": dict(spec.dense), "sparse": list(spec.sparse),
-                                                      "indexes": dict(spec.indexes), "dir": name}
+                                                      "indexes": dict(spec.indexes), "dir": name,
+                                                      "unindexed": list(spec.unindexed)}
                 self._save_catalog()
         await asyncio.to_thread(create)
 
@@ -523,7 +532,8 @@ class EdgeVectorStore(VectorStore):
             args = [str(built)]
             if threads > 1:
                 args += ["--threads", str(threads), "--spec",
-                         json.dumps({"dense": entry["dense"], "sparse": entry["sparse"], "optimize_at": self.optimize_at})]
+                         json.dumps({"dense": entry["dense"], "sparse": entry["sparse"], "optimize_at": self.optimize_at,
+                                     "unindexed": entry.get("unindexed", [])})]
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "storage.edge_build", *args,
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
@@ -536,7 +546,8 @@ class EdgeVectorStore(VectorStore):
                 def swap_in() -> qe.EdgeShard:
                     # Loaded with the serving settings, so the next background build is one thread again.
                     fresh = qe.EdgeShard.load(str(built), shard_config(dict(entry["dense"]), entry["sparse"],
-                                                                       self.optimize_at))
+                                                                       self.optimize_at,
+                                                                       unindexed=entry.get("unindexed", ())))
                     for op in replay:
                         fresh.update(op)
                     return fresh

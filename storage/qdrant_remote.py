@@ -109,6 +109,8 @@ class RemoteVectorStore(VectorStore):
         vectors = params.vectors if isinstance(params.vectors, dict) else {}
         kinds = {v: k for k, v in _INDEX_KINDS.items()}
         return CollectionSpec(dense={k: v.size for k, v in vectors.items()},
+                              unindexed=tuple(k for k, v in vectors.items() if v.hnsw_config is not None
+                                              and v.hnsw_config.m == 0),
                               sparse=tuple(params.sparse_vectors or {}),
                               indexes={f: kinds[s.data_type] for f, s in (info.payload_schema or {}).items()
                                        if s.data_type in kinds})
@@ -116,7 +118,9 @@ class RemoteVectorStore(VectorStore):
     async def create_collection(self, name: str, spec: CollectionSpec) -> None:
         await self._client.create_collection(
             name,
-            vectors_config={f: models.VectorParams(size=d, distance=models.Distance.COSINE)
+            # A vector nothing searches gets no HNSW graph (m=0), as on Qdrant Edge.
+            vectors_config={f: models.VectorParams(size=d, distance=models.Distance.COSINE,
+                                                   hnsw_config=models.HnswConfigDiff(m=0) if f in spec.unindexed else None)
                             for f, d in spec.dense.items()},
             sparse_vectors_config={f: models.SparseVectorParams(modifier=models.Modifier.IDF) for f in spec.sparse})
         if self._payload_indexes:

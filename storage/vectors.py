@@ -66,11 +66,13 @@ class Terms:
 @dataclass(frozen=True)
 class CollectionSpec:
     """Named cosine vectors (name -> dimension), named sparse vectors (IDF modifier) and the payload
-    fields to index (what filters run on)."""
+    fields to index (what filters run on). `unindexed`: dense vectors stored and read back but never
+    searched, so no HNSW graph is built for them."""
 
     dense: Mapping[str, int]
     sparse: tuple[str, ...] = ()
     indexes: Mapping[str, IndexKind] = field(default_factory=dict)
+    unindexed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -297,7 +299,7 @@ class VectorStore(abc.ABC):
     def factchecks_spec(self) -> CollectionSpec:
         return CollectionSpec(
             dense={**{f: self.dim for f in DENSE_FIELDS}, MULTI_FIELD: self.multi_dim, USE_FIELD: self.use_dim},
-            sparse=(SPARSE_FIELD,),
+            sparse=(SPARSE_FIELD,), unindexed=(USE_FIELD,),
             indexes={"verdict": "keyword", "publisher": "keyword", "language": "keyword", "published_at": "datetime"})
 
     async def factchecks_current(self, name: str) -> bool:

@@ -77,6 +77,8 @@ async def test_hybrid_factcheck_candidates_agree(stores):
     results = []
     for store in stores:
         await store.ensure_factchecks("fc")
+        # USE's vector is stored, never searched: no HNSW graph for it on either backend.
+        assert (await store.spec_of("fc")).unindexed == ("use",)
         for i in range(0, len(points), 100):
             await store.upsert_factchecks("fc", points[i:i + 100])
         assert await store.count("fc") == len(points)
