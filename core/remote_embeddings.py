@@ -18,9 +18,7 @@ tipline processes (with a Qdrant server for the vectors) is how a deployment gro
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +26,7 @@ import httpx
 import numpy as np
 
 from core.embeddings import EmbeddingError
+from core.vector_memo import VectorMemo
 from schema.text import safe_text
 
 MAX_RETRY_AFTER_S = 10.0
@@ -54,13 +53,11 @@ class RemoteEmbedder:
         self.retries = max(0, retries)
         self.backoff_s = backoff_s
         self.concurrency = max(1, concurrency)
-        self.cache_size = cache_size
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0))
         self._sync = httpx.Client(timeout=self._timeout, headers=self._headers)
         self._async: httpx.AsyncClient | None = None
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._memo: VectorMemo[str] = VectorMemo(cache_size)
         self.requests = 0  # requests sent, retries included (for tests and `tipline doctor`)
         self.dim = 0
 
@@ -99,8 +96,7 @@ class RemoteEmbedder:
         return self._assemble(texts, cached, todo, list(fresh))
 
     def clear_cache(self) -> None:
-        with self._cache_lock:
-            self._cache.clear()
+        self._memo.clear()
 
     async def aclose(self) -> None:
         self._sync.close()
@@ -110,11 +106,7 @@ class RemoteEmbedder:
     # --- cache and batches --------------------------------------------------------------------------
 
     def _lookup(self, texts: list[str]) -> tuple[dict[str, np.ndarray], list[str]]:
-        with self._cache_lock:
-            cached = {t: self._cache[t] for t in texts if t in self._cache}
-            for t in cached:
-                self._cache.move_to_end(t)
-        return cached, list(dict.fromkeys(t for t in texts if t not in cached))
+        return self._memo.lookup(texts)
 
     def _batches(self, todo: list[str]) -> list[list[str]]:
         return [todo[i:i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
@@ -130,11 +122,7 @@ class RemoteEmbedder:
             norms[norms == 0] = 1.0
             vecs = (vecs / norms).astype(np.float32)
             found.update(zip(todo, vecs))
-            with self._cache_lock:
-                for t, v in zip(todo, vecs):
-                    self._cache[t] = v
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+            self._memo.remember(todo, vecs)
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
 
     # --- the wire ------------------------------------------------------------------------------------

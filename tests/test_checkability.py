@@ -71,9 +71,9 @@ async def test_the_gate_costs_a_checkable_message_no_extra_e5_call(app):
     e5 = getattr(app.kb.multilingual, "inner", app.kb.multilingual)  # under the seed-passages table
     text = "Drinking hot water every hour washes the virus into the stomach"
     assert (await app.engine.claim_gate.assess(text)).checkable
-    remembered = len(e5._cache)
+    remembered = len(e5._memo)
     assert (await app.matcher.match(text, []))  # it did search
-    assert len(e5._cache) == remembered  # and embedded nothing new with e5
+    assert len(e5._memo) == remembered  # and embedded nothing new with e5
 
 
 async def test_with_an_llm_its_classification_is_the_authority(settings):
