@@ -104,11 +104,12 @@ def load_embedder(settings: Settings, workers: int | None = None) -> TextEmbedde
 
 def load_multilingual(settings: Settings) -> MultilingualEncoder:
     # The seed's vectors ship with the package: a new data dir skips ~10 s of e5 on first start.
-    if settings.multilingual_engine == "onnx":
+    if settings.multilingual_engine in ("onnx", "onnx-fp32"):
         from core.e5_onnx import E5OnnxEncoder  # its graph is built into the models dir on first use
 
-        return WithPrecomputedPassages.load(E5OnnxEncoder(settings.data_dir / "models",
-                                                          workers=settings.multilingual_threads))
+        return WithPrecomputedPassages.load(E5OnnxEncoder(
+            settings.data_dir / "models", workers=settings.multilingual_threads,
+            variant="int8" if settings.multilingual_engine == "onnx" else "fp32"))
     return WithPrecomputedPassages.load(E5Encoder(threads=settings.multilingual_threads))
 
 

