@@ -14,7 +14,9 @@ import logging
 import marshal
 import os
 import re
+import struct
 import sys
+from array import array
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +28,11 @@ log = logging.getLogger(__name__)
 META = "\u2581"
 _SPACES = re.compile(" {2,}")
 # marshal's format may change between Python versions: the file name carries the version.
-PIECES_FILE = f"pieces-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
-_PIECES_FORMAT = 1
+PIECES_FILE = f"vocab2-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
+_PIECES_FORMAT = 2
+_HEAD = struct.Struct("<Q")
+
+Entry = tuple[int, float]  # (piece id, score as a float32 value)
 
 
 def build_pieces(weights: E5Weights, unk: int) -> tuple[dict[str, int], int, int]:
@@ -49,39 +54,94 @@ def build_pieces(weights: E5Weights, unk: int) -> tuple[dict[str, int], int, int
     return pieces, max_bytes, max(len(p) for p in pieces)
 
 
-def cached_pieces(weights: E5Weights, unk: int, cache_dir: Path | None) -> tuple[dict[str, int], int, int]:
-    """`build_pieces`, kept in `cache_dir` (the graph's directory, whose name carries the model file's
-    digest) as one marshal blob: building the dict from the model file costs ~0.2 s of CPU at every
-    open, unmarshalling it ~0.1 s (docs/multilingual_onnx.md)."""
+def vocabulary_file(weights: E5Weights, unk: int) -> bytes:
+    """The vocabulary as one file: a header (one-character pieces, an index of buckets) and then one
+    marshal blob per bucket of pieces sharing their first two characters (41,603 buckets, the biggest
+    "▁p" with 5,760 pieces). A text loads only the buckets it meets."""
+    pieces, max_bytes, max_chars = build_pieces(weights, unk)
+    scores = weights.scores.astype(np.float32).tolist()
+    singles: dict[str, Entry] = {}
+    buckets: dict[str, dict[str, Entry]] = {}
+    for text, i in pieces.items():
+        if len(text) == 1:
+            singles[text] = (i, scores[i])
+        else:
+            buckets.setdefault(text[:2], {})[text] = (i, scores[i])
+    blobs = [marshal.dumps(b) for b in buckets.values()]
+    ends = np.cumsum([0] + [len(b) for b in blobs]).astype("<i8").tobytes()
+    head = marshal.dumps((_PIECES_FORMAT, len(scores), max_bytes, max_chars, singles,
+                          {k: j for j, k in enumerate(buckets)}, ends))
+    return _HEAD.pack(len(head)) + head + b"".join(blobs)
+
+
+def cached_vocabulary(weights: E5Weights, unk: int, cache_dir: Path | None) -> bytes:
+    """`vocabulary_file`, kept in `cache_dir` (the graph's directory, whose name carries the model file's
+    digest): building the 250k-piece dict from the model file cost ~0.2 s of CPU at every open, reading
+    this file and its index ~0.01 s (docs/multilingual_onnx.md)."""
     if cache_dir is None:
-        return build_pieces(weights, unk)
+        return vocabulary_file(weights, unk)
     path = cache_dir / PIECES_FILE
     try:
-        fmt, n, pieces, max_bytes, max_chars = marshal.loads(path.read_bytes())
-        if fmt == _PIECES_FORMAT and n == len(weights.scores) and isinstance(pieces, dict):
-            return pieces, max_bytes, max_chars
+        return path.read_bytes()
     except FileNotFoundError:
         pass
-    except Exception:  # a damaged file (marshal raises ValueError, EOFError, TypeError...): write it again
-        log.warning("the tokenizer's cached vocabulary %s could not be read; rebuilding it", path, exc_info=True)
-    built = build_pieces(weights, unk)
+    data = vocabulary_file(weights, unk)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.part")
     try:  # written whole, then renamed: a reader never sees half a file
-        tmp.write_bytes(marshal.dumps((_PIECES_FORMAT, len(weights.scores), *built)))
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     except OSError:  # a read-only models dir: build it at every open instead
         log.info("could not cache the tokenizer's vocabulary in %s", cache_dir, exc_info=True)
         tmp.unlink(missing_ok=True)
-    return built
+    return data
+
+
+class Vocabulary:
+    """Piece -> (id, score), loaded a bucket at a time from `vocabulary_file`'s bytes."""
+
+    def __init__(self, data: bytes, n_pieces: int):
+        (n,) = _HEAD.unpack_from(data)
+        fmt, count, self.max_bytes, self.max_chars, self.singles, self._index, ends = marshal.loads(data[8:8 + n])
+        if fmt != _PIECES_FORMAT or count != n_pieces:
+            raise ValueError("the vocabulary file is for another format or model")
+        self._ends = array("q", ends)
+        self._data = memoryview(data)[8 + n:]
+        self._loaded: dict[str, dict[str, Entry]] = {}
+
+    def bucket(self, first_two: str) -> dict[str, Entry]:
+        """The pieces of two characters or more that start with `first_two`."""
+        b = self._loaded.get(first_two)
+        if b is None:
+            j = self._index.get(first_two)
+            b = {} if j is None else marshal.loads(self._data[self._ends[j]:self._ends[j + 1]])
+            self._loaded[first_two] = b  # two threads may both load it: the same dict, harmless
+        return b
+
+    def pieces(self) -> dict[str, int]:
+        """Every piece -> id (for tests and tools; the tokenizer never needs them all at once)."""
+        out = {p: e[0] for p, e in self.singles.items()}
+        for key in self._index:
+            out.update({p: e[0] for p, e in self.bucket(key).items()})
+        return out
+
+
+def load_vocabulary(weights: E5Weights, unk: int, cache_dir: Path | None) -> Vocabulary:
+    try:
+        return Vocabulary(cached_vocabulary(weights, unk, cache_dir), len(weights.scores))
+    except Exception:  # a damaged or foreign file (marshal raises ValueError, EOFError, TypeError...)
+        log.warning("the tokenizer's cached vocabulary in %s could not be read; rebuilding it", cache_dir,
+                    exc_info=True)
+        if cache_dir is not None:
+            (cache_dir / PIECES_FILE).unlink(missing_ok=True)
+        return Vocabulary(cached_vocabulary(weights, unk, cache_dir), len(weights.scores))
 
 
 class E5Tokenizer:
     def __init__(self, weights: E5Weights, cache_dir: Path | None = None):
         self.bos, self.eos, self.unk = weights.bos, weights.eos, weights.unk
-        # Scores as Python floats (each exactly a float32): read per lookup, cheaper than numpy scalars.
-        self._scores: list[float] = weights.scores.astype(np.float32).tolist()
         self._unk_score = float(np.float32(weights.scores.min()) - np.float32(10.0))
-        self._pieces, self._max_bytes, self._max_chars = cached_pieces(weights, self.unk, cache_dir)
+        self.vocab = load_vocabulary(weights, self.unk, cache_dir)
+        self._max_bytes, self._max_chars = self.vocab.max_bytes, self.vocab.max_chars
         self._table = {cp: "".join(map(chr, out)) for cp, out in weights.norm_map.items()}
 
     def normalise(self, text: str) -> str:
@@ -107,7 +167,7 @@ class E5Tokenizer:
         best[0] = 0.0
         piece = [-1] * (n + 1)
         start = [0] * (n + 1)
-        get, scores = self._pieces.get, self._scores
+        single, bucket = self.vocab.singles.get, self.vocab.bucket
         unk_score, max_bytes, max_chars = self._unk_score, self._max_bytes, self._max_chars
         for i in range(n):
             bi = best[i]
@@ -119,15 +179,17 @@ class E5Tokenizer:
                 last = min(n, i + max_chars)
                 while nbytes[last] - nbytes[i] > max_bytes:
                     last -= 1
+            # One character, then longer pieces from the bucket of the two characters they start with.
+            get = bucket(s[i:i + 2]).get if i + 2 <= last else None
             for e in range(i + 1, last + 1):
-                hit = get(s[i:e])
+                hit = single(s[i]) if e == i + 1 else get(s[i:e])  # type: ignore[misc]
                 if hit is not None:
                     # The sum of two float32 values is exact in a double; rounding it to float32 keeps
                     # the order, so only a sum above best[e] can win in C: rounded only then (-2 ms/passage).
-                    sc = bi + scores[hit]
+                    sc = bi + hit[1]
                     if sc > best[e] and (sc := float(f32(sc))) > best[e]:
                         best[e] = sc
-                        piece[e] = hit
+                        piece[e] = hit[0]
                         start[e] = i
             us = bi + unk_score
             if us > best[i + 1] and (us := float(f32(us))) > best[i + 1]:

@@ -13,7 +13,7 @@ import pytest
 
 from core.e5_onnx import E5_ONNX_FP32_MODEL, E5_ONNX_MODEL, E5OnnxEncoder
 from core.e5_onnx_cache import DIGEST_FILE, MODEL_FILE, cache_name, cached_model
-from core.e5_tokenizer import PIECES_FILE, E5Tokenizer
+from core.e5_tokenizer import PIECES_FILE, E5Tokenizer, build_pieces
 from core.e5_weights import load_weights
 from core.multilingual import E5_MODEL, MultilingualEncoder
 
@@ -197,15 +197,15 @@ def test_the_setting_chooses_the_float32_variant(tmp_path):
 # --- what opening the engine reads instead of recomputing -------------------------------------------------
 
 def test_the_vocabulary_and_the_digest_are_kept_beside_the_graph(encoder, models_dir):
-    """A second open unmarshals the tokenizer's vocabulary and reads the model file's digest from a stamp;
-    both give what the model file itself gives."""
+    """A second open reads the tokenizer's vocabulary (loaded a bucket at a time) and the model file's
+    digest from files beside the graph; both give what the model file itself gives."""
     vocab = encoder.model_path.parent / PIECES_FILE
     assert vocab.is_file() and (models_dir / DIGEST_FILE).is_file()
     weights = load_weights()
     fresh = E5Tokenizer(weights)  # from the model file, no cache
     cached = E5Tokenizer(weights, encoder.model_path.parent)
-    assert cached._pieces == fresh._pieces and (cached._max_bytes, cached._max_chars) == \
-        (fresh._max_bytes, fresh._max_chars)
+    assert cached.vocab.pieces() == fresh.vocab.pieces() == build_pieces(weights, weights.unk)[0]
+    assert (cached._max_bytes, cached._max_chars) == (fresh._max_bytes, fresh._max_chars)
     for text in TEXTS + TRICKY:
         assert cached.content_ids(text) == fresh.content_ids(text)
     assert cache_name(weights, "int8", models_dir) == cache_name(weights) == encoder.model_path.parent.name
