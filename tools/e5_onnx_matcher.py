@@ -85,6 +85,7 @@ def dev_scores(corpus: tr.Corpus, emb, multi, use, data: Path, translations: Pat
               for it in items}
     dense = tr.rank_by(items, corpus, lambda it: it["X"][:, tr.FEATURE_NAMES.index("cos_multi")])
     return {"matcher": tr.metrics(ranked, gold), "e5_alone": tr.metrics(dense, gold),
+            "ap5": {q: tr.ap5(r, gold[q]) for q, r in ranked.items()},
             "shipped_provenance": provenance.get(f"dev_{lang}", {}).get("map5")}
 
 
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> None:
 
     emb = tr.CachedEmbedder(prepare_default_model(args.model_dir), args.cache)
     use = tr.CachedUse(args.cache)
+    first: dict[str, dict[str, float]] = {}  # per language, the first engine's AP@5 per query
     for engine in args.engines.split(","):
         if engine not in ENGINES:
             raise SystemExit(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
@@ -112,6 +114,12 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{engine:10s} dev {lang}: matcher MAP@5 {m['map5']:.4f} MRR {m['mrr']:.4f} R@5 {m['recall5']:.4f}"
                   f" | e5 cosine alone over the candidates MAP@5 {d['map5']:.4f}"
                   f" | shipped provenance {s['shipped_provenance']}", flush=True)
+            base = first.setdefault(lang, s["ap5"])
+            if base is not s["ap5"]:  # which queries moved, against the first engine listed
+                up = sum(s["ap5"][q] > base[q] + 1e-9 for q in base)
+                down = sum(s["ap5"][q] < base[q] - 1e-9 for q in base)
+                print(f"{engine:10s} dev {lang}: against {args.engines.split(',')[0]}: {up} queries better, "
+                      f"{down} worse of {len(base)}", flush=True)
         if multi.cpu_s:
             print(f"{engine:10s} CPU embedding (uncached texts): {multi.cpu_s:.0f} s", flush=True)
 
