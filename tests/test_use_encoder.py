@@ -42,6 +42,20 @@ def test_use_reads_russian_and_english_alike(use):
     assert sims[0, 0] > sims[0, 1] + 0.2 and sims[1, 1] > sims[1, 0] + 0.2
 
 
+def test_the_parsed_tokenizer_is_kept_and_a_torn_copy_replaced(use, tmp_path: Path):
+    texts = ["Прививки вызывают у детей аутизм.", "5G towers spread the coronavirus"]
+    want = use.encode_sync(texts)  # a fresh parse (BLAS may differ in the last float bit between batches)
+    first = UseEncoder(cache_dir=tmp_path)
+    [kept] = list(tmp_path.glob("use-tokenizer-*.pickle"))
+    assert np.allclose(first.encode_sync(texts), want, atol=1e-6)
+    stamp = kept.stat().st_mtime_ns
+    assert np.allclose(UseEncoder(cache_dir=tmp_path).encode_sync(texts), want, atol=1e-6)
+    assert kept.stat().st_mtime_ns == stamp  # read, not written again
+    kept.write_bytes(kept.read_bytes()[:1000])  # torn
+    assert np.allclose(UseEncoder(cache_dir=tmp_path).encode_sync(texts), want, atol=1e-6)
+    assert kept.stat().st_size > 1000 and not list(tmp_path.glob("*.part"))
+
+
 def test_bad_text_gives_a_vector_not_an_error(use):
     vecs = use.encode_sync(["\ud800 lone surrogate", "", "🙂" * 3000, "x" * 100_000])
     assert vecs.shape == (4, USE_DIM) and np.isfinite(vecs).all()
