@@ -141,17 +141,27 @@ class Engine:
             llm = None
             run.notes.append(BudgetExceeded.user_message)
 
-        if llm is None and self.claim_gate is not None and not msg.urls:
+        if llm is None:
             # Offline, a message with no factual claim ("hello", an opinion, an advert) is answered
-            # NOT_CHECKABLE before any search (core/checkability.py); with an LLM, the LLM decides. The
-            # gate's e5 vector is the matcher's, cached: a checkable message costs no extra model call.
-            t0 = time.perf_counter()
-            gate = await self.claim_gate.assess(msg.text)
-            run.steps.append(Step(name="checkability", ms=round((time.perf_counter() - t0) * 1000, 2),
-                                  detail=f"p_claim {gate.p_claim:.2f}"))
-            if not gate.checkable:
-                return not_checkable_result(run.check_id, msg.text, msg.language, gate, run.notes, run.steps)
+            # NOT_CHECKABLE before any search (core/checkability.py); with an LLM, the LLM decides.
+            refused = await self._offline_gate(run, msg)
+            if refused is not None:
+                return refused
         return Admitted(msg, llm)
+
+    async def _offline_gate(self, run: CheckRun, msg: Intake) -> Result | None:
+        """The offline claim gate's NOT_CHECKABLE answer, or None when the message goes on to be checked.
+        The gate's e5 vector is the matcher's, cached: a checkable message costs no extra model call. A
+        message with a link is never turned away (the link itself may be a known fact-check)."""
+        if self.claim_gate is None or msg.urls:
+            return None
+        t0 = time.perf_counter()
+        gate = await self.claim_gate.assess(msg.text)
+        run.steps.append(Step(name="checkability", ms=round((time.perf_counter() - t0) * 1000, 2),
+                              detail=f"p_claim {gate.p_claim:.2f}"))
+        if gate.checkable:
+            return None
+        return not_checkable_result(run.check_id, msg.text, msg.language, gate, run.notes, run.steps)
 
     async def _claims(self, run: CheckRun, admitted: Admitted, scope: str) -> Claimed | Result:
         """The claims to check (the LLM's, else the whole message) and the knowledge base's matches for the
@@ -177,6 +187,13 @@ class Engine:
                 return _not_checkable(run, msg, extraction)
             if extraction.mode != "llm":
                 extraction = None  # the whole message is the claim, as offline
+                # The LLM failed: its classification is missing, so the offline gate decides as it does
+                # with no LLM ("hello" was searched and answered "Unverified" when the LLM was down).
+                refused = await self._offline_gate(run, msg)
+                if refused is not None:
+                    matching.cancel()
+                    await asyncio.gather(matching, return_exceptions=True)
+                    return refused
 
         async with run.step("match") as d:
             matches = await matching

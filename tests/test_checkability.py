@@ -17,7 +17,7 @@ from bot.chat import CheckService
 from evals.checkability_eval import MessagesFileError, read_messages, run_checkability_eval
 from core.checkability import CUE_NAMES, DEFAULT_PATH, CheckabilityModel, cues, reason
 from schema.models import Verdict
-from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.search_api import FakeSearchAPI
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,6 +89,43 @@ async def test_with_an_llm_its_classification_is_the_authority(settings):
         assert "checkability" not in [st.name for st in result.steps]
         assert result.verdict != Verdict.NOT_CHECKABLE
         assert llm.requests  # the LLM was asked
+    finally:
+        await llm.stop()
+        await search.stop()
+
+
+@pytest.mark.parametrize("text, lang", [("hello", "en"), ("Спасибо большое!", "ru"),
+                                         ("Pineapple on pizza is disgusting", "en")])
+async def test_when_the_llm_fails_the_offline_gate_decides(settings, text, lang):
+    """An LLM configured but failing (HTTP 503 on every call) leaves no classification: the offline gate
+    turns the message away as it does with no LLM, instead of searching it and answering "Unverified"."""
+    llm, search = await FakeOpenAI().start(), await FakeSearchAPI().start()
+    try:
+        llm.respond("claim_extraction", lambda body: Scripted(status=503))
+        s = settings.model_copy(update={"llm_base_url": llm.base_url, "searxng_url": search.url("/searxng"),
+                                        "provider_retries": 0, "source_timeout_s": 3.0})
+        async with build_app(s) as app:
+            result = await app.engine.check(text)
+        assert llm.requests_named("claim_extraction")  # the LLM was asked, and failed
+        assert result.verdict == Verdict.NOT_CHECKABLE and result.mode == "offline"
+        assert result.language == lang and result.matches == [] and result.citations == []
+        assert [st.name for st in result.steps] == ["intake", "claims", "checkability"]
+        assert not search.hits("searxng")  # nothing was searched
+    finally:
+        await llm.stop()
+        await search.stop()
+
+
+async def test_when_the_llm_fails_a_claim_still_goes_on_to_be_checked(settings):
+    llm, search = await FakeOpenAI().start(), await FakeSearchAPI().start()
+    try:
+        llm.respond("claim_extraction", lambda body: Scripted(status=503))
+        s = settings.model_copy(update={"llm_base_url": llm.base_url, "searxng_url": search.url("/searxng"),
+                                        "provider_retries": 0, "source_timeout_s": 3.0})
+        async with build_app(s) as app:
+            result = await app.engine.check("5G towers spread the coronavirus")
+        assert [st.name for st in result.steps][:4] == ["intake", "claims", "checkability", "match"]
+        assert result.verdict == Verdict.REFUTED and result.citations
     finally:
         await llm.stop()
         await search.stop()
