@@ -425,7 +425,8 @@ async def cmd_bench(args: argparse.Namespace) -> int:
         from evals.bench_corroborate import bench_corroborate
 
         report = await bench_corroborate(settings, args.messages, args.queries, stored=args.stored,
-                                         ingest_n=args.ingest_n, lookups=args.n, repeats=args.repeats)
+                                         ingest_n=args.ingest_n, lookups=args.n, repeats=args.repeats,
+                                         keep=args.keep)
     else:
         from evals.bench_match import bench_match
 
@@ -521,6 +522,8 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     bc.add_argument("--ingest-n", type=int, default=600, help="new messages ingested per repeat")
     bc.add_argument("-n", type=int, default=200, help="lookups per repeat")
     bc.add_argument("--repeats", type=int, default=3)
+    bc.add_argument("--keep", type=Path, metavar="DIR", help="fill this data dir and keep it; a kept one is "
+                    "reused without filling or indexing again (1M messages take a long index build)")
 
     bd = bsub.add_parser("digest", parents=[common, out], help="a digest built over stored tracked messages")
     bd.add_argument("--stored", type=int, default=100_000, help="messages stored in the window before timing")

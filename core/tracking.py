@@ -31,7 +31,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -124,8 +124,13 @@ def _row_of(clean: str) -> _Row:
 
 
 def _rows_of(texts: Sequence[str]) -> list[_Row]:
-    """The rows of raw message texts (CPU work: call it off the event loop)."""
-    return [_row_of(prepare_text(text)) for text in texts]
+    """The rows of raw message texts (CPU work: call it off the event loop); a text repeated (reposts)
+    is read once."""
+    rows: dict[str, _Row] = {}
+    for text in texts:
+        if text not in rows:
+            rows[text] = _row_of(prepare_text(text))
+    return [rows[text] for text in texts]
 
 
 @dataclass
@@ -423,17 +428,20 @@ class Corroborator:
         return [p.stories.get(m.key) for m in p.messages]
 
     async def bulk_load(self, messages: Sequence[TrackedMessage], vectors: np.ndarray,
-                        stories: Sequence[str] | None = None, multi: np.ndarray | None = None) -> None:
+                        stories: Sequence[str] | None = None, multi: np.ndarray | None = None, *,
+                        starts: Mapping[str, float] | None = None) -> None:
         """Store messages with precomputed vectors and known story ids, without linking (imports and
-        `tipline bench corroborate`, which fills 100,000 messages without embedding each one)."""
+        `tipline bench corroborate`, which fills up to 1M messages without embedding each one).
+        `starts`: when each story began, for a fill in several calls (default: its earliest message here)."""
         stories = list(stories) if stories is not None else [m.key for m in messages]
         rows = [StoredMessage(id=m.key, platform=m.platform, chat_id=str(m.chat_id), message_id=str(m.message_id),
                               text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
                               language=m.language, story_id=s) for m, s in zip(messages, stories)]
         await self.store.add(rows)
-        start: dict[str, float] = {}
-        for m, s in zip(messages, stories):
-            start[s] = min(start.get(s, math.inf), _secs(m.at))
+        start: dict[str, float] = dict(starts or {})
+        if starts is None:
+            for m, s in zip(messages, stories):
+                start[s] = min(start.get(s, math.inf), _secs(m.at))
         for i in range(0, len(messages), 1024):
             chunk = messages[i:i + 1024]
             info = await asyncio.to_thread(_rows_of, [m.text for m in chunk])

@@ -19,6 +19,8 @@ Texts are read at run time and never shipped; the random choices use a fixed see
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import resource
 import tempfile
 import time
 from datetime import datetime, timedelta, timezone
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.app import build_app
+from bot.app import App, build_app, edge_dir
 from evals.bench import Spread, mean, pct, temp_settings
 from bot.settings import Settings
 from core.evaluation import read_queries
@@ -34,11 +36,73 @@ from core.textclean import clean_query
 from evals.vector_cache import VectorCache, identity_of_embedder
 
 _ASKER = [("telegram", "asker")]
+FILL_CHUNK = 50_000  # messages generated and stored at a time: 1M at once held ~8 GB of Python objects and vectors
+
+
+def _disk_bytes(root: Path, pattern: str = "*") -> int:
+    return sum(p.stat().st_size for p in root.rglob(pattern) if p.is_file())
+
+
+async def _fill(app: App, base: list[str], stored: int, chats: int, rng: np.random.Generator, now: datetime,
+                cache: VectorCache) -> tuple[float, float]:
+    """Store `stored` reposts of the `base` tweets (untimed vectors: each its tweet's plus noise) from
+    `chats` channels over 29 days, then index; returns (seconds in bulk_load, seconds indexing)."""
+    from core.corroboration import prepare_text
+    from core.tracking import TrackedMessage
+
+    c, embedder = app.corroborator, app.embedder
+    if c is None:
+        raise RuntimeError("bench corroborate: the app has no corroborator")
+    multi = c.multilingual
+    # The stored messages' vectors are not timed: `cache` keeps them between report runs.
+    prepared = [prepare_text(t) for t in base]
+    vecs = await cache.vectors("corroborate-base", await identity_of_embedder(embedder.embed, embedder.model_name),
+                               prepared, lambda: embedder.embed(prepared))
+    multi_base = None
+    if multi is not None:
+        multi_base = await cache.vectors("corroborate-base", await identity_of_embedder(multi.queries, multi.model_name),
+                                         prepared, lambda: multi.queries(prepared))
+    for k in range(chats):
+        await c.store.set_flag("telegram", f"-100{k:07d}", "tracking", True, kind="channel", handle=f"@bench{k}")
+    chat_of = rng.integers(chats, size=stored)
+    ago = rng.uniform(0, 29 * 86400, size=stored)  # seconds before now
+    tweet = np.arange(stored) % len(base)
+    oldest = np.zeros(len(base))
+    np.maximum.at(oldest, tweet, ago)
+    starts = {f"telegram:bench:{j}": (now - timedelta(seconds=float(oldest[j]))).timestamp()
+              for j in range(min(stored, len(base)))}
+
+    def jitter(v: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        w = v[rows] + rng.normal(0, 0.01, (len(rows), v.shape[1])).astype(np.float32)
+        return (w / np.linalg.norm(w, axis=1, keepdims=True)).astype(np.float32)
+    fill_s = 0.0
+    async with app.vectors.builds_held():  # one index build at the end, not one per 20k points written
+        for lo in range(0, stored, FILL_CHUNK):
+            idx = np.arange(lo, min(stored, lo + FILL_CHUNK))
+            msgs = []
+            for i in idx:
+                chat = f"-100{int(chat_of[i]):07d}"
+                msgs.append(TrackedMessage("telegram", chat, str(i), base[tweet[i]],
+                                           now - timedelta(seconds=float(ago[i])), author=f"@bench{chat[-4:]}",
+                                           permalink=f"https://t.me/bench/{i}", kind="channel"))
+            mvecs = jitter(vecs, tweet[idx])
+            mmulti = jitter(multi_base, tweet[idx]) if multi_base is not None else None
+            t0 = time.perf_counter()
+            await c.bulk_load(msgs, mvecs, [f"telegram:bench:{j}" for j in tweet[idx]], mmulti, starts=starts)
+            fill_s += time.perf_counter() - t0
+    # The vector engine indexes in the background; time a running bot's steady state.
+    t0 = time.perf_counter()
+    await app.vectors.settle()
+    return fill_s, time.perf_counter() - t0
 
 
 async def bench_corroborate(settings: Settings, messages_path: Path, queries_path: Path, *,
                             stored: int = 100_000, ingest_n: int = 600, lookups: int = 200, chats: int = 500,
-                            repeats: int = 3, seed: int = 7, cache: VectorCache | None = None) -> dict:
+                            repeats: int = 3, seed: int = 7, cache: VectorCache | None = None,
+                            keep: Path | None = None) -> dict:
+    """`keep`: the data dir to fill and keep (instead of a temporary one); one that already holds stored
+    messages is reused as it is, without filling or indexing again (1M messages: ~10 min of fill and a
+    long index build, done once for several runs)."""
     from core.corroboration import prepare_text
     from core.tracking import TrackedMessage
 
@@ -46,20 +110,17 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
     base = [q for _, q in read_queries(messages_path) if q.strip()][:stored]  # no more tweets than reposts
     questions = [q for _, q in read_queries(queries_path) if q.strip()][:lookups]
     now = datetime.now(timezone.utc)
-    with tempfile.TemporaryDirectory(prefix="tipline-bench-") as tmp:
+    where = contextlib.nullcontext(str(keep)) if keep is not None \
+        else tempfile.TemporaryDirectory(prefix="tipline-bench-")
+    with where as tmp:
         async with build_app(temp_settings(settings, Path(tmp)), seed=False) as app:
             if app.corroborator is None:  # build_app always builds one; App leaves it optional for others
                 raise RuntimeError("bench corroborate: the app has no corroborator")
             c, embedder, multi = app.corroborator, app.embedder, app.corroborator.multilingual
-            # The stored messages' vectors are not timed: `cache` keeps them between report runs.
-            cache = cache or VectorCache(None)
-            prepared = [prepare_text(t) for t in base]
-            vecs = await cache.vectors("corroborate-base", await identity_of_embedder(embedder.embed, embedder.model_name),
-                                       prepared, lambda: embedder.embed(prepared))
-            multi_base = None
-            if multi is not None:
-                multi_base = await cache.vectors("corroborate-base", await identity_of_embedder(multi.queries, multi.model_name),
-                                                 prepared, lambda: multi.queries(prepared))
+            reused = c.indexed > 0  # a kept data dir, filled and indexed by an earlier run
+            fill_s = index_s = 0.0
+            if not reused:
+                fill_s, index_s = await _fill(app, base, stored, chats, rng, now, cache or VectorCache(None))
 
             def clear() -> None:  # both models' caches: every timed embedding is of a text not seen before
                 embedder.clear_cache()
@@ -70,37 +131,12 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 await embedder.embed(texts)
                 if multi is not None:
                     await multi.queries(texts)
-            for k in range(chats):
-                await c.store.set_flag("telegram", f"-100{k:07d}", "tracking", True, kind="channel",
-                                       handle=f"@bench{k}")
-            msgs, mvecs, stories = [], np.zeros((stored, vecs.shape[1]), np.float32), []
-            mmulti = np.zeros((stored, multi_base.shape[1]), np.float32) if multi_base is not None else None
-            for i in range(stored):
-                j = i % len(base)
-                chat = f"-100{int(rng.integers(chats)):07d}"
-                at = now - timedelta(seconds=float(rng.uniform(0, 29 * 86400)))
-                msgs.append(TrackedMessage("telegram", chat, str(i), base[j], at, author=f"@bench{chat[-4:]}",
-                                           permalink=f"https://t.me/bench/{i}", kind="channel"))
-                # int(): numpy's stubs read an untyped shape entry as normal()'s scalar overload (mypy)
-                v = vecs[j] + rng.normal(0, 0.01, int(vecs.shape[1])).astype(np.float32)
-                mvecs[i] = v / np.linalg.norm(v)
-                if mmulti is not None and multi_base is not None:
-                    w = multi_base[j] + rng.normal(0, 0.01, int(multi_base.shape[1])).astype(np.float32)
-                    mmulti[i] = w / np.linalg.norm(w)
-                stories.append(f"telegram:bench:{j}")
-            t0 = time.perf_counter()
-            await c.bulk_load(msgs, mvecs, stories, mmulti)
-            fill_s = time.perf_counter() - t0
-            # The vector engine indexes in the background; time a running bot's steady state.
-            t0 = time.perf_counter()
-            await app.vectors.settle()
-            index_s = time.perf_counter() - t0
 
             for q in (f"warm-up {i}: {q}" for i, q in enumerate(questions[:20])):  # the index, not the texts
                 await c.lookup(q, exclude_chats=_ASKER)
 
             embed_alone, ingest, linked = [], [], 0
-            cold_p50, cold_p95, warm_p50, cold_all, embed_all, found = [], [], [], [], [], 0
+            cold_p50, cold_p95, warm_p50, warm_p95, cold_all, embed_all, found = [], [], [], [], [], [], 0
             for r in range(repeats):
                 fresh = [TrackedMessage("telegram", f"-100{int(rng.integers(chats)):07d}", f"new{r}.{i}",
                                         f"Update {r}.{i}: {base[int(rng.integers(len(base)))]}",
@@ -138,11 +174,16 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 cold_p50.append(pct(cold, 50))
                 cold_p95.append(pct(cold, 95))
                 warm_p50.append(pct(warm, 50))
+                warm_p95.append(pct(warm, 95))
             embed_s, ingest_s = Spread.of(embed_alone), Spread.of(ingest)
             return {
                 "benchmark": "corroborate", "stored_messages": c.indexed, "tracked_chats": chats,
                 "base_tweets": len(base), "repeats": repeats, "seed": seed,
-                "bulk_fill_msgs_per_s": round(stored / fill_s, 1), "index_build_after_fill_s": round(index_s, 1),
+                **({"reused_data_dir": str(keep)} if reused else
+                   {"bulk_fill_msgs_per_s": round(stored / fill_s, 1), "index_build_after_fill_s": round(index_s, 1)}),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                "vector_store_disk_mb": round(_disk_bytes(edge_dir(app.settings)) / 2**20),
+                "sqlite_disk_mb": round(_disk_bytes(Path(tmp), "*.sqlite3*") / 2**20),
                 "ingest": {"messages_per_repeat": ingest_n, "embedding_alone_msgs_per_s": embed_s,
                            "msgs_per_s": ingest_s,
                            "ingest_over_embedding_alone": round(ingest_s.median / embed_s.median, 2)
@@ -151,6 +192,7 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 "lookup": {"n": len(questions), "cold_p50_ms": Spread.of(cold_p50, 2),
                            "cold_p95_ms": Spread.of(cold_p95, 2),
                            "warm_after_check_p50_ms": Spread.of(warm_p50, 2),
+                           "warm_after_check_p95_ms": Spread.of(warm_p95, 2),
                            # Means over every lookup of every pass: embed + rest = cold.
                            "cold_mean_ms": round(mean(cold_all), 2), "embed_mean_ms": round(mean(embed_all), 2),
                            "rest_mean_ms": round(mean(cold_all) - mean(embed_all), 2),

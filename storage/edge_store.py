@@ -26,6 +26,7 @@ Stopping tipline mid-build kills the child and loses nothing: the original was n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import json
 import logging
@@ -177,6 +178,7 @@ class EdgeVectorStore(VectorStore):
         self._writing: dict[str, asyncio.Lock] = {}  # per physical collection: writes, and a build's copy and swap
         self._tasks: set[asyncio.Task[None]] = set()
         self._building: set[str] = set()
+        self._held = 0  # builds_held() depth: writes are counted, no build starts
 
     # --- opening and closing -------------------------------------------------------------------
 
@@ -477,6 +479,17 @@ class EdgeVectorStore(VectorStore):
         for name in await self.collection_names():
             self._wrote(name, 0)
 
+    @contextlib.asynccontextmanager
+    async def builds_held(self) -> AsyncIterator[None]:
+        """No background build starts inside (builds already running finish). A bulk fill of 1M points
+        would otherwise start one every OPTIMIZE_EVERY writes, each copying and re-indexing everything
+        written so far; `settle()` afterwards builds once, on every core."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+
     def _wrote(self, name: str, n: int) -> None:
         with self._guard:
             physical = self._catalog["aliases"].get(name, name)
@@ -484,7 +497,7 @@ class EdgeVectorStore(VectorStore):
             if shard is None or shard.retired:
                 return
             shard.written += n
-            if physical in self._building or shard.written < self.optimize_every:
+            if self._held or physical in self._building or shard.written < self.optimize_every:
                 return
             self._building.add(physical)
         task = asyncio.get_running_loop().create_task(self._build(physical), name=f"tipline-index-{physical}")

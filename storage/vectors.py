@@ -17,6 +17,7 @@ storage/message_vectors.py, on top of them. Callers never ask which backend they
 from __future__ import annotations
 
 import abc
+import contextlib
 import math
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -246,6 +247,12 @@ class VectorStore(abc.ABC):
     async def settle(self) -> None:
         """Wait until index building started by earlier writes is done (benchmarks, tests, moving a
         data dir); searches never need to."""
+
+    @contextlib.asynccontextmanager
+    async def builds_held(self) -> AsyncIterator[None]:
+        """Inside, writes start no index build (a bulk fill, followed by `settle()`, which builds once).
+        A server builds its indexes itself: nothing to hold there."""
+        yield
 
     # --- collections and aliases, written once ----------------------------------------------------
 
