@@ -182,6 +182,8 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 **({"reused_data_dir": str(keep)} if reused else
                    {"bulk_fill_msgs_per_s": round(stored / fill_s, 1), "index_build_after_fill_s": round(index_s, 1)}),
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                # the index builds run in child processes (storage/edge_build.py): their largest
+                "peak_rss_index_build_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
                 "vector_store_disk_mb": round(_disk_bytes(edge_dir(app.settings)) / 2**20),
                 "sqlite_disk_mb": round(_disk_bytes(Path(tmp), "*.sqlite3*") / 2**20),
                 "ingest": {"messages_per_repeat": ingest_n, "embedding_alone_msgs_per_s": embed_s,
