@@ -59,7 +59,7 @@ from core.intake import detect_language
 from core.matchfeatures import latin_script
 from core.multilingual import MultilingualEncoder
 from schema.models import AlsoReported, ReportedBy
-from storage.message_vectors import MULTI, VECTOR, MessagePoint, MessageVectors, StoredMessageVector
+from storage.message_vectors import MULTI, VECTOR, MessagePoint, MessageVectors, Near, StoredMessageVector
 from storage.messages import MessageStore, StoredMessage, message_key, resolve_story
 
 log = logging.getLogger(__name__)
@@ -507,21 +507,18 @@ class Corroborator:
                           chats: list[str]) -> list[StoredMessageVector]:
         """Earlier messages of other chats within the window worth scoring, each with the cosine its
         route is judged on: a Latin-script message's Latin neighbours by the English vectors, every
-        other pair by the multilingual ones (two filtered queries, or one for a non-Latin message)."""
-        near = self.vectors.nearest
+        other pair by the multilingual ones (two filtered searches in one call to the engine, or one
+        search for a non-Latin message)."""
         if multi is None:
-            return await near(vec, t=t, window_s=self.window_s, exclude_chats=chats, floor=self.model.cos_floor,
-                              limit=CANDIDATES)
-        floor = self.models[1].cos_floor
-        if not info.latin:
-            return await near(multi, t=t, window_s=self.window_s, exclude_chats=chats, floor=floor,
-                              limit=CANDIDATES, using=MULTI)
-        english, other = await asyncio.gather(
-            near(vec, t=t, window_s=self.window_s, exclude_chats=chats, floor=self.model.cos_floor,
-                 limit=CANDIDATES, script="latin"),
-            near(multi, t=t, window_s=self.window_s, exclude_chats=chats, floor=floor, limit=CANDIDATES,
-                 using=MULTI, script="other"))
-        return english + other
+            searches = [Near(vec, self.model.cos_floor)]
+        elif not info.latin:
+            searches = [Near(multi, self.models[1].cos_floor, MULTI)]
+        else:
+            searches = [Near(vec, self.model.cos_floor, VECTOR, "latin"),
+                        Near(multi, self.models[1].cos_floor, MULTI, "other")]
+        found = await self.vectors.nearest_each(searches, t=t, window_s=self.window_s, exclude_chats=chats,
+                                                limit=CANDIDATES)
+        return [c for cands in found for c in cands]
 
     async def _weak_link(self, cands: Sequence[StoredMessageVector], weak: np.ndarray, t: float) -> int | None:
         """The first of the weak-band candidates (`core.corroboration.weak_order`, best first) that is
