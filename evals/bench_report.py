@@ -181,12 +181,12 @@ async def _claim_matching(app: App, config: ReportConfig, cache: VectorCache) ->
 
 # --- same-story detection: tipline against a cosine threshold -----------------------------------
 
-async def _corroboration_eval(app: App, config: ReportConfig, scratch: Path) -> dict:
-    return await asyncio.to_thread(_corroboration_eval_sync, app, config, scratch)
+async def _corroboration_eval(app: App, config: ReportConfig, scratch: Path, cache: VectorCache) -> dict:
+    return await asyncio.to_thread(_corroboration_eval_sync, app, config, scratch, cache)
 
 
-def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path) -> dict:
-    from evals.corroboration_eval import baseline_clusters, load_messages, run_corroboration_eval
+def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path, cache: VectorCache) -> dict:
+    from evals.corroboration_eval import baseline_clusters, eval_vectors, load_messages, run_corroboration_eval
     from core.corroboration import pairwise_scores
 
     out: dict = {}
@@ -198,9 +198,11 @@ def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path) -> d
             messages = scratch / f"{split}.messages.tsv"
             messages.write_text("\n".join(rows[:config.sizes.queries_limit + 1]) + "\n", encoding="utf-8")
         result = run_corroboration_eval(messages, scratch / f"{split}.clusters.tsv", qrels,
-                                        embedder=app.embedder, quiet=True, multilingual=app.kb.multilingual)
+                                        embedder=app.embedder, quiet=True, multilingual=app.kb.multilingual,
+                                        cache=cache)
         msgs = load_messages(messages)
-        data[split] = (msgs, app.embedder.embed_sync([m.text for m in msgs]), read_qrels(qrels))
+        # The same vectors the stream was judged on (the cache's, or the model's memo when there is none).
+        data[split] = (msgs, eval_vectors([m.text for m in msgs], app.embedder, None, cache)[0], read_qrels(qrels))
         out[split] = {"messages": result["messages"], "tipline": {k: result[k] for k in ("precision", "recall", "f1")}}
     # The baseline's one threshold, chosen on train (grid 0.50-0.99 by 0.01; ties go to the higher one).
     msgs, vecs, gold = data["train"]
@@ -217,7 +219,8 @@ def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path) -> d
         ru = config.translations / split / "tweets.queries.tsv"
         if ru.is_file() and not config.sizes.queries_limit:
             messages, qrels = config.split(split)
-            out[f"{split} + Russian"] = run_translated_eval(messages, ru, qrels, app.embedder, app.kb.multilingual)
+            out[f"{split} + Russian"] = run_translated_eval(messages, ru, qrels, app.embedder, app.kb.multilingual,
+                                                            cache=cache)
     return out
 
 
@@ -293,7 +296,7 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
         await part("claim_matching", lambda: with_app(lambda app: _claim_matching(app, config, cache)))
         await part("ingest", lambda: bench_ingest(settings, config.claims, limit=s.ingest_limit,
                                                   repeats=s.ingest_repeats))
-        await part("corroboration_eval", lambda: with_app(lambda app: _corroboration_eval(app, config, scratch)))
+        await part("corroboration_eval", lambda: with_app(lambda app: _corroboration_eval(app, config, scratch, cache)))
         await part("corroborate", lambda: bench_corroborate(
             settings, config.split("train")[0], config.split("dev")[0], stored=s.corroborate_stored,
             ingest_n=s.corroborate_ingest, lookups=s.corroborate_lookups, repeats=s.corroborate_repeats,

@@ -84,3 +84,41 @@ async def test_precomputed_vectors_must_line_up(app) -> None:
         assert "one row per fact-check" in str(exc)
     else:
         raise AssertionError("misaligned vectors were stored")
+
+
+def _stream(tmp_path: Path) -> tuple[Path, Path, Path]:
+    msgs, ru, qrels = tmp_path / "m.tsv", tmp_path / "ru.tsv", tmp_path / "q.qrels"
+    msgs.write_text("tweet_id\ttweet_content\n"
+                    "1\tDam destroyed near Kherson — A (@a) March 1, 2022\n"
+                    "2\tKherson dam destroyed overnight — B (@b) March 2, 2022\n"
+                    "3\tA cat video — C (@c) March 2, 2022\n", encoding="utf-8")
+    ru.write_text("tweet_id\ttweet_content\n"
+                  "1\tПлотина под Херсоном разрушена — A (@a) 1 марта 2022\n"
+                  "3\tВидео с котом — C (@c) 2 марта 2022\n", encoding="utf-8")
+    qrels.write_text("1\t0\tv1\t1\n2\t0\tv1\t1\n3\t0\tv2\t1\n", encoding="utf-8")
+    return msgs, ru, qrels
+
+
+async def test_same_story_eval_from_kept_vectors_scores_as_computed(app, tmp_path: Path) -> None:
+    """`tipline bench report` keeps the same-story eval's vectors (~170 of its ~180 CPU-seconds): the
+    figures from kept vectors are those computed on the spot, and a second run computes nothing."""
+    import asyncio
+
+    from evals.corroboration_eval import run_corroboration_eval, run_translated_eval
+
+    msgs, ru, qrels = _stream(tmp_path)
+
+    def both(cache: VectorCache | None) -> tuple[dict, dict]:
+        app.clear_embedding_caches()
+        return (run_corroboration_eval(msgs, tmp_path / "out.tsv", qrels, embedder=app.embedder, quiet=True,
+                                       multilingual=app.kb.multilingual, cache=cache),
+                run_translated_eval(msgs, ru, qrels, app.embedder, app.kb.multilingual, cache=cache))
+
+    plain = await asyncio.to_thread(both, None)
+    first = VectorCache(tmp_path / "vc")
+    assert await asyncio.to_thread(both, first) == plain
+    assert first.misses == ["corroboration-eval"] * 4 and not first.hits
+    again = VectorCache(tmp_path / "vc")
+    assert await asyncio.to_thread(both, again) == plain
+    assert again.hits == ["corroboration-eval"] * 4 and not again.misses
+    assert plain[0]["messages"] == 3 and plain[1]["messages"] == 5
