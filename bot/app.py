@@ -119,6 +119,14 @@ def load_use(settings: Settings) -> FeatureEncoder:
     return WithPrecomputed.load(UseEncoder(threads=1, cache_dir=settings.data_dir / "models"))
 
 
+def build_matcher(kb: KnowledgeBase, settings: Settings) -> ClaimMatcher:
+    """The claim matcher over `kb` with the shipped re-rankers (also evals/kept_queries.py's, over the
+    same knowledge base read through kept query vectors)."""
+    return ClaimMatcher(kb, Reranker.load_default(), Reranker.load_multilingual(), Reranker.load_same_script(),
+                        candidates=settings.match_candidates,
+                        auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold)
+
+
 def _log_progress(done: int, total: int) -> None:
     log.warning("re-embedding fact-checks for the current models: %d/%d", done, total)
 
@@ -169,9 +177,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         await kb.open(progress or _log_progress)
         if settings.seed_on_start if seed is None else seed:
             await kb.ensure_seed()
-        matcher = ClaimMatcher(kb, Reranker.load_default(), Reranker.load_multilingual(), Reranker.load_same_script(),
-                               candidates=settings.match_candidates,
-                               auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold)
+        matcher = build_matcher(kb, settings)
         metrics = Metrics()
         llm = build_llm(settings, db, metrics)
         if llm is not None:

@@ -36,7 +36,8 @@ from evals import bench_markdown as md
 from evals.bench_machine import cpu_seconds, load_average, machine_facts
 from bot.app import App, build_app
 from evals.bench import factchecks, temp_settings
-from evals.claim_eval import RUN_DEPTH, rank_queries
+from evals.claim_eval import RUN_DEPTH
+from evals.kept_queries import rank_kept
 from evals.vector_cache import VectorCache
 from bot.settings import Settings
 from core.evaluation import EvalDataError, read_qrels, read_queries, score_run
@@ -160,11 +161,14 @@ async def _claim_matching(app: App, config: ReportConfig, cache: VectorCache) ->
             queries = [q for i, q in enumerate(queries) if i in keep]
         gold = read_qrels(qrels_path)
         gold = {q: g for q, g in gold.items() if q in {qid for qid, _ in queries}}
-        ours = {q: [d for d, _ in r] for q, r in (await rank_queries(app.matcher, queries, by_id)).items()}
+        # The real matcher over this index; its query vectors kept between runs (evals/kept_queries.py).
+        ranked, how = await rank_kept(app, queries, by_id, cache)
+        ours = {q: [d for d, _ in r] for q, r in ranked.items()}
         scores = bm25_scores([t for _, t in queries], docs)
         bm25 = {qid: [fcs[j].source_id for j in (-scores[i]).argsort(kind="stable")[:RUN_DEPTH]]
                 for i, (qid, _) in enumerate(queries)}
-        quality[split] = {"queries": len(queries), "of": len(read_queries(queries_path)), "tipline": score_run(ours, gold), "bm25": score_run(bm25, gold)}
+        quality[split] = {"queries": len(queries), "of": len(read_queries(queries_path)), "tipline": score_run(ours, gold),
+                          "bm25": score_run(bm25, gold), "query_vectors": how}
     tweets = [t for _, t in read_queries(config.split("dev")[0]) if t.strip()][:s.match_n]
     latency = {"long": await match_latency(app, tweets, s.match_repeats),
                "short": await match_latency(app, short_messages(fcs, s.match_n), s.match_repeats)}

@@ -54,7 +54,7 @@ class VectorCache:
             h.update(b"\x00")
         return self.directory / f"{label}-{h.hexdigest()[:24]}.npz"
 
-    def _load(self, path: Path | None, label: str, rows: int) -> dict[str, np.ndarray] | None:
+    def _load(self, path: Path | None, label: str, rows: int | None) -> dict[str, np.ndarray] | None:
         if path is None or not path.is_file():
             return None
         try:
@@ -62,7 +62,7 @@ class VectorCache:
                 arrays = {k: data[k] for k in data.files}
         except (OSError, ValueError, zipfile.BadZipFile):  # a torn or foreign file: compute again
             return None
-        if any(a.shape[0] != rows for a in arrays.values()):
+        if rows is not None and any(a.shape[0] != rows for a in arrays.values()):
             return None
         self.hits.append(label)
         return arrays
@@ -95,6 +95,13 @@ class VectorCache:
         v = np.asarray(await compute(), dtype=np.float32)
         self._save(path, label, {"v": v})
         return v
+
+    def kept(self, label: str, models: Sequence[str], texts: Sequence[str]) -> dict[str, np.ndarray] | None:
+        """Arrays of any shape kept by `keep` for these models and texts (None: none kept)."""
+        return self._load(self._path(label, models, texts), label, None)
+
+    def keep(self, label: str, models: Sequence[str], texts: Sequence[str], arrays: dict[str, np.ndarray]) -> None:
+        self._save(self._path(label, models, texts), label, arrays)
 
     async def factchecks(self, kb: KnowledgeBase, fcs: Sequence[FactCheck], label: str = "factchecks") \
             -> tuple[FactCheckVectors, bool]:
