@@ -98,7 +98,7 @@ def load_embedder(settings: Settings, workers: int | None = None) -> TextEmbedde
         model_dir = prepare_default_model(settings.model_dir)
         return Embedder(settings.embed_model, model_dir=model_dir, batch_size=settings.embed_batch_size,
                         workers=workers)
-    return Embedder(settings.embed_model, cache_dir=settings.data_dir / "models",
+    return Embedder(settings.embed_model, cache_dir=settings.models_dir,
                     batch_size=settings.embed_batch_size, workers=workers)
 
 
@@ -108,7 +108,7 @@ def load_multilingual(settings: Settings) -> MultilingualEncoder:
         from core.e5_onnx import E5OnnxEncoder  # its graph is built into the models dir on first use
 
         return WithPrecomputedPassages.load(E5OnnxEncoder(
-            settings.data_dir / "models", workers=settings.multilingual_threads,
+            settings.models_dir, workers=settings.multilingual_threads,
             variant="int8" if settings.multilingual_engine == "onnx" else "fp32"))
     return WithPrecomputedPassages.load(E5Encoder(threads=settings.multilingual_threads))
 
@@ -116,7 +116,7 @@ def load_multilingual(settings: Settings) -> MultilingualEncoder:
 def load_use(settings: Settings) -> FeatureEncoder:
     # One USE instance, one thread (two measured slower on 2 cores shared with e5 and MiniLM); the
     # seed's vectors ship with the package like e5's.
-    return WithPrecomputed.load(UseEncoder(threads=1, cache_dir=settings.data_dir / "models"))
+    return WithPrecomputed.load(UseEncoder(threads=1, cache_dir=settings.models_dir))
 
 
 def build_matcher(kb: KnowledgeBase, settings: Settings) -> ClaimMatcher:

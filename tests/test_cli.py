@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import model_cache
+
 ROOT = Path(__file__).resolve().parent.parent
 TIPLINE = [sys.executable, "-m", "adapters.main"]
 
@@ -23,7 +25,8 @@ def run(args, env_extra, stdin=None, timeout=180):
 def env(tmp_path_factory, model_dir, seeded):
     # The CLI runs as a subprocess, outside the network guard: keep it off the public news API.
     return {"TIPLINE_DATA_DIR": str(seeded.copy_to(tmp_path_factory.mktemp("cli") / "data")),
-            "TIPLINE_EMBED_MODEL_DIR": str(model_dir), "TIPLINE_GDELT_URL": ""}
+            "TIPLINE_EMBED_MODEL_DIR": str(model_dir), "TIPLINE_GDELT_URL": "",
+            "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir))}
 
 
 def assert_clean_failure(proc):

@@ -37,7 +37,7 @@ from storage.sqlite import Database
 from tests.fakes.loopback import serve_on_loopback
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
-from tests.conftest import SeededDataDir, isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings, model_cache
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -192,7 +192,7 @@ class GatedTelegram(FakeTelegram):
 def tipline_env(fake: FakeTelegram, data_dir: Path, model_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
     env.update({"TIPLINE_DATA_DIR": str(data_dir), "TIPLINE_EMBED_MODEL_DIR": str(model_dir),
-                "TIPLINE_TELEGRAM_TOKEN": fake.token, "TIPLINE_TELEGRAM_API_URL": fake.base_url,
+                "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir)), "TIPLINE_TELEGRAM_TOKEN": fake.token, "TIPLINE_TELEGRAM_API_URL": fake.base_url,
                 "TIPLINE_GDELT_URL": "", "TIPLINE_WORKERS": "4", "TIPLINE_QUEUE_MAX": "5000",
                 "TIPLINE_USER_RATE_PER_MINUTE": "100000", "TIPLINE_CHAT_RATE_PER_MINUTE": "100000"})
     env.update(extra)

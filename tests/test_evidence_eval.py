@@ -32,6 +32,7 @@ from evals.evidence_eval import (
 from core.embeddings import DEFAULT_MODEL, Embedder
 from core.evaluation import EvalDataError
 from core.sparse import terms
+from tests.conftest import model_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -221,7 +222,8 @@ def test_full_run_agrees_with_an_independent_computation(data, embedder, tmp_pat
 
 def test_cli_prints_and_writes_the_report(data, model_dir, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
-    env.update({"TIPLINE_DATA_DIR": str(tmp_path / "data"), "TIPLINE_EMBED_MODEL_DIR": str(model_dir)})
+    env.update({"TIPLINE_DATA_DIR": str(tmp_path / "data"), "TIPLINE_EMBED_MODEL_DIR": str(model_dir),
+                "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir))})
     out = tmp_path / "report.json"
     proc = subprocess.run([sys.executable, "-m", "adapters.main", "eval", "evidence", "--data", str(data), "--split", "all",
                            "--out", str(out)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)

@@ -13,6 +13,7 @@ from core.intake import EmptyInput, intake
 from schema.models import FactCheck
 from schema.text import REPLACEMENT, decode_bytes, safe_text
 from storage.messages import StoredMessage
+from tests.conftest import model_cache
 from tests.test_http_api import TOKEN, server  # noqa: F401  (fixture)
 
 
@@ -55,7 +56,7 @@ def test_every_entry_type_is_safe():
 def test_cli_reads_bytes_that_are_not_text_and_answers_in_a_sentence(tmp_path, model_dir):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
     env.update({"TIPLINE_DATA_DIR": str(tmp_path / "data"), "TIPLINE_EMBED_MODEL_DIR": str(model_dir),
-                "TIPLINE_GDELT_URL": ""})
+                "TIPLINE_GDELT_URL": "", "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir))})
     run = [sys.executable, "-m", "adapters.main", "check", "-"]
     noise = subprocess.run(run, input=bytes(range(128, 256)) * 100, capture_output=True, env=env, timeout=300,
                            cwd=Path(__file__).resolve().parent.parent)

@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.conftest import SeededDataDir
+from tests.conftest import SeededDataDir, model_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "ingest-test-token"
@@ -43,7 +43,8 @@ def _env(tmp_path: Path, model_dir: Path, port: int, **extra: str) -> dict[str, 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
     env.update({"TIPLINE_DATA_DIR": str(tmp_path / "data"), "TIPLINE_EMBED_MODEL_DIR": str(model_dir),
                 "TIPLINE_GDELT_URL": "", "TIPLINE_MAX_LINKS": "0", "TIPLINE_API_TOKEN": TOKEN,
-                "TIPLINE_HTTP_PORT": str(port), "PYTHONPATH": str(ROOT), **extra})
+                "TIPLINE_HTTP_PORT": str(port), "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir)),
+                "PYTHONPATH": str(ROOT), **extra})
     return env
 
 

@@ -12,7 +12,7 @@ from bot.app import build_app
 from bot.render import to_reply
 from bot.settings import OUTBOUND, Settings
 from schema.models import Result, SourceTrace, Verdict
-from tests.conftest import SeededDataDir, isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings, model_cache
 from tests.fakes.search_api import FakeSearchAPI, gdelt_article
 
 CLAIM = "The Eiffel Tower was sold for scrap metal in 2023 by the city of Paris"
@@ -92,7 +92,7 @@ def test_tipline_chat_says_offline_mode_only_when_no_provider_is_on(tmp_path: Pa
     root = Path(__file__).resolve().parent.parent
     base = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
     base.update({"TIPLINE_DATA_DIR": str(seeded.copy_to(tmp_path / "data")), "TIPLINE_EMBED_MODEL_DIR": str(model_dir),
-                 "PYTHONPATH": str(root)})
+                 "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir)), "PYTHONPATH": str(root)})
 
     def ready(**env: str) -> str:
         proc = subprocess.run([sys.executable, "-m", "adapters.main", "chat"], input="", capture_output=True,

@@ -17,7 +17,7 @@ import pytest
 from bot.app import build_app
 from core.embeddings import Embedder, EmbeddingError
 from core.remote_embeddings import RemoteEmbedder
-from tests.conftest import SeededDataDir, isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings, model_cache
 from tests.fakes.embeddings_api import FakeEmbeddings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,7 +129,8 @@ def test_a_wrong_embeddings_url_fails_the_cli_in_one_sentence(tmp_path: Path, mo
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
     env.update({"TIPLINE_DATA_DIR": str(tmp_path / "data"), "TIPLINE_EMBED_MODEL_DIR": str(model_dir),
-                "TIPLINE_GDELT_URL": "", "TIPLINE_EMBED_URL": f"http://127.0.0.1:{port}/v1", "PYTHONPATH": str(ROOT)})
+                "TIPLINE_GDELT_URL": "", "TIPLINE_EMBED_URL": f"http://127.0.0.1:{port}/v1", "PYTHONPATH": str(ROOT),
+                "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir))})
     proc = subprocess.run([sys.executable, "-m", "adapters.main", "check", "some claim"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1

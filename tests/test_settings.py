@@ -25,3 +25,15 @@ def test_defaults_run_offline(monkeypatch):
     s = Settings(_env_file=None)
     assert s.data_dir == Path("data") and s.qdrant_url is None and s.llm_base_url is None
     assert s.uses_default_model and s.admins == []
+
+
+def test_the_model_cache_defaults_to_the_data_dir_and_can_be_shared(monkeypatch, tmp_path):
+    for key in [k for k in __import__("os").environ if k.startswith("TIPLINE_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("TIPLINE_DATA_DIR", str(tmp_path / "d"))
+    monkeypatch.setenv("TIPLINE_MODEL_CACHE_DIR", "")  # empty: the default, not the current directory
+    s = Settings(_env_file=None)
+    assert s.models_dir == tmp_path / "d" / "models" and s.model_dir == tmp_path / "d" / "models" / "all-MiniLM-L6-v2-int8"
+    monkeypatch.setenv("TIPLINE_MODEL_CACHE_DIR", str(tmp_path / "cache"))
+    s = Settings(_env_file=None)
+    assert s.models_dir == tmp_path / "cache" and s.model_dir == tmp_path / "cache" / "all-MiniLM-L6-v2-int8"

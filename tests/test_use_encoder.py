@@ -26,7 +26,7 @@ from schema.models import Verdict
 from storage.edge_store import EdgeVectorStore
 from storage.sqlite import Database
 from storage.vectors import CollectionSpec, Point
-from tests.conftest import isolated_settings
+from tests.conftest import isolated_settings, model_cache
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +168,8 @@ def test_tipline_check_gives_a_russian_message_the_english_verdict(tmp_path, mod
     was only "possibly related" to it (p 0.47, docs/matching.md); now it is inherited (p 0.96)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
     env.update({"TIPLINE_DATA_DIR": str(seeded.copy_to(tmp_path / "data")),
-                "TIPLINE_EMBED_MODEL_DIR": str(model_dir), "TIPLINE_GDELT_URL": ""})
+                "TIPLINE_EMBED_MODEL_DIR": str(model_dir), "TIPLINE_GDELT_URL": "",
+                "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir))})
     proc = subprocess.run([sys.executable, "-m", "adapters.main", "check", "--json",
                            "5G вышки распространяют коронавирус"], capture_output=True, text=True, env=env,
                           cwd=Path(__file__).resolve().parent.parent, timeout=300)
