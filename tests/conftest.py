@@ -65,10 +65,10 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def model_cache(model_dir: Path) -> Path:
-    """The files derived from the models (USE's 76 MB of arrays and its tokenizer, the e5 ONNX graph), kept
-    once per session beside its MiniLM files (`model_dir`) instead of in every test's data dir: each app
-    the suite builds reads them (~0.2 s of CPU) instead of writing its own (~1.9 s, and 81 MB of disk per
-    data dir). Every file there is keyed on its package's version, as in a real shared cache."""
+    """The files derived from the models (USE's 76 MB of arrays and its 5 MB tokenizer, the e5 ONNX graph),
+    kept once per session beside its MiniLM files (`model_dir`) instead of in every test's data dir: USE
+    then loads in 0.17 s of CPU in each app the suite builds, not 1.3 s writing them into a new data dir
+    or 81 MB copied with the seeded template. Every file there is keyed on its package's version."""
     return model_dir.with_name(f"{model_dir.name}-cache")
 
 
