@@ -474,10 +474,10 @@ class Corroborator:
                 ts = _secs(m.at)
                 mv = None if multi is None else multi[at]
                 await asyncio.to_thread(self._count_many, [info.terms], +1)  # the IDF counts the message itself
-                cands = [c for c in await self._candidates(info, v, mv, ts, [m.chat]) if c.key != m.key]
+                cands, inside = await self._candidates(info, v, mv, ts, [m.chat], m.key, strict=True)
                 story, start = m.key, ts
                 if cands:
-                    _, ok, weak = await asyncio.to_thread(self._scores, info, cands)
+                    _, ok, weak = await asyncio.to_thread(self._scores, info, cands, inside)
                     linked = [c for c, good in zip(cands, ok) if good]
                     if not linked and weak.size:
                         best = await self._weak_link(cands, weak, ts)
@@ -504,11 +504,13 @@ class Corroborator:
         return stories, merges
 
     async def _candidates(self, info: _Row, vec: np.ndarray, multi: np.ndarray | None, t: float,
-                          chats: list[str]) -> list[StoredMessageVector]:
-        """Earlier messages of other chats within the window worth scoring, each with the cosine its
-        route is judged on: a Latin-script message's Latin neighbours by the English vectors, every
-        other pair by the multilingual ones (two filtered searches in one call to the engine, or one
-        search for a non-Latin message)."""
+                          chats: list[str], key: str | None = None, *,
+                          strict: bool = False) -> tuple[list[StoredMessageVector], np.ndarray]:
+        """Earlier messages worth scoring, each with the cosine its route is judged on, and which of them
+        are inside (other chats, within the window): a Latin-script message's Latin neighbours by the
+        English vectors, every other pair by the multilingual ones, and for the English route's strict
+        links (`strict`: when linking a new message; a lookup asks for other chats within the window only)
+        its Latin neighbours anywhere (one call to the engine with up to three searches)."""
         if multi is None:
             searches = [Near(vec, self.model.cos_floor)]
         elif not info.latin:
@@ -516,9 +518,15 @@ class Corroborator:
         else:
             searches = [Near(vec, self.model.cos_floor, VECTOR, "latin"),
                         Near(multi, self.models[1].cos_floor, MULTI, "other")]
+        strict = strict and self.model.strict_threshold is not None and (multi is None or info.latin)
+        if strict:
+            searches.append(Near(vec, self.model.cos_floor, VECTOR, None if multi is None else "latin", anywhere=True))
         found = await self.vectors.nearest_each(searches, t=t, window_s=self.window_s, exclude_chats=chats,
                                                 limit=CANDIDATES)
-        return [c for cands in found for c in cands]
+        near = [c for cands in (found[:-1] if strict else found) for c in cands if c.key != key]
+        seen = {c.key for c in near}
+        outside = [c for c in (found[-1] if strict else ()) if c.key != key and c.key not in seen]
+        return near + outside, np.arange(len(near) + len(outside)) < len(near)
 
     async def _weak_link(self, cands: Sequence[StoredMessageVector], weak: np.ndarray, t: float) -> int | None:
         """The first of the weak-band candidates (`core.corroboration.weak_order`, best first) that is
@@ -529,20 +537,23 @@ class Corroborator:
             members.setdefault(m.story, set()).add(m.key)
         return next((int(k) for k in weak if members.get(cands[k].story, set()) <= {cands[k].key}), None)
 
-    def _scores(self, info: _Row, cands: Sequence[StoredMessageVector]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each candidate's same-story probability by its route's model, whether it links, and the
-        weak-band candidates best first (tried only when none links)."""
+    def _scores(self, info: _Row, cands: Sequence[StoredMessageVector],
+                inside: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each candidate's same-story probability by its route's model, whether it links (a candidate
+        not `inside` at the strict threshold), and the weak-band candidates best first (tried only when
+        none links)."""
         routes = route(np.array([c.latin for c in cands], dtype=bool), info.latin)
         with self._lock:
             feats = self._features(info, cands)
-        margin = route_scores(self.models, routes, feats)
+        plain = route_scores(self.models, routes, feats)
+        margin = plain if inside is None else route_scores(self.models, routes, feats, inside)
         thresholds = np.array([self.models[r].threshold for r in routes])
         linked = margin >= 0
         if self.multilingual is None:
             # Stories across languages off: only pairs the English model can read link (on MiniLM's
             # vectors a Russian pair scored at pairwise precision 0.010).
             linked &= routes == ENGLISH
-        return margin + thresholds, linked, weak_order(self.models, routes, feats, margin)
+        return plain + thresholds, linked, weak_order(self.models, routes, feats, margin, inside)
 
     def _features(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
         """`core.corroboration.pair_features`, as `StoryDetector.features` computes them, with the
@@ -609,7 +620,7 @@ class Corroborator:
                     chats: list[str]) -> _Found:
         found = _Found()
         info = await asyncio.to_thread(_row_of, clean)
-        cands = await self._candidates(info, vec, multi, t, chats)
+        cands, _ = await self._candidates(info, vec, multi, t, chats)
         if not cands:
             return found
         scores, linked, weak = await asyncio.to_thread(self._scores, info, cands)

@@ -95,12 +95,14 @@ class StoredMessageVector(MessageScoring):
 @dataclass(frozen=True)
 class Near:
     """One search of `MessageVectors.nearest_each`: by the named vector `using`, cosine >= floor, of one
-    `script` only ("latin"/"other") if given."""
+    `script` only ("latin"/"other") if given; `anywhere`: over every stored message, ignoring the call's
+    window and excluded chats (the strict links of `core.corroboration.STRICT_THRESHOLD`)."""
 
     vector: np.ndarray
     floor: float
     using: str = VECTOR
     script: str | None = None
+    anywhere: bool = False
 
 
 def _payload(p: MessagePoint) -> dict:
@@ -177,7 +179,8 @@ class MessageVectors:
             return []
         results = await self.store.query_batch(self.name, [Query(
             s.using, np.asarray(s.vector, np.float32), limit,
-            where=_window(t, window_s, exclude_chats, (AnyOf("script", (s.script,)),) if s.script else ()),
+            where=_window(None if s.anywhere else t, window_s, () if s.anywhere else exclude_chats,
+                          (AnyOf("script", (s.script,)),) if s.script else ()),
             min_score=s.floor) for s in searches], payload=SCORING_FIELDS)
         return [[StoredMessageVector.of(p.payload, p.score) for p in points] for points in results]
 

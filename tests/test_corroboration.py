@@ -46,9 +46,14 @@ def test_union_find_transitive() -> None:
     assert uf.find(3) == 3
 
 
+# The window and the other-account rule, without the strict links that may cross them
+# (tests/test_corroboration_strict.py).
+INSIDE_ONLY = StoryModel(strict_threshold=None)
+
+
 def test_stream_chain_window_and_accounts() -> None:
     v = _vec(1)
-    d = StoryDetector(dim=8)
+    d = StoryDetector(model=INSIDE_ONLY, dim=8)
     text = "Kyiv mayor Klitschko says bridge reopened after repairs"
     assert d.add("a", "@one", T0, text, v) == "a"
     # same account, identical text: not linked
@@ -61,7 +66,7 @@ def test_stream_chain_window_and_accounts() -> None:
 
 def test_window_respected() -> None:
     v = _vec(2)
-    d = StoryDetector(dim=8)
+    d = StoryDetector(model=INSIDE_ONLY, dim=8)
     d.add("a", "@one", T0, "Same text about the dam", v)
     assert d.add("b", "@two", T0 + timedelta(days=10), "Same text about the dam", v) == "b"
     # untimed messages are treated as inside the window
@@ -71,7 +76,7 @@ def test_window_respected() -> None:
 
 def test_same_account_not_linked() -> None:
     v = _vec(3)
-    d = StoryDetector(dim=8)
+    d = StoryDetector(model=INSIDE_ONLY, dim=8)
     d.add("a", "@one", T0, "Identical message", v)
     assert d.add("b", "@one", T0, "Identical message", v) == "b"
 

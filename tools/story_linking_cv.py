@@ -214,14 +214,15 @@ def detector_rule(model: StoryModel) -> Rule:
     """The real StoryDetector with `model` (its threshold and weak threshold) replaying the stream."""
     def rule(s: Stream, p: np.ndarray) -> dict[str, str]:
         # a model of BASE weights reads only the first BASE features
-        full = with_weak(model, model.threshold, model.weak_threshold)
+        full = with_weak(model, model.threshold, model.weak_threshold, model.strict_threshold)
         full.weights = tuple(model.weights) + (0.0,) * (ALL - len(model.weights))
         return run_stream(s.msgs, s.vecs, full).clusters()
     return rule
 
 
-def with_weak(m: StoryModel, threshold: float, weak: float | None) -> StoryModel:
-    return StoryModel(m.weights, m.bias, threshold, m.cos_floor, weak_threshold=weak)
+def with_weak(m: StoryModel, threshold: float, weak: float | None, strict: float | None = None) -> StoryModel:
+    """`m` with these thresholds; no strict links unless `strict` (the rows from before them)."""
+    return StoryModel(m.weights, m.bias, threshold, m.cos_floor, weak_threshold=weak, strict_threshold=strict)
 
 
 WEAK_GRID: tuple[float | None, ...] = (None, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50)
@@ -277,6 +278,24 @@ def v_threshold_weak(threshold: float, weak: float | None, features: int = BASE)
     def variant(s: Stream) -> tuple[StoryModel, Rule]:
         m = fit_pair_model(s, features)
         return m, detector_rule(with_weak(m, threshold, weak))
+    return variant
+
+
+STRICT_GRID: tuple[float, ...] = (0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+
+
+def v_strict(strict: float | None) -> Variant:
+    """The shipped procedure (all features, weak links at 0.8 of the in-fold threshold) plus strict links
+    at `strict` for pairs of one account or outside the window; None: the strict threshold that
+    maximises F1 on the training folds' own stream, from STRICT_GRID."""
+    def variant(s: Stream) -> tuple[StoryModel, Rule]:
+        m, t = in_fold(s, ALL)
+
+        def model(x: float) -> StoryModel:
+            return with_weak(m, t, round(0.8 * t, 4), x)
+        x = strict if strict is not None else max(
+            STRICT_GRID, key=lambda v: pairwise_scores(detector_rule(model(v))(s, np.zeros(0)), s.gold).f1)
+        return m, detector_rule(model(x))
     return variant
 
 
@@ -448,6 +467,10 @@ VARIANTS: dict[str, Variant] = {
     "+ shared, weak links at 0.7 of the in-fold threshold": v_weak_relative(0.7, ALL),
     "+ shared, weak links at 0.8 of the in-fold threshold (shipped)": v_weak_relative(0.8, ALL),
     "+ shared, weak links at 0.9 of the in-fold threshold": v_weak_relative(0.9, ALL),
+    "+ shared, weak 0.8, strict links at 0.7": v_strict(0.7),
+    "+ shared, weak 0.8, strict links at 0.8 (shipped)": v_strict(0.8),
+    "+ shared, weak 0.8, strict links at 0.9": v_strict(0.9),
+    "+ shared, weak 0.8, strict threshold fitted per fold": v_strict(None),
     "story link, k=2 members >= t_low": v_story([2]),
     "story link, k in 2..3 members >= t_low": v_story([2, 3]),
     "story link + centroid": v_story([2, 99], with_centroid=True),
