@@ -1,0 +1,141 @@
+"""Term overlap across scripts: a Russian or Ukrainian message against an English fact-check (and back).
+
+BM25 gives English pairs their sharpest signal (rare shared words: names, places, objects); a Russian
+message shares no word with an English claim. Here every word is mapped to English terms first:
+
+- a Cyrillic word to its translations in a bilingual lexicon induced offline from the USE model we
+  ship (`core/data/crosslingual_lexicon.tsv.gz`, built by `tools/build_lexicon.py`; ~70k Russian and
+  Ukrainian word forms), plus its romanisation (`core.transliterate.latin`: "путин" -> "putin");
+- a Latin word to itself.
+
+Each source word keeps its alternatives as one group: it scores by its best-matching alternative,
+so a word with three translations does not count three times. Names get a second, fuzzier test:
+the consonant skeletons of the Cyrillic side's capitalised words against the Latin side's words
+("Трампа" ~ "Trump", `core.transliterate.skeleton`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from core.sparse import BM25_B, BM25_K1, term_id, terms
+from core.transliterate import cyrillic, latin, skeleton
+
+LEXICON_PATH = Path(__file__).resolve().parent / "data" / "crosslingual_lexicon.tsv.gz"
+
+_CAP_CYRILLIC = re.compile(r"(?<![\w'’-])[А-ЯЁІЇЄҐ][а-яёіїєґ'’-]{2,}")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]{2,}")
+
+
+@lru_cache(maxsize=4)
+def load_lexicon(path: Path = LEXICON_PATH) -> Mapping[str, tuple[str, ...]]:
+    """Cyrillic term -> English terms (as `core.sparse.terms` writes them). Read once per process:
+    ~0.2 s for the shipped file."""
+    out: dict[str, tuple[str, ...]] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            src, _, tgt = line.rstrip("\n").partition("\t")
+            if src and tgt:
+                out[src] = tuple(tgt.split())
+    return out
+
+
+@dataclass(frozen=True)
+class TermGroups:
+    """A text's words as groups of English term ids (one group per source word, in order), the
+    counts of every term id over all groups (for BM25 of a document), and the consonant skeletons of
+    its names (capitalised Cyrillic words) and of its Latin words."""
+
+    groups: tuple[tuple[int, ...], ...]
+    counts: Counter
+    cyrillic_names: tuple[str, ...]
+    latin_skeletons: frozenset[str]
+    latin_words: frozenset[str]
+
+
+def _group(term: str, lexicon: Mapping[str, tuple[str, ...]]) -> tuple[int, ...]:
+    if not cyrillic(term):
+        return (term_id(term),)
+    alts = list(lexicon.get(term, ()))
+    rom = latin(term)
+    if rom not in alts:
+        alts.append(rom)
+    return tuple(dict.fromkeys(term_id(t) for t in alts))
+
+
+def term_groups(text: str, lexicon: Mapping[str, tuple[str, ...]]) -> TermGroups:
+    groups = tuple(_group(t, lexicon) for t in terms(text))
+    counts: Counter = Counter(tid for g in groups for tid in g)
+    names = tuple(dict.fromkeys(w.lower() for w in _CAP_CYRILLIC.findall(text)))
+    words = {w.lower().replace("’", "'").removesuffix("'s") for w in _LATIN_WORD.findall(text)}
+    return TermGroups(groups, counts, names, frozenset(s for s in map(skeleton, words) if len(s) >= 2),
+                      frozenset(words))
+
+
+@lru_cache(maxsize=1 << 16)
+def doc_groups(claim: str, title: str, lexicon_path: Path = LEXICON_PATH) -> TermGroups:
+    """A fact-check's groups, cached: the same fact-checks come back for query after query."""
+    return term_groups(f"{claim} {title}", load_lexicon(lexicon_path))
+
+
+def _group_idf(group: tuple[int, ...], idf) -> float:
+    return max(idf(t) for t in group) if group else 0.0
+
+
+def xl_bm25(query: TermGroups, doc: TermGroups, idf, avg_len: float) -> float:
+    """BM25 of the query's groups against the document's term counts, each group scoring by its best
+    alternative, divided by the query's total IDF (the share of the query's information matched)."""
+    if not query.groups or not doc.groups:
+        return 0.0
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(doc.groups) / max(avg_len, 1e-9))
+    total = score = 0.0
+    for g in dict.fromkeys(query.groups):
+        total += _group_idf(g, idf)
+        best = 0.0
+        for tid in g:
+            tf = doc.counts.get(tid, 0)
+            if tf:
+                best = max(best, idf(tid) * tf * (BM25_K1 + 1.0) / (tf + norm))
+        score += best
+    return score / total if total > 0 else 0.0
+
+
+def xl_cover(query: TermGroups, doc: TermGroups, idf) -> float:
+    """IDF-weighted share of the document's words with an alternative among the query's terms."""
+    q = set(query.counts)
+    total = hit = 0.0
+    for g in dict.fromkeys(doc.groups):
+        w = _group_idf(g, idf)
+        total += w
+        if q.intersection(g):
+            hit += w
+    return hit / total if total > 0 else 0.0
+
+
+def _name_found(name: str, skeletons: frozenset[str], words: frozenset[str]) -> bool:
+    rom = latin(name)
+    if rom in words or rom[:-1] in words:  # "обама" -> obama; "обамы" -> obamy -> obam(a)
+        return True
+    sk = skeleton(name)
+    if len(sk) < 3:
+        return False
+    # inflected names add a consonant ending at most: "гейтсом" -> gtsm ~ "gates" -> gts
+    return sk in skeletons or sk[:-1] in skeletons
+
+
+def name_match(query: TermGroups, doc: TermGroups) -> float:
+    """Share of the Cyrillic side's names (capitalised words) found on the Latin side by spelling:
+    the query's names in the document's Latin words, or the document's in the query's, whichever side
+    has names and the other Latin words; 0 when neither does."""
+    for names, other in ((query.cyrillic_names, doc), (doc.cyrillic_names, query)):
+        if names and other.latin_words:
+            return sum(_name_found(n, other.latin_skeletons, other.latin_words) for n in names) / len(names)
+    return 0.0

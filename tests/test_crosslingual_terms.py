@@ -1,0 +1,72 @@
+"""Cross-script term overlap (core/crosslingual_terms.py, core/transliterate.py) on the shipped lexicon."""
+
+import gzip
+
+import pytest
+
+from core import crosslingual_terms as xl
+from core.matchfeatures import CorpusStats
+from core.transliterate import latin, skeleton
+
+CLAIMS = ["Bill Gates wants to microchip everyone with vaccines.", "5G towers spread the coronavirus.",
+          "Donald Trump said drinking bleach cures COVID-19.", "The Eiffel Tower was sold twice in 1925."]
+
+
+@pytest.mark.parametrize("ru, en", [("Трамп", "Trump"), ("Гейтс", "Gates"), ("Байден", "Biden"), ("Путин", "Putin"),
+                                    ("Зеленский", "Zelensky"), ("Маск", "Musk"), ("Клинтон", "Clinton")])
+def test_names_share_a_skeleton_across_scripts(ru, en):
+    assert skeleton(ru) == skeleton(en)
+
+
+def test_latin_is_bgn_like_and_passes_latin_through():
+    assert latin("Зеленский") == "zelenskiy" and latin("Щукин") == "shchukin" and latin("COVID-19") == "covid-19"
+    assert skeleton("Трамп") != skeleton("Путин")
+
+
+def test_shipped_lexicon_translates_common_words():
+    lex = xl.load_lexicon()
+    assert len(lex) > 30000
+    for ru, en in (("вакцины", "vaccine"), ("выборы", "election"), ("полиция", "police"), ("деньги", "money")):
+        assert en in lex[ru], (ru, lex.get(ru))
+
+
+def _idf():
+    stats = CorpusStats()
+    for c in CLAIMS:
+        stats.add(c, "")
+    return stats.doc.idf, stats.doc.avg_len
+
+
+def test_russian_message_scores_its_english_claim_above_the_others():
+    lex = xl.load_lexicon()
+    idf, avg = _idf()
+    q = xl.term_groups("Гейтс хочет чипировать всех через вакцины", lex)
+    docs = [xl.term_groups(c, lex) for c in CLAIMS]
+    bm25 = [xl.xl_bm25(q, d, idf, avg) for d in docs]
+    cover = [xl.xl_cover(q, d, idf) for d in docs]
+    names = [xl.name_match(q, d) for d in docs]
+    assert max(range(4), key=bm25.__getitem__) == 0 and bm25[0] > 0.1
+    assert max(range(4), key=cover.__getitem__) == 0
+    assert names == [1.0, 0.0, 0.0, 0.0]
+    # an inflected name still matches: "Трампа" ~ Trump
+    assert xl.name_match(xl.term_groups("По словам Трампа, отбеливатель лечит", lex), docs[2]) == 1.0
+
+
+def test_reverse_direction_and_degenerate_inputs():
+    lex = xl.load_lexicon()
+    idf, avg = _idf()
+    en = xl.term_groups("Bill Gates vaccines microchip", lex)
+    ru_doc = xl.term_groups("Билл Гейтс и вакцины с микрочипами", lex)
+    assert xl.xl_bm25(en, ru_doc, idf, avg) > 0 and xl.name_match(en, ru_doc) == 1.0
+    empty = xl.term_groups("", lex)
+    for a, b in ((empty, ru_doc), (ru_doc, empty), (empty, empty)):
+        assert xl.xl_bm25(a, b, idf, avg) == 0.0 and xl.xl_cover(a, b, idf) == 0.0 and xl.name_match(a, b) == 0.0
+
+
+def test_lexicon_file_format(tmp_path):
+    p = tmp_path / "lex.tsv.gz"
+    with gzip.open(p, "wt", encoding="utf-8") as f:
+        f.write("# header\nвышка\ttower\nпусто\t\n")
+    assert dict(xl.load_lexicon(p)) == {"вышка": ("tower",)}
+    g = xl.term_groups("вышка", xl.load_lexicon(p))
+    assert len(g.groups) == 1 and len(g.groups[0]) == 2  # translation + romanisation "vyshka"
