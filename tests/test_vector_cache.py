@@ -11,6 +11,7 @@ import numpy as np
 from evals.vector_cache import VectorCache, identity_of_embedder_sync, model_identity
 from schema.models import FactCheck, Verdict
 
+PER_MODEL = ["factchecks-english", "factchecks-multi", "factchecks-use"]
 FCS = [
     FactCheck(id=f"vc{i}", claim=claim, title=title, url=f"https://factcheck.example/vc{i}", publisher="Example",
               rating_text="False", verdict=Verdict.REFUTED)
@@ -25,10 +26,10 @@ FCS = [
 async def test_second_run_reuses_the_vectors_and_stores_the_same_index(app, tmp_path: Path) -> None:
     cache = VectorCache(tmp_path / "vc")
     first, from_cache = await cache.factchecks(app.kb, FCS)
-    assert not from_cache and cache.misses == ["factchecks"]
+    assert not from_cache and cache.misses == PER_MODEL
     again = VectorCache(tmp_path / "vc")
     second, from_cache = await again.factchecks(app.kb, FCS)
-    assert from_cache and again.hits == ["factchecks"]
+    assert from_cache and again.hits == PER_MODEL
     for a, b in ((first.claim, second.claim), (first.title, second.title), (first.multi, second.multi)):
         np.testing.assert_array_equal(a, b)
     # No headline: the claim's vector stands in, as on the ingest path.
@@ -37,6 +38,38 @@ async def test_second_run_reuses_the_vectors_and_stores_the_same_index(app, tmp_
     await app.kb.add(FCS, vectors=second)
     matches = await app.matcher.by_text("Someone sold the Eiffel Tower for scrap metal in 2019")
     assert matches and matches[0].claim == FCS[1].claim
+
+
+async def test_one_model_missing_is_the_only_one_embedded_again(app, tmp_path: Path) -> None:
+    """A changed model (here: its kept vectors gone) re-embeds its own vectors only, and they are those of
+    a run that kept nothing."""
+    first, _ = await VectorCache(tmp_path / "vc").factchecks(app.kb, FCS)
+    (use_file,) = (tmp_path / "vc").glob("factchecks-use-*.npz")
+    use_file.unlink()
+    again = VectorCache(tmp_path / "vc")
+    second, from_cache = await again.factchecks(app.kb, FCS)
+    assert not from_cache and again.hits == PER_MODEL[:2] and again.misses == ["factchecks-use"]
+    for a, b in ((first.claim, second.claim), (first.title, second.title), (first.multi, second.multi)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(first.use, second.use, atol=1e-6)
+
+
+async def test_a_set_kept_for_all_three_models_is_split_and_used(app, tmp_path: Path) -> None:
+    """What an earlier version kept (one file for the three models) is used, not embedded again."""
+    from evals.vector_cache import _PROBE
+
+    vectors, _ = await VectorCache(None).factchecks(app.kb, FCS)
+    kb = app.kb
+    models = [model_identity(kb.embedder.model_name, kb.embedder.embed_sync([_PROBE])[0]),
+              model_identity(kb.multilingual.model_name, kb.multilingual.passages_sync([_PROBE])[0]),
+              model_identity(kb.use.model_name, kb.use.encode_sync([_PROBE])[0])]
+    texts = [f"{fc.id}\x1f{fc.claim}\x1f{fc.title}" for fc in FCS]
+    VectorCache(tmp_path / "vc").keep("factchecks", models, texts, {
+        "claim": vectors.claim, "title": vectors.title, "multi": vectors.multi, "use": vectors.use})
+    cache = VectorCache(tmp_path / "vc")
+    kept, from_cache = await cache.factchecks(app.kb, FCS)
+    assert from_cache and not cache.misses and len(list((tmp_path / "vc").glob("factchecks-*-*.npz"))) == 3
+    np.testing.assert_array_equal(kept.use, vectors.use)
 
 
 async def test_other_texts_or_another_model_are_computed_again(app, tmp_path: Path) -> None:
