@@ -27,7 +27,8 @@ async def shared(tmp_path_factory, model_dir):
     "issue 12, open: both models put the TED-talk claim nearest (MiniLM cos_claim 0.712 vs 0.649 for the "
     "RFID one, e5 0.901 vs 0.882) and the English re-ranker gives it p 0.996; training on topical small "
     "knowledge bases (docs/matching.md) left it at 0.997, and a term-coverage guard that blocks it "
-    "(cover_claim >= 0.3) costs 24 % of the correct automatic matches on CLEF train"))
+    "(cover_claim >= 0.3) costs 24 % of the correct automatic matches on CLEF train; word-aligned (soft) "
+    "coverage guards cost 15-90 % of them on the dev mixture (docs/matching.md)"))
 async def test_the_microchip_message_does_not_inherit_the_population_fact_check(shared):
     result = await shared.engine.check("Bill Gates wants to put microchips in people through vaccines")
     assert not [m for m in result.matches if m.tier == "auto" and m.claim == TED], result.matches[:3]
