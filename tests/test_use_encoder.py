@@ -146,8 +146,9 @@ async def _data_dir_before_use(settings, model_dir) -> int:
     return n
 
 
-async def test_a_data_dir_from_before_use_is_reembedded_and_loses_nothing(tmp_path, model_dir):
-    settings = isolated_settings(tmp_path / "data", model_dir)
+async def test_a_data_dir_from_before_use_is_reembedded_and_loses_nothing(tmp_path, model_dir, seeded):
+    # A seeded copy, not a new data dir: seeding it here again was ~5 s of MiniLM's CPU.
+    settings = isolated_settings(seeded.copy_to(tmp_path / "data"), model_dir)
     n = await _data_dir_before_use(settings, model_dir)
     seen: list[tuple[int, int]] = []
     async with build_app(settings, progress=lambda d, t: seen.append((d, t))) as app:
