@@ -31,7 +31,7 @@ import numpy as np
 from bot.app import App, build_app, edge_dir
 from evals.bench import Spread, mean, pct, temp_settings
 from bot.settings import Settings
-from core.evaluation import read_queries
+from core.evaluation import EvalDataError, read_queries
 from core.textclean import clean_query
 from evals.vector_cache import VectorCache, identity_of_embedder
 
@@ -118,6 +118,9 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 raise RuntimeError("bench corroborate: the app has no corroborator")
             c, embedder, multi = app.corroborator, app.embedder, app.corroborator.multilingual
             reused = c.indexed > 0  # a kept data dir, filled and indexed by an earlier run
+            if reused and c.indexed < stored:
+                raise EvalDataError(f"{keep} holds {c.indexed:,} tracked messages, fewer than --stored {stored:,} "
+                                    "(a fill that was interrupted?): remove it to fill it again")
             fill_s = index_s = 0.0
             if not reused:
                 fill_s, index_s = await _fill(app, base, stored, chats, rng, now, cache or VectorCache(None))

@@ -131,6 +131,22 @@ def test_bench_corroborate(tipline) -> None:
     assert "cold_p50_ms" in out and "warm_after_check_p50_ms" in out and "embedding_alone_msgs_per_s" in out
 
 
+def test_bench_corroborate_keeps_and_reuses_its_data_dir(tipline, tmp_path: Path, model_dir: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    """--keep DIR: the first run fills DIR, the next reuses it as it is (no fill, no index build)."""
+    args = ("bench", "corroborate", "--messages", CLEF / "train" / "tweets.queries.tsv",
+            "--queries", CLEF / "dev" / "tweets.queries.tsv", "--ingest-n", 2, "-n", 2, "--repeats", 1,
+            "--keep", tmp_path / "kept", "--json")
+    first = json.loads(tipline(*args, "--stored", 30))
+    assert first["stored_messages"] == 32 and "bulk_fill_msgs_per_s" in first and first["vector_store_disk_mb"] >= 0
+    again = json.loads(tipline(*args, "--stored", 30))
+    assert again["reused_data_dir"] == str(tmp_path / "kept") and "bulk_fill_msgs_per_s" not in again
+    assert again["stored_messages"] == 34  # the 32 kept + 2 ingested now
+    code = main(["--data-dir", str(tmp_path / "data"), *map(str, args), "--stored", "100"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and "holds 34 tracked messages, fewer than --stored 100" in err and len(err.splitlines()) == 1
+
+
 def test_bench_digest(tipline) -> None:
     report = json.loads(tipline("bench", "digest", "--stored", 300, "--chats", 20, "--stories", 30, "--top", 3,
                                 "--repeats", 2, "--json"))
