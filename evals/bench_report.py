@@ -51,12 +51,17 @@ Progress = Callable[[str], None]
 @dataclass(frozen=True)
 class Sizes:
     """How much of each benchmark one report runs. The full run took 31.4 min on 2 idle cores at 4f1d099
-    (51.7 CPU-min): claim matching 11.4 (6.2 of it embedding the 10,375 CLEF claims with both models),
-    `bench corroborate` 10.5 (3.4 the HNSW build over 100k stored messages, ~6 embedding 600 new messages and
-    197 lookups three times over), the corroboration eval 3.0 (1.5 of it the in-sample translated train
-    stream). Hence 200 new messages and 100 lookups per corroborate pass (each pass still has a median
-    over hundreds), 50 messages per match-latency pass, the translated stream on dev only, and untimed
-    embeddings of evaluation data kept between runs (evals/vector_cache.py)."""
+    (51.7 CPU-min), hence 200 new messages and 100 lookups per corroborate pass, 50 messages per
+    match-latency pass, the translated stream on dev only, and untimed embeddings of evaluation data kept
+    between runs (evals/vector_cache.py). At c16591f it took 26.3 min: claim matching 604 s (415 of them
+    re-embedding the claims with all three models for a new USE; the quality eval's ~600 tweets through
+    by_text ~0.26 CPU-s each, 80% embedding; the match latency ~90 s), `bench corroborate` 497 s (231 of
+    them index builds: one every 20k points during the fill, copying and re-indexing everything so far,
+    then settle's; each pass ~67 s: embedding 200 messages alone 17, ingesting them 22, 100 lookups 29),
+    the same-story eval 99 s (173 CPU-s, all but 3 of them MiniLM and e5 over the 800 + 200 + 394 tweets).
+    Since: each model's claim vectors kept apart, the quality eval's and the same-story eval's vectors
+    kept (evals/kept_queries.py), the fill held to one index build at the end (ad8b98a), and 128 new
+    messages per corroborate pass: two full ingest micro-batches (core.tracking.BATCH = 64)."""
 
     claims_limit: int | None = None  # claims indexed for claim matching (None: the whole file)
     queries_limit: int | None = None  # queries per split for claim matching and same-story detection
@@ -68,7 +73,7 @@ class Sizes:
     ingest_limit: int = 300
     ingest_repeats: int = 3
     corroborate_stored: int = 100_000
-    corroborate_ingest: int = 200
+    corroborate_ingest: int = 128
     corroborate_lookups: int = 100
     corroborate_repeats: int = 3
     digest_stored: int = 100_000
