@@ -60,8 +60,9 @@ class Sizes:
     then settle's; each pass ~67 s: embedding 200 messages alone 17, ingesting them 22, 100 lookups 29),
     the same-story eval 99 s (173 CPU-s, all but 3 of them MiniLM and e5 over the 800 + 200 + 394 tweets).
     Since: each model's claim vectors kept apart, the quality eval's and the same-story eval's vectors
-    kept (evals/kept_queries.py), the fill held to one index build at the end (ad8b98a), and 128 new
-    messages per corroborate pass: two full ingest micro-batches (core.tracking.BATCH = 64)."""
+    kept (evals/kept_queries.py), the fill held to one index build at the end (ad8b98a), 128 new messages
+    per corroborate pass (two full ingest micro-batches, core.tracking.BATCH = 64) and 200 claims per
+    `bench ingest` run (was 300: 77 of its 84 s; 200 and 300 are both one KnowledgeBase.add batch of 512)."""
 
     claims_limit: int | None = None  # claims indexed for claim matching (None: the whole file)
     queries_limit: int | None = None  # queries per split for claim matching and same-story detection
@@ -70,7 +71,7 @@ class Sizes:
     train_sample: int | None = 200
     match_n: int = 50
     match_repeats: int = 3
-    ingest_limit: int = 300
+    ingest_limit: int = 200
     ingest_repeats: int = 3
     corroborate_stored: int = 100_000
     corroborate_ingest: int = 128
