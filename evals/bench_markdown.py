@@ -112,12 +112,18 @@ def run_block(figures: dict, config) -> str:
         f"{m['load_average_end']} at the end (other processes on the machine make every speed figure worse). "
         f"Embedding model: `{m['embed_model']}`. Random choices use seed {figures['seed']}.{_cache_note(figures)}",
         "",
-        table(["part", "minutes"], [[name.replace("_", " "), f"{v / 60:.1f}"] for name, v in secs.items()
-                                    if name != "total"]),
+        table(["part", "minutes", "CPU-minutes (this process and its finished children)"],
+              [[name.replace("_", " "), f"{v / 60:.1f}", _cpu_minutes(figures, name)] for name, v in secs.items()
+               if name != "total"]),
         "",
         goals_table(figures),
     ]
     return "\n".join(lines)
+
+
+def _cpu_minutes(figures: dict, part: str) -> str:
+    cpu = figures.get("cpu_seconds_by_part", {}).get(part)
+    return f"{cpu / 60:.1f}" if cpu is not None else "–"
 
 
 def _cache_note(figures: dict) -> str:
