@@ -10,7 +10,8 @@ check stops with NOT_CHECKABLE and a one-line why in the message's language.
 Trained by tools/train_checkability.py on CLEF-2020 CheckThat! Task 1 train (English COVID tweets,
 `claim` label) and our own English / Russian / Ukrainian chat messages (tools/data/); figures and the
 measured value of each cue in docs/checkability.md. With an LLM configured the LLM's classification
-is the authority and this gate does not run.
+is the authority and this gate does not run, unless the LLM fails (core/engine.py: then there is no
+classification and this gate decides).
 """
 
 from __future__ import annotations
