@@ -70,3 +70,25 @@ def test_lexicon_file_format(tmp_path):
     assert dict(xl.load_lexicon(p)) == {"вышка": ("tower",)}
     g = xl.term_groups("вышка", xl.load_lexicon(p))
     assert len(g.groups) == 1 and len(g.groups[0]) == 2  # translation + romanisation "vyshka"
+
+
+def test_feature_columns_for_a_russian_message():
+    import numpy as np
+
+    from core.matchfeatures import FEATURE_NAMES, candidate_features, prepare_query
+
+    stats = CorpusStats()
+    for c in CLAIMS:
+        stats.add(c, "")
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(4, 8)).astype(np.float32)
+    text = "Гейтс хочет чипировать всех через вакцины"
+    pq = prepare_query(text, text, vecs[0], stats)
+    X = candidate_features(pq, CLAIMS, [""] * 4, vecs, vecs, {}, stats)
+    cols = {n: X[:, FEATURE_NAMES.index(n)] for n in ("xl_bm25", "xl_cover", "xl_names")}
+    for name, col in cols.items():
+        assert int(np.argmax(col)) == 0 and col[0] > 0 and not col[1:].any(), (name, col)
+    # an English message against English claims: the words map to themselves, no names across scripts
+    en = prepare_query(CLAIMS[1], CLAIMS[1], vecs[1], stats)
+    Xe = candidate_features(en, CLAIMS, [""] * 4, vecs, vecs, {}, stats)
+    assert int(np.argmax(Xe[:, FEATURE_NAMES.index("xl_bm25")])) == 1 and not Xe[:, FEATURE_NAMES.index("xl_names")].any()
