@@ -33,7 +33,9 @@ from core.textclean import clean_query  # noqa: E402
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=Path("/work/shared/eval/clef2020-task2"))
+    ap.add_argument("--translations", type=Path, default=ROOT / "eval" / "clef2020-ru")
     ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--candidates", type=int, default=100)
     args = ap.parse_args(argv)
     t = time.process_time()
     load_lexicon()
@@ -43,16 +45,17 @@ def main(argv: list[str] | None = None) -> None:
     for c, ti in zip(claims, titles):
         stats.add(c, ti)
     qids, raws, _ = T.load_split(args.data, "dev")
-    _, raws = T.load_translated(ROOT / "eval" / "clef2020-ru" / "dev" / "tweets.queries.tsv", qids, raws)
+    _, raws = T.load_translated(args.translations / "dev" / "tweets.queries.tsv", qids, raws)
     raws = raws[:args.queries]
     rng = np.random.default_rng(0)
     v = rng.normal(size=384).astype(np.float32)
-    cands = [rng.choice(len(claims), 100, replace=False) for _ in raws]
+    m = min(args.candidates, len(claims))
+    cands = [rng.choice(len(claims), m, replace=False) for _ in raws]
     for label in ("not cached", "cached"):
         with_xl = without = 0.0
         for raw, cand in zip(raws, cands):
             cs, ts = [claims[i] for i in cand], [titles[i] for i in cand]
-            cv = rng.normal(size=(100, 384)).astype(np.float32)
+            cv = rng.normal(size=(m, 384)).astype(np.float32)
             clean = clean_query(raw)
             t = time.process_time()
             pq = dataclasses.replace(prepare_query(raw, clean, v, stats), xl=None)
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
             candidate_features(prepare_query(raw, clean, v, stats), cs, ts, cv, cv, {}, stats)
             with_xl += time.process_time() - t
         n = len(raws)
-        print(f"{label}: per match of 100 candidates, CPU without the xl columns {without / n * 1e3:.1f} ms, "
+        print(f"{label}: per match of {m} candidates, CPU without the xl columns {without / n * 1e3:.1f} ms, "
               f"with {with_xl / n * 1e3:.1f} ms")
 
 
