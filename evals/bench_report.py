@@ -63,9 +63,10 @@ class Sizes:
     kept (evals/kept_queries.py), the fill held to one index build at the end (ad8b98a), 128 new messages
     per corroborate pass (two full ingest micro-batches, core.tracking.BATCH = 64) and 200 claims per
     `bench ingest` run (was 300: 77 of its 84 s; 200 and 300 are both one KnowledgeBase.add batch of 512).
-    Estimated from CPU seconds measured per piece (not a full run): ~14.5 min with the vector cache filled
-    (claim matching ~150 s, corroborate ~360 s of which the 100k index build ~125-150, the same-story eval
-    ~6 s, the rest unchanged at ~355 s); a model changed since the cache was filled adds its own vectors."""
+    Estimated from CPU seconds measured per piece (not a full run): ~14.3 min with the vector cache filled
+    (claim matching ~150 s; corroborate ~345 s: fill 48 CPU-s, the 100k index build 236 CPU-s on its two
+    threads, ~125-140 s idle, passes ~52 s each; the same-story eval ~6 s; ingest ~59 s; the rest unchanged
+    at ~297 s); a model changed since the cache was filled adds its own vectors."""
 
     claims_limit: int | None = None  # claims indexed for claim matching (None: the whole file)
     queries_limit: int | None = None  # queries per split for claim matching and same-story detection
