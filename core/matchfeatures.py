@@ -32,7 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from core.crosslingual_terms import QueryScorer, TermGroups, doc_groups, load_lexicon, term_groups
+from core.crosslingual_terms import QueryScorer, TermGroups, doc_groups, lazy_lexicon, term_groups
 from core.sparse import BM25_B, BM25_K1, term_id, term_ids, terms
 
 LISTS: tuple[str, ...] = ("dense_claim", "dense_title", "sparse", "dense_multi")
@@ -277,7 +277,7 @@ def prepare_query(raw: str, clean: str, vec: np.ndarray, stats: CorpusStats,
         multi_vec=None if multi_vec is None else np.asarray(multi_vec, dtype=np.float32).reshape(-1),
         latin=latin_script(clean),
         use_vec=None if use_vec is None else np.asarray(use_vec, dtype=np.float32).reshape(-1),
-        xl=term_groups(clean, load_lexicon()),
+        xl=term_groups(clean, lazy_lexicon()),
     )
 
 

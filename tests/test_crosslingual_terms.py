@@ -92,3 +92,11 @@ def test_feature_columns_for_a_russian_message():
     en = prepare_query(CLAIMS[1], CLAIMS[1], vecs[1], stats)
     Xe = candidate_features(en, CLAIMS, [""] * 4, vecs, vecs, {}, stats)
     assert int(np.argmax(Xe[:, FEATURE_NAMES.index("xl_bm25")])) == 1 and not Xe[:, FEATURE_NAMES.index("xl_names")].any()
+
+
+def test_the_lexicon_is_read_only_for_a_cyrillic_word(tmp_path):
+    lazy = xl.LazyLexicon(tmp_path / "absent.tsv.gz")
+    g = xl.term_groups("Bill Gates wants to microchip everyone", lazy)  # English only: never opened
+    assert len(g.groups) == 5
+    with pytest.raises(FileNotFoundError):
+        xl.term_groups("вышка", lazy)
