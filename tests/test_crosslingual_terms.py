@@ -100,3 +100,28 @@ def test_the_lexicon_is_read_only_for_a_cyrillic_word(tmp_path):
     assert len(g.groups) == 5
     with pytest.raises(FileNotFoundError):
         xl.term_groups("вышка", lazy)
+
+
+def test_the_shipped_lexicon_is_sorted_and_reads_as_the_file_says() -> None:
+    """Lookups bisect the file's lines, so it must stay sorted by term (tools/build_lexicon.py writes
+    it so); every entry reads back as its line."""
+    import gzip
+
+    lex = xl.load_lexicon()
+    assert isinstance(lex, xl.SortedLexicon) and lex.is_sorted()
+    lines = [ln for ln in gzip.open(xl.LEXICON_PATH, "rt", encoding="utf-8").read().splitlines()
+             if ln and not ln.startswith("#")]
+    assert len(lex) == len(lines) > 60_000
+    for line in lines[::997]:
+        src, _, tgt = line.partition("\t")
+        assert lex[src] == tuple(tgt.split())
+    assert "zzz-not-a-word" not in lex and lex.get("") is None
+
+
+def test_an_unsorted_file_is_told_apart(tmp_path) -> None:
+    import gzip
+
+    p = tmp_path / "lex.tsv.gz"
+    with gzip.open(p, "wt", encoding="utf-8") as f:
+        f.write("# comment\nя\tme\nа\tand\n")
+    assert not xl.SortedLexicon(gzip.open(p, "rb").read()).is_sorted()
