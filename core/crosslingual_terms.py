@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from core.sparse import BM25_B, BM25_K1, term_id, terms
@@ -131,6 +131,11 @@ class TermGroups:
     latin_skeletons: frozenset[str]
     latin_words: frozenset[str]
 
+    @cached_property
+    def distinct(self) -> tuple[tuple[int, ...], ...]:
+        """The groups without repeats, in order (a cached fact-check's, computed once)."""
+        return tuple(dict.fromkeys(self.groups))
+
 
 def _group(term: str, lexicon: Mapping[str, tuple[str, ...]]) -> tuple[int, ...]:
     if not cyrillic(term):
@@ -178,6 +183,7 @@ class QueryScorer:
             for tid in g:
                 self.by_tid.setdefault(tid, []).append(gi)
         self.total = sum(_group_idf(g, idf) for g in groups)
+        self._group_idf: dict[tuple[int, ...], float] = {}  # the candidates' groups recur across them
 
     def bm25(self, doc: TermGroups) -> float:
         """BM25 of the query's groups against the document's term counts, each group scoring by its best
@@ -198,11 +204,13 @@ class QueryScorer:
     def cover(self, doc: TermGroups) -> float:
         """IDF-weighted share of the document's words with an alternative among the query's terms."""
         total = hit = 0.0
-        q = self.by_tid
-        for g in dict.fromkeys(doc.groups):
-            w = _group_idf(g, self.idf)
+        q, memo = self.by_tid, self._group_idf
+        for g in doc.distinct:
+            w = memo.get(g)
+            if w is None:
+                w = memo[g] = _group_idf(g, self.idf)
             total += w
-            if any(t in q for t in g):
+            if (g[0] in q) if len(g) == 1 else any(t in q for t in g):
                 hit += w
         return hit / total if total > 0 else 0.0
 
