@@ -13,9 +13,10 @@ import pytest
 import pytest_asyncio
 
 from bot.app import build_app
-from core.corroboration import BIAS, STRICT_THRESHOLD, THRESHOLD, WEIGHTS, StoryDetector, StoryModel, prepare_text
+from core.corroboration import BIAS, STRICT_THRESHOLD, THRESHOLD, WEIGHTS, StoryDetector, StoryModel
 from core.tracking import TrackedMessage
 from tests.conftest import isolated_settings
+from tests.story_support import detector_partition, live_partition
 
 T0 = datetime(2022, 3, 1)
 # No word or name in common, so a pair's score is the cosine term alone.
@@ -112,37 +113,15 @@ async def app(tmp_path: Path, model_dir: Path):
         yield a
 
 
-def _partition(labels: dict[str, str]) -> set[frozenset[str]]:
-    groups: dict[str, set[str]] = {}
-    for m, s in labels.items():
-        groups.setdefault(s, set()).add(m)
-    return {frozenset(g) for g in groups.values()}
-
-
 @pytest.mark.asyncio(loop_scope="function")
 async def test_live_stories_equal_the_detector_with_strict_links(app) -> None:
-    c = app.corroborator
     chats = [f"-100{800 + k}" for k in range(4)]
-    for cid in chats:
-        await c.store.set_flag("telegram", cid, "tracking", True, by=1, kind="channel", handle=f"@c{cid}")
     msgs = [TrackedMessage("telegram", chats[k], str(next(_ids)), text, NOW - timedelta(days=ago))
             for text, k, ago in STREAM]
-    for m in msgs:
-        await c.ingest(m)
-    live = {k: v.story for k, v in (await c.vectors.scoring_data([m.key for m in msgs])).items()}
-
-    clean = [prepare_text(m.text) for m in msgs]
-    vecs = app.embedder.embed_sync(clean)
-
-    def replay(model: StoryModel) -> dict[str, str]:
-        d = StoryDetector(model=model, dim=vecs.shape[1])
-        for m, text, v in zip(msgs, clean, vecs):
-            d.add(m.key, m.chat, m.at, text, v)
-        return d.clusters()
-
-    strict, inside_only = replay(StoryModel()), replay(StoryModel(strict_threshold=None))
+    live = await live_partition(app, msgs)
+    strict = detector_partition(app, msgs, StoryModel())
     keys = [m.key for m in msgs]
     # the ship story of two weeks ago and its return are one story; so are the channel's two recipes
-    assert _partition(strict) == {frozenset({keys[0], keys[2], keys[4]}), frozenset({keys[1], keys[3]})}
-    assert _partition(inside_only) != _partition(strict)
-    assert _partition(live) == _partition(strict)
+    assert strict == {frozenset({keys[0], keys[2], keys[4]}), frozenset({keys[1], keys[3]})}
+    assert detector_partition(app, msgs, StoryModel(strict_threshold=None)) != strict
+    assert live == strict

@@ -20,10 +20,10 @@ from core.corroboration import (
     WEIGHTS,
     StoryDetector,
     StoryModel,
-    prepare_text,
 )
 from core.tracking import TrackedMessage
 from tests.conftest import isolated_settings
+from tests.story_support import detector_partition, live_partition
 
 T0 = datetime(2022, 3, 1)
 # Texts with no word or name in common, so a pair's score is the cosine term alone.
@@ -112,34 +112,12 @@ async def app(tmp_path: Path, model_dir: Path):
         yield a
 
 
-def _partition(labels: dict[str, str]) -> set[frozenset[str]]:
-    groups: dict[str, set[str]] = {}
-    for m, s in labels.items():
-        groups.setdefault(s, set()).add(m)
-    return {frozenset(g) for g in groups.values()}
-
-
 @pytest.mark.asyncio(loop_scope="function")
 async def test_live_stories_equal_the_detector_with_weak_links(app) -> None:
-    c = app.corroborator
     chats = [f"-100{900 + k}" for k in range(len(STREAM))]
-    for cid in chats:
-        await c.store.set_flag("telegram", cid, "tracking", True, by=1, kind="channel", handle=f"@c{cid}")
     msgs = [TrackedMessage("telegram", chats[k], str(n), text, NOW - timedelta(minutes=60 - 5 * n))
             for n, (text, k) in enumerate(STREAM)]
-    for m in msgs:
-        await c.ingest(m)
-    live = {k: v.story for k, v in (await c.vectors.scoring_data([m.key for m in msgs])).items()}
-
-    clean = [prepare_text(m.text) for m in msgs]
-    vecs = app.embedder.embed_sync(clean)
-
-    def replay(model: StoryModel) -> dict[str, str]:
-        d = StoryDetector(model=model, dim=vecs.shape[1])
-        for m, text, v in zip(msgs, clean, vecs):
-            d.add(m.key, m.chat, m.at, text, v)
-        return d.clusters()
-
-    with_weak, without = replay(StoryModel()), replay(StoryModel(weak_threshold=None))
-    assert _partition(with_weak) != _partition(without)  # the stream does exercise a weak link
-    assert _partition(live) == _partition(with_weak)
+    live = await live_partition(app, msgs)
+    with_weak = detector_partition(app, msgs, StoryModel())
+    assert with_weak != detector_partition(app, msgs, StoryModel(weak_threshold=None))  # a weak link happens
+    assert live == with_weak
