@@ -271,34 +271,40 @@ def route(a_latin: np.ndarray | bool, b_latin: np.ndarray | bool) -> np.ndarray:
     return np.where(a & b, ENGLISH, np.where(a | b, CROSS, NATIVE))
 
 
-def route_scores(models: Sequence[StoryModel], routes: np.ndarray, feats: np.ndarray,
-                 inside: np.ndarray | None = None) -> np.ndarray:
-    """Each pair's score by its route's model, minus that model's threshold: linked when >= 0. A pair
-    with `inside` False (one account, or outside the window) is held to the model's strict threshold
-    instead, and never links where the model has none."""
+def route_probs(models: Sequence[StoryModel], routes: np.ndarray, feats: np.ndarray) -> np.ndarray:
+    """Each pair's same-story probability by its route's model."""
     out = np.zeros(len(routes))
     for r, m in enumerate(models):
         sel = routes == r
         if sel.any():
-            score = m.score(feats[sel])
-            out[sel] = score - m.threshold
-            if inside is not None:
-                strict = score - m.strict_threshold if m.strict_threshold is not None else np.full(len(score), -1.0)
-                out[sel] = np.where(inside[sel], out[sel], strict)
+            out[sel] = m.score(feats[sel])
     return out
 
 
-def weak_order(models: Sequence[StoryModel], routes: np.ndarray, feats: np.ndarray,
+def route_needs(models: Sequence[StoryModel], routes: np.ndarray, inside: np.ndarray | None = None) -> np.ndarray:
+    """The probability each pair needs to link: its route's threshold, or for a pair with `inside` False
+    (one account, or outside the window) its route's strict threshold (2, never, where there is none)."""
+    plain = np.array([m.threshold for m in models])[routes]
+    if inside is None:
+        return plain
+    strict = np.array([2.0 if m.strict_threshold is None else m.strict_threshold for m in models])[routes]
+    return np.where(inside, plain, strict)
+
+
+def route_scores(models: Sequence[StoryModel], routes: np.ndarray, feats: np.ndarray,
+                 inside: np.ndarray | None = None) -> np.ndarray:
+    """Each pair's margin over what it needs (`route_needs`): linked when >= 0."""
+    return route_probs(models, routes, feats) - route_needs(models, routes, inside)
+
+
+def weak_order(models: Sequence[StoryModel], routes: np.ndarray, probs: np.ndarray,
                margins: np.ndarray, inside: np.ndarray | None = None) -> np.ndarray:
     """Indices of the pairs in their route's weak band (below the threshold, at or above the weak
     threshold), best first; pairs inside the window of other accounts only. Only when no pair links
     (margins all < 0) is the first of them whose other message is alone in its story within the window
     linked, and no other."""
-    weak = np.zeros(len(routes), dtype=bool)
-    for r, m in enumerate(models):
-        sel = routes == r
-        if m.weak_threshold is not None and sel.any():
-            weak[sel] = m.score(feats[sel]) >= m.weak_threshold
+    weak_at = np.array([2.0 if m.weak_threshold is None else m.weak_threshold for m in models])[routes]
+    weak = probs >= weak_at
     if inside is not None:
         weak &= inside
     idx = np.flatnonzero(weak & (margins < 0))
@@ -393,10 +399,11 @@ class StoryDetector:
             feats = self.features(i, cand, routes)
             if self.record_pairs:  # the pairs the models are fitted on: other accounts, inside the window
                 self.pairs.extend((int(j), i, f) for j, f, ok in zip(cand, feats, inside) if ok)
-            margins = route_scores(self.models, routes, feats, inside)
+            probs = route_probs(self.models, routes, feats)
+            margins = probs - route_needs(self.models, routes, inside)
             keep = cand[margins >= 0]
             if not keep.size:
-                keep = next((cand[k:k + 1] for k in weak_order(self.models, routes, feats, margins, inside)
+                keep = next((cand[k:k + 1] for k in weak_order(self.models, routes, probs, margins, inside)
                              if self._alone(int(cand[k]), i)), keep)
             for j in keep:
                 self._union(int(j), i)

@@ -43,7 +43,8 @@ from core.corroboration import (
     ENGLISH,
     StoryModel,
     route,
-    route_scores,
+    route_needs,
+    route_probs,
     story_models,
     weak_order,
     _alias_terms,
@@ -518,14 +519,15 @@ class Corroborator:
         else:
             searches = [Near(vec, self.model.cos_floor, VECTOR, "latin"),
                         Near(multi, self.models[1].cos_floor, MULTI, "other")]
-        strict = strict and self.model.strict_threshold is not None and (multi is None or info.latin)
-        if strict:
-            searches.append(Near(vec, self.model.cos_floor, VECTOR, None if multi is None else "latin", anywhere=True))
-        found = await self.vectors.nearest_each(searches, t=t, window_s=self.window_s, exclude_chats=chats,
+        if strict and self.model.strict_threshold is not None and (multi is None or info.latin):
+            extra = [Near(vec, self.model.cos_floor, VECTOR, None if multi is None else "latin", anywhere=True)]
+        else:
+            extra = []
+        found = await self.vectors.nearest_each(searches + extra, t=t, window_s=self.window_s, exclude_chats=chats,
                                                 limit=CANDIDATES)
-        near = [c for cands in (found[:-1] if strict else found) for c in cands if c.key != key]
+        near = [c for cands in found[:len(searches)] for c in cands if c.key != key]
         seen = {c.key for c in near}
-        outside = [c for c in (found[-1] if strict else ()) if c.key != key and c.key not in seen]
+        outside = [c for cands in found[len(searches):] for c in cands if c.key != key and c.key not in seen]
         return near + outside, np.arange(len(near) + len(outside)) < len(near)
 
     async def _weak_link(self, cands: Sequence[StoredMessageVector], weak: np.ndarray, t: float) -> int | None:
@@ -545,15 +547,14 @@ class Corroborator:
         routes = route(np.array([c.latin for c in cands], dtype=bool), info.latin)
         with self._lock:
             feats = self._features(info, cands)
-        plain = route_scores(self.models, routes, feats)
-        margin = plain if inside is None else route_scores(self.models, routes, feats, inside)
-        thresholds = np.array([self.models[r].threshold for r in routes])
+        probs = route_probs(self.models, routes, feats)
+        margin = probs - route_needs(self.models, routes, inside)
         linked = margin >= 0
         if self.multilingual is None:
             # Stories across languages off: only pairs the English model can read link (on MiniLM's
             # vectors a Russian pair scored at pairwise precision 0.010).
             linked &= routes == ENGLISH
-        return plain + thresholds, linked, weak_order(self.models, routes, feats, margin, inside)
+        return probs, linked, weak_order(self.models, routes, probs, margin, inside)
 
     def _features(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
         """`core.corroboration.pair_features`, as `StoryDetector.features` computes them, with the
