@@ -5,6 +5,7 @@ LLM configured, the LLM decides."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 from pathlib import Path
@@ -94,41 +95,40 @@ async def test_with_an_llm_its_classification_is_the_authority(settings):
         await search.stop()
 
 
+@contextlib.asynccontextmanager
+async def _llm_down(settings):
+    """An app whose configured LLM answers HTTP 503 to every call, with the search fake it would use."""
+    llm, search = await FakeOpenAI().start(), await FakeSearchAPI().start()
+    try:
+        llm.respond("claim_extraction", lambda body: Scripted(status=503))
+        s = settings.model_copy(update={"llm_base_url": llm.base_url, "searxng_url": search.url("/searxng"),
+                                        "provider_retries": 0, "source_timeout_s": 3.0})
+        async with build_app(s) as app:
+            yield app, llm, search
+    finally:
+        await llm.stop()
+        await search.stop()
+
+
 @pytest.mark.parametrize("text, lang", [("hello", "en"), ("Спасибо большое!", "ru"),
                                          ("Pineapple on pizza is disgusting", "en")])
 async def test_when_the_llm_fails_the_offline_gate_decides(settings, text, lang):
     """An LLM configured but failing (HTTP 503 on every call) leaves no classification: the offline gate
     turns the message away as it does with no LLM, instead of searching it and answering "Unverified"."""
-    llm, search = await FakeOpenAI().start(), await FakeSearchAPI().start()
-    try:
-        llm.respond("claim_extraction", lambda body: Scripted(status=503))
-        s = settings.model_copy(update={"llm_base_url": llm.base_url, "searxng_url": search.url("/searxng"),
-                                        "provider_retries": 0, "source_timeout_s": 3.0})
-        async with build_app(s) as app:
-            result = await app.engine.check(text)
+    async with _llm_down(settings) as (app, llm, search):
+        result = await app.engine.check(text)
         assert llm.requests_named("claim_extraction")  # the LLM was asked, and failed
         assert result.verdict == Verdict.NOT_CHECKABLE and result.mode == "offline"
         assert result.language == lang and result.matches == [] and result.citations == []
         assert [st.name for st in result.steps] == ["intake", "claims", "checkability"]
         assert not search.hits("searxng")  # nothing was searched
-    finally:
-        await llm.stop()
-        await search.stop()
 
 
 async def test_when_the_llm_fails_a_claim_still_goes_on_to_be_checked(settings):
-    llm, search = await FakeOpenAI().start(), await FakeSearchAPI().start()
-    try:
-        llm.respond("claim_extraction", lambda body: Scripted(status=503))
-        s = settings.model_copy(update={"llm_base_url": llm.base_url, "searxng_url": search.url("/searxng"),
-                                        "provider_retries": 0, "source_timeout_s": 3.0})
-        async with build_app(s) as app:
-            result = await app.engine.check("5G towers spread the coronavirus")
+    async with _llm_down(settings) as (app, _, _search):
+        result = await app.engine.check("5G towers spread the coronavirus")
         assert [st.name for st in result.steps][:4] == ["intake", "claims", "checkability", "match"]
         assert result.verdict == Verdict.REFUTED and result.citations
-    finally:
-        await llm.stop()
-        await search.stop()
 
 
 async def test_own_chat_dev_set_is_mostly_right(app, tmp_path):
