@@ -145,6 +145,21 @@ def calibration_report(split: dict, a: float, b: float) -> dict:
     return report
 
 
+def fit_map_and_floor(split: dict, fit_on: str, suggest: float) -> tuple[float, float, float, dict]:
+    """Platt map and related floor fitted on the `fit_on` split's outcomes, with the reliability and the
+    floor's effect (and the `suggest` threshold's, for comparison) reported on every split."""
+    p_tr, a_tr, ok_tr, _ = split[fit_on]
+    a, b = fit_platt(p_tr[a_tr], ok_tr[a_tr].astype(float))
+    report: dict = {"platt": {"a": round(a, 4), "b": round(b, 4)}, **calibration_report(split, a, b)}
+    floor = related_floor(p_tr, a_tr, ok_tr, FLOOR_PRECISION)
+    for name, (p1, auto, ok, has) in split.items():
+        report[f"related_{name}"] = floor_report(p1, auto, ok, has, floor)
+        report[f"related_{name}_at_suggest"] = floor_report(p1, auto, ok, has, suggest)
+        print(f"related floor on {name}:", report[f"related_{name}"], " at suggest:",
+              report[f"related_{name}_at_suggest"])
+    return a, b, floor, report
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "eval" / "clef2020-task2")
@@ -175,15 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         model = Reranker.load_default()
         split = {name: outcomes(mixture(corpus, emb, multi, use, args.data, name, args.k), model)
                  for name in ("train", "dev")}
-        p_tr, a_tr, ok_tr, _ = split["train"]
-        a, b = fit_platt(p_tr[a_tr], ok_tr[a_tr].astype(float))
-        report: dict = {"platt": {"a": round(a, 4), "b": round(b, 4)}, **calibration_report(split, a, b)}
-        floor = related_floor(p_tr, a_tr, ok_tr, FLOOR_PRECISION)
-        for name, (p1, auto, ok, has) in split.items():
-            report[f"related_{name}"] = floor_report(p1, auto, ok, has, floor)
-            report[f"related_{name}_at_suggest"] = floor_report(p1, auto, ok, has, model.suggest_threshold)
-            print(f"related floor on {name}:", report[f"related_{name}"], " at suggest:",
-                  report[f"related_{name}_at_suggest"])
+        a, b, floor, report = fit_map_and_floor(split, "train", model.suggest_threshold)
         out.update({"platt_a": a, "platt_b": b, "related_floor": floor})
         provenance.update({"reranker": "core/data/reranker.json (English)",
                            "data": "CLEF-2020 Task 2 train (fit) and dev (report), each as the mixture with and "
@@ -200,18 +207,10 @@ def main(argv: list[str] | None = None) -> int:
                                                    name="train-rest"), model),
                  "dev_ru": outcomes(mixture(corpus, emb, multi, use, args.data, "dev", args.k,
                                             translated=args.translations / "dev" / "tweets.queries.tsv"), model)}
-        p_tr, a_tr, ok_tr, _ = split["train_rest_ru"]
-        a, b = fit_platt(p_tr[a_tr], ok_tr[a_tr].astype(float))
-        report = {"platt": {"a": round(a, 4), "b": round(b, 4)}, **calibration_report(split, a, b)}
+        a, b, floor, report = fit_map_and_floor(split, "train_rest_ru", model.suggest_threshold)
         if "platt_a" in out:
-            en = calibration_report({"dev_ru_with_the_english_map": split["dev_ru"]}, out["platt_a"], out["platt_b"])
-            report.update(en)
-        floor = related_floor(p_tr, a_tr, ok_tr, FLOOR_PRECISION)
-        for name, (p1, auto, ok, has) in split.items():
-            report[f"related_{name}"] = floor_report(p1, auto, ok, has, floor)
-            report[f"related_{name}_at_suggest"] = floor_report(p1, auto, ok, has, model.suggest_threshold)
-            print(f"related floor on {name}:", report[f"related_{name}"], " at suggest:",
-                  report[f"related_{name}_at_suggest"])
+            report.update(calibration_report({"dev_ru_with_the_english_map": split["dev_ru"]},
+                                             out["platt_a"], out["platt_b"]))
         out["cross_script"] = {"platt_a": a, "platt_b": b, "related_floor": floor}
         provenance["cross_script"] = {
             "reranker": "core/data/reranker_multilingual.json",
