@@ -71,10 +71,6 @@ class VectorCache:
 
     def _save(self, path: Path | None, label: str, arrays: dict[str, np.ndarray]) -> None:
         self.misses.append(label)
-        self._write(path, arrays)
-
-    @staticmethod
-    def _write(path: Path | None, arrays: dict[str, np.ndarray]) -> None:
         if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,14 +116,6 @@ class VectorCache:
         texts = [f"{fc.id}\x1f{fc.claim}\x1f{fc.title}" for fc in fcs]
         paths = {m: self._path(f"{label}-{m}", [ids[m]], texts) for m in ids}
         parts = {m: self._load(paths[m], f"{label}-{m}", len(fcs)) for m in ids}
-        if not any(parts.values()):  # kept as one set by an earlier version: split it
-            legacy = self._load(self._path(label, list(ids.values()), texts), label, len(fcs))
-            if legacy is not None:
-                split = {"english": {"claim": legacy["claim"], "title": legacy["title"]},
-                         "multi": {"multi": legacy["multi"]}, "use": {"use": legacy["use"]}}
-                for m, arrays in split.items():
-                    self._write(paths[m], arrays)
-                parts = dict(split)
         english, multi, use = parts["english"], parts["multi"], parts["use"]
         if english is not None and multi is not None and use is not None:
             return FactCheckVectors(english["claim"], english["title"], multi["multi"], use["use"]), True

@@ -54,24 +54,6 @@ async def test_one_model_missing_is_the_only_one_embedded_again(app, tmp_path: P
     np.testing.assert_allclose(first.use, second.use, atol=1e-6)
 
 
-async def test_a_set_kept_for_all_three_models_is_split_and_used(app, tmp_path: Path) -> None:
-    """What an earlier version kept (one file for the three models) is used, not embedded again."""
-    from evals.vector_cache import _PROBE
-
-    vectors, _ = await VectorCache(None).factchecks(app.kb, FCS)
-    kb = app.kb
-    models = [model_identity(kb.embedder.model_name, kb.embedder.embed_sync([_PROBE])[0]),
-              model_identity(kb.multilingual.model_name, kb.multilingual.passages_sync([_PROBE])[0]),
-              model_identity(kb.use.model_name, kb.use.encode_sync([_PROBE])[0])]
-    texts = [f"{fc.id}\x1f{fc.claim}\x1f{fc.title}" for fc in FCS]
-    VectorCache(tmp_path / "vc").keep("factchecks", models, texts, {
-        "claim": vectors.claim, "title": vectors.title, "multi": vectors.multi, "use": vectors.use})
-    cache = VectorCache(tmp_path / "vc")
-    kept, from_cache = await cache.factchecks(app.kb, FCS)
-    assert from_cache and not cache.misses and len(list((tmp_path / "vc").glob("factchecks-*-*.npz"))) == 3
-    np.testing.assert_array_equal(kept.use, vectors.use)
-
-
 async def test_other_texts_or_another_model_are_computed_again(app, tmp_path: Path) -> None:
     cache = VectorCache(tmp_path / "vc")
     await cache.factchecks(app.kb, FCS)
