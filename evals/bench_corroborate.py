@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from bot.app import App, build_app, edge_dir
-from evals.bench import Spread, mean, pct, temp_settings
+from evals.bench import Spread, jittered, mean, pct, temp_settings
 from bot.settings import Settings
 from core.evaluation import EvalDataError, read_queries
 from core.textclean import clean_query
@@ -72,9 +72,6 @@ async def _fill(app: App, base: list[str], stored: int, chats: int, rng: np.rand
     starts = {f"telegram:bench:{j}": (now - timedelta(seconds=float(oldest[j]))).timestamp()
               for j in range(min(stored, len(base)))}
 
-    def jitter(v: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        w = v[rows] + rng.normal(0, 0.01, (len(rows), v.shape[1])).astype(np.float32)
-        return (w / np.linalg.norm(w, axis=1, keepdims=True)).astype(np.float32)
     fill_s = 0.0
     async with app.vectors.builds_held():  # one index build at the end, not one per 20k points written
         for lo in range(0, stored, FILL_CHUNK):
@@ -85,8 +82,8 @@ async def _fill(app: App, base: list[str], stored: int, chats: int, rng: np.rand
                 msgs.append(TrackedMessage("telegram", chat, str(i), base[tweet[i]],
                                            now - timedelta(seconds=float(ago[i])), author=f"@bench{chat[-4:]}",
                                            permalink=f"https://t.me/bench/{i}", kind="channel"))
-            mvecs = jitter(vecs, tweet[idx])
-            mmulti = jitter(multi_base, tweet[idx]) if multi_base is not None else None
+            mvecs = jittered(vecs, tweet[idx], rng)
+            mmulti = jittered(multi_base, tweet[idx], rng) if multi_base is not None else None
             t0 = time.perf_counter()
             await c.bulk_load(msgs, mvecs, [f"telegram:bench:{j}" for j in tweet[idx]], mmulti, starts=starts)
             fill_s += time.perf_counter() - t0

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bot.app import App, build_app
-from evals.bench import Spread, factchecks, mean, pct, temp_settings
+from evals.bench import Spread, factchecks, jittered, mean, pct, temp_settings
 from bot.settings import Settings
 from core.evaluation import read_queries
 from core.knowledge import FactCheckVectors
@@ -123,12 +123,9 @@ def distractors(fcs: list[FactCheck], vectors: FactCheckVectors, n: int, seed: i
     out = [fc.model_copy(update={"title": fcs[j].title, "url": f"{fc.url}#d{k}", "source_id": f"{fc.source_id}~d{k}"})
            for k, (fc, j) in enumerate(zip((fcs[i] for i in a), b))]
 
-    def jitter(v: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        w = v[rows] + rng.normal(0, 0.01, (len(rows), v.shape[1])).astype(np.float32)
-        return (w / np.linalg.norm(w, axis=1, keepdims=True)).astype(np.float32)
     # Every vector field, so a field added to FactCheckVectors is filled too: the title's from the headline's
     # source, the rest from the claim's.
-    fields = {f.name: jitter(getattr(vectors, f.name), b if f.name == "title" else a)
+    fields = {f.name: jittered(getattr(vectors, f.name), b if f.name == "title" else a, rng)
               for f in dataclasses.fields(vectors)}
     return out, dataclasses.replace(vectors, **fields)
 
