@@ -63,10 +63,9 @@ class Sizes:
     kept (evals/kept_queries.py), the fill held to one index build at the end (ad8b98a), 128 new messages
     per corroborate pass (two full ingest micro-batches, core.tracking.BATCH = 64) and 200 claims per
     `bench ingest` run (was 300: 77 of its 84 s; 200 and 300 are both one KnowledgeBase.add batch of 512).
-    Estimated from CPU seconds measured per piece (not a full run): ~14.3 min with the vector cache filled
-    (claim matching ~150 s; corroborate ~345 s: fill 48 CPU-s, the 100k index build 236 CPU-s on its two
-    threads, ~125-140 s idle, passes ~52 s each; the same-story eval ~6 s; ingest ~59 s; the rest unchanged
-    at ~297 s); a model changed since the cache was filled adds its own vectors."""
+    Measured at 1e0828c with the vector cache filled: 14.2 min (claim matching 143 s, corroborate 307 s,
+    pipeline 126 s, ingest 89 s, ocr 73 s, the rest ~2 min); a model changed since the cache was filled
+    adds its own vectors once."""
 
     claims_limit: int | None = None  # claims indexed for claim matching (None: the whole file)
     queries_limit: int | None = None  # queries per split for claim matching and same-story detection
