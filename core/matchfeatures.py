@@ -36,6 +36,9 @@ from core.crosslingual_terms import QueryScorer, TermGroups, doc_groups, lazy_le
 from core.sparse import BM25_B, BM25_K1, term_id, term_ids, terms
 
 LISTS: tuple[str, ...] = ("dense_claim", "dense_title", "sparse", "dense_multi")
+# A fifth list, searched only for a message with Cyrillic words: its English gloss (core/gloss.py) in
+# the MiniLM claim index. Kept out of LISTS so `rrf`, which the English re-ranker reads, is unchanged.
+GLOSS_LIST = "dense_gloss"
 RRF_K = 60.0
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -73,7 +76,17 @@ FEATURE_NAMES: tuple[str, ...] = (
     "xl_bm25",            # BM25 with Cyrillic words mapped to English terms (core/crosslingual_terms.py) / query IDF
     "xl_cover",           # IDF-weighted share of the candidate's words (so mapped) found in the query
     "xl_names",           # share of the Cyrillic side's names spelled on the Latin side (Трамп ~ Trump)
+    "cos_gloss",          # MiniLM of the message's English gloss (core/gloss.py) . claim vector
+    "cos_gloss_title",    # the same . title vector
+    "cos_gloss_gap",      # cos_gloss minus the best cos_gloss among this query's candidates
+    "cos_gloss_margin",   # cos_gloss minus the best cos_gloss among the other candidates
+    "rr_dense_gloss",     # 1 / rank in the gloss list (0 when absent)
 )
+# Read only by the re-ranker for messages with Cyrillic words across scripts (reranker_cyrillic.json):
+# every other pair has no gloss, and the other three re-rankers were trained without these columns.
+GLOSS_FEATURES: tuple[str, ...] = ("cos_gloss", "cos_gloss_title", "cos_gloss_gap", "cos_gloss_margin",
+                                   "rr_dense_gloss")
+BASE_FEATURES: tuple[str, ...] = tuple(n for n in FEATURE_NAMES if n not in GLOSS_FEATURES)
 N_FEATURES = len(FEATURE_NAMES)
 
 # Features from the English model (MiniLM). For a pair that is not English on both sides they are
@@ -258,10 +271,12 @@ class PreparedQuery:
     latin: bool = True                  # the query is in a Latin script (latin_script)
     use_vec: np.ndarray | None = None   # (d,) the second multilingual model's vector, when there is one
     xl: TermGroups | None = None        # the cleaned query's words as English term groups (crosslingual_terms)
+    gloss_vec: np.ndarray | None = None  # (d,) MiniLM vector of the query's English gloss, when it has Cyrillic words
 
 
 def prepare_query(raw: str, clean: str, vec: np.ndarray, stats: CorpusStats,
-                  multi_vec: np.ndarray | None = None, use_vec: np.ndarray | None = None) -> PreparedQuery:
+                  multi_vec: np.ndarray | None = None, use_vec: np.ndarray | None = None,
+                  gloss_vec: np.ndarray | None = None) -> PreparedQuery:
     """Tokenise the cleaned query once; entities come from the raw text too (hashtags, handles)."""
     toks = terms(clean)
     tids = tuple(dict.fromkeys(term_id(t) for t in toks))
@@ -278,6 +293,7 @@ def prepare_query(raw: str, clean: str, vec: np.ndarray, stats: CorpusStats,
         latin=latin_script(clean),
         use_vec=None if use_vec is None else np.asarray(use_vec, dtype=np.float32).reshape(-1),
         xl=term_groups(clean, lazy_lexicon()),
+        gloss_vec=None if gloss_vec is None else np.asarray(gloss_vec, dtype=np.float32).reshape(-1),
     )
 
 
@@ -435,6 +451,17 @@ def candidate_features(
         out[:, _USE] = cos_u
         out[:, _USE + 1] = cos_u - cos_u.max()
         out[:, _USE + 2] = _margin(cos_u)
+    if query.gloss_vec is not None:
+        # The gloss read by MiniLM against the claims as MiniLM stores them: a signal e5 and USE lack
+        # (plain dense fusion e5 + gloss 0.765 vs e5 0.700 on Russian dev; docs/matching.md).
+        cos_g = cv @ query.gloss_vec
+        out[:, _GLOSS] = cos_g
+        out[:, _GLOSS + 1] = tv @ query.gloss_vec
+        out[:, _GLOSS + 2] = cos_g - cos_g.max()
+        out[:, _GLOSS + 3] = _margin(cos_g)
+        r = np.asarray(ranks.get(GLOSS_LIST, np.zeros(n)), dtype=np.float64).reshape(-1)
+        if r.size == n:
+            out[:, _GLOSS + 4] = np.where(r > 0, 1.0 / np.maximum(r, 1.0), 0.0)
     return out
 
 
@@ -442,6 +469,7 @@ _RR_COL = {name: FEATURE_NAMES.index("rr_" + name) for name in LISTS}
 _MULTI_HUB = FEATURE_NAMES.index("multi_hub")
 _USE = FEATURE_NAMES.index("cos_use")
 _XL = FEATURE_NAMES.index("xl_bm25")
+_GLOSS = FEATURE_NAMES.index("cos_gloss")
 
 
 def _margin(v: np.ndarray) -> np.ndarray:

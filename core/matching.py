@@ -24,9 +24,12 @@ import re
 
 import numpy as np
 
+from core.crosslingual_terms import lazy_lexicon
+from core.gloss import gloss
 from core.knowledge import KnowledgeBase
 from core.matchfeatures import (
-    FEATURE_NAMES, LISTS, candidate_features, latin_script, latin_share, prepare_query, without_english_model,
+    FEATURE_NAMES, GLOSS_LIST, LISTS, candidate_features, latin_script, latin_share, prepare_query,
+    without_english_model,
 )
 from schema.models import FactCheck, Match, MatchTier, Verdict
 from core.reranker import Reranker
@@ -34,7 +37,7 @@ from core.sparse import query_vector
 from core.textclean import clean_query
 
 # Our vector-store list names -> the re-ranker's candidate-list names.
-_LIST_NAMES = {"claim": LISTS[0], "title": LISTS[1], "terms": LISTS[2], "multi": LISTS[3]}
+_LIST_NAMES = {"claim": LISTS[0], "title": LISTS[1], "terms": LISTS[2], "multi": LISTS[3], "gloss": GLOSS_LIST}
 
 
 _WORD = re.compile(r"[^\W\d_]{4,}|\d+")
@@ -131,6 +134,10 @@ def _match_from_payload(pid: str, payload: dict, p: float, tier: MatchTier) -> M
     )
 
 
+async def _none() -> None:
+    return None
+
+
 def _best_first(matches: list[Match]) -> list[Match]:
     """`auto` matches first (a guard may have demoted a likelier one), then by probability."""
     return sorted(matches, key=lambda m: (m.tier != "auto", -m.similarity))
@@ -144,17 +151,23 @@ def _match_from_factcheck(fc: FactCheck) -> Match:
 
 class ClaimMatcher:
     def __init__(self, kb: KnowledgeBase, reranker: Reranker, multilingual: Reranker, same_script: Reranker, *,
-                 candidates: int = 40, auto: float | None = None, suggest: float | None = None):
+                 candidates: int = 40, auto: float | None = None, suggest: float | None = None,
+                 cyrillic: Reranker | None = None):
         """`auto`/`suggest` override the English re-ranker's thresholds (TIPLINE_MATCH_*); the
-        other two keep their own."""
+        others keep their own. `cyrillic` scores a message with Cyrillic words against a fact-check in
+        another script (it reads the message's English gloss, core/gloss.py); without it the
+        multilingual re-ranker does."""
         self.kb = kb
         self.candidates = candidates
         self.thresholds = Thresholds.of(reranker, auto, suggest)
-        # Indexed by the pair's kind: 0 both English-script, 1 across scripts, 2 one non-Latin script.
+        # Indexed by the pair's kind: 0 both English-script, 1 across scripts, 2 one non-Latin script,
+        # 3 across scripts from a message with Cyrillic words (its gloss read).
+        cyr = cyrillic or multilingual
         self._scorers = (
             _Scorer(reranker, self.thresholds, True),
             _Scorer(multilingual, Thresholds.of(multilingual), False),
             _Scorer(same_script, Thresholds.of(same_script, min_word_overlap=SAME_SCRIPT_MIN_OVERLAP), False),
+            _Scorer(cyr, Thresholds.of(cyr), False),
         )
 
     async def by_url(self, urls: list[str]) -> list[Match]:
@@ -174,15 +187,20 @@ class ClaimMatcher:
         return _best_first(list(best.values()))[:limit]
 
     async def _by_text(self, text: str, clean: str, limit: int) -> list[Match]:
-        # The three models at once, each in its own thread: the e5 query is most of a match's CPU.
-        vecs, multi, use = await asyncio.gather(self.kb.embedder.embed([clean]), self.kb.multilingual.queries([clean]),
-                                                self.kb.use.encode([clean]))
+        # The three models at once, each in its own thread: the e5 query is most of a match's CPU. A
+        # message with Cyrillic words also has its English gloss read by MiniLM (one more text, its own
+        # call: a batch would pad the message's row and change its vector).
+        glossed = gloss(clean, lazy_lexicon()) if self._scorers[3].reranker is not self._scorers[1].reranker else None
+        vecs, multi, use, gvecs = await asyncio.gather(
+            self.kb.embedder.embed([clean]), self.kb.multilingual.queries([clean]), self.kb.use.encode([clean]),
+            self.kb.embedder.embed([glossed]) if glossed is not None else _none())
         vec, mvec, uvec = vecs[0], multi[0], use[0]
+        gvec = gvecs[0] if gvecs is not None else None
         hits = await self.kb.vectors.search_factchecks(self.kb.collection, vec, query_vector(clean),
-                                                       self.candidates, multi=mvec)
+                                                       self.candidates, multi=mvec, gloss=gvec)
         if not hits:
             return []
-        query = prepare_query(text, clean, vec, self.kb.stats, mvec, uvec)
+        query = prepare_query(text, clean, vec, self.kb.stats, mvec, uvec, gvec)
         dim, mdim, udim = vec.shape[0], mvec.shape[0], uvec.shape[0]
         ranks = {_LIST_NAMES[name]: [h.ranks.get(name, 0) for h in hits] for name in _LIST_NAMES}
         claims = [h.payload.get("claim", "") for h in hits]
@@ -196,7 +214,7 @@ class ClaimMatcher:
             np.vstack([h.vectors.get("use", np.zeros(udim, np.float32)) for h in hits]),
         )
         latin = np.array([_claim_latin(c) for c in claims], dtype=bool)
-        kind = np.where(latin == query.latin, np.where(latin, 0, 2), 1)
+        kind = np.where(latin == query.latin, np.where(latin, 0, 2), 3 if gvec is not None else 1)
         without_english = without_english_model(features)
         probs = np.zeros(len(hits))
         for k, scorer in enumerate(self._scorers):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from core.matchfeatures import FEATURE_NAMES
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "reranker.json"
 MULTILINGUAL_PATH = Path(__file__).resolve().parent / "data" / "reranker_multilingual.json"
 SAME_SCRIPT_PATH = Path(__file__).resolve().parent / "data" / "reranker_same_script.json"
+CYRILLIC_PATH = Path(__file__).resolve().parent / "data" / "reranker_cyrillic.json"
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,10 @@ class Reranker:
 
     @classmethod
     def load_default(cls, path: Path = DEFAULT_PATH) -> Reranker:
+        """A shipped model. It may read a subset of FEATURE_NAMES, in their order (the gloss columns
+        exist only for the Cyrillic model): `score` then picks its columns out of the full matrix."""
         model = cls.load(path)
-        if model.feature_names != FEATURE_NAMES:
+        if tuple(n for n in FEATURE_NAMES if n in model.feature_names) != model.feature_names:
             raise ValueError(f"{path.name} was trained on other features; rerun tools/train_reranker.py")
         return model
 
@@ -78,11 +82,21 @@ class Reranker:
     def load_same_script(cls) -> Reranker:
         return cls.load_default(SAME_SCRIPT_PATH)
 
+    @classmethod
+    def load_cyrillic(cls) -> Reranker:
+        return cls.load_default(CYRILLIC_PATH)
+
+    @cached_property
+    def _columns(self) -> list[int]:
+        return [FEATURE_NAMES.index(n) for n in self.feature_names]
+
     def score(self, features: np.ndarray) -> np.ndarray:
         """Probabilities (n,) that each candidate row (n, n_features) is a correct match."""
         X = np.asarray(features, dtype=np.float64)
         if X.ndim == 1:
             X = X.reshape(1, -1)
+        if X.shape[1] == len(FEATURE_NAMES) and len(self.feature_names) != len(FEATURE_NAMES):
+            X = X[:, self._columns]
         if X.shape[1] != len(self.feature_names):
             raise ValueError(f"expected {len(self.feature_names)} features, got {X.shape[1]}")
         z = ((X - self.mean) / self.std) @ self.weights + self.bias

@@ -31,3 +31,8 @@ def test_candidate_recall_tool_finds_the_russian_messages_claims(tmp_path, model
     assert m, out
     xl, union, both = map(float, m.groups())
     assert 0.0 < xl <= 1.0 and union <= both <= 1.0
+    m = re.search(r"dev/ru: gloss dense recall@3 ([\d.]+); union of the four lists -> with it ([\d.]+); "
+                  r"with it and the mapped terms ([\d.]+)", out)
+    assert m, out
+    gl, with_gloss, with_all = map(float, m.groups())
+    assert 0.0 < gl <= 1.0 and union <= with_gloss <= with_all <= 1.0 and both <= with_all

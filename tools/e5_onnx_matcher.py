@@ -63,9 +63,13 @@ class EngineVectors(tr.CachedMultilingual):
         return vecs
 
 
+_BASE_COLS = [tr.FEATURE_NAMES.index(n) for n in tr.BASE_FEATURES]
+
+
 def shipped(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, dict]:
     m = json.loads((ROOT / "core" / "data" / name).read_text(encoding="utf-8"))
-    assert m["feature_names"] == list(tr.FEATURE_NAMES), f"{name}: features differ from core.matchfeatures"
+    # the three models it measures read the base columns (the gloss ones are the Cyrillic model's only)
+    assert m["feature_names"] == list(tr.BASE_FEATURES), f"{name}: features differ from core.matchfeatures"
     return (np.array(m["mean"]), np.array(m["std"]), np.array(m["weights"]), float(m["bias"]),
             m["provenance"]["metrics"])
 
@@ -81,7 +85,7 @@ def dev_scores(corpus: tr.Corpus, emb, multi, use, data: Path, translations: Pat
     mean, std, w, b, provenance = shipped(model)
     if lang != "en":  # the multilingual re-ranker sees the English model's features zeroed, as trained
         items = [{**it, "X": tr.without_english_model(it["X"])} for it in items]
-    ranked = {it["qid"]: [corpus.ids[it["cand"][j]] for j in np.lexsort((it["cand"], -tr.predict(it["X"], mean, std, w, b)))]
+    ranked = {it["qid"]: [corpus.ids[it["cand"][j]] for j in np.lexsort((it["cand"], -tr.predict(it["X"][:, _BASE_COLS], mean, std, w, b)))]
               for it in items}
     dense = tr.rank_by(items, corpus, lambda it: it["X"][:, tr.FEATURE_NAMES.index("cos_multi")])
     return {"matcher": tr.metrics(ranked, gold), "e5_alone": tr.metrics(dense, gold),

