@@ -31,6 +31,7 @@ MULTI_FIELD = "multi"              # the multilingual model's vector of claim + 
 USE_FIELD = "use"                  # the second multilingual model's (USE) vector of claim + headline: read, not searched
 SPARSE_FIELD = "terms"
 SEQ_FIELD = "seq"  # payload: a fact-check's place in ingest order
+GLOSS_LIST = "gloss"  # a list, not a field: the English gloss of a Cyrillic message searched in `claim`
 
 IndexKind = Literal["keyword", "float", "integer", "datetime", "bool"]
 
@@ -331,17 +332,22 @@ class VectorStore(abc.ABC):
         await self.upsert(name, out)
 
     async def search_factchecks(self, name: str, dense: np.ndarray, sparse: SparseTerms,
-                                limit: int, multi: np.ndarray | None = None) -> list[Hit]:
+                                limit: int, multi: np.ndarray | None = None,
+                                gloss: np.ndarray | None = None) -> list[Hit]:
         """Hybrid candidates: the union of dense search on claim and title (English model), on claim +
         title (multilingual model, when `multi` is given) and sparse term search, each candidate
         carrying its rank and score in every list that found it (the re-ranker's input), and its
-        stored vectors, USE's among them (features only: no list searches it).
+        stored vectors, USE's among them (features only: no list searches it). `gloss`, the English
+        model's vector of a Cyrillic message's word-by-word English gloss (core/gloss.py), is a fifth
+        list over the claim vectors: Russian dev candidate recall 0.934 -> 0.949 (docs/matching.md).
 
         The lists go to the engine as one batch, not as one fused query: the re-ranker reads each
         candidate's rank in each list (core/matchfeatures.py), which fusion would throw away."""
         lists: dict[str, Query] = {f: Query(f, dense, limit) for f in DENSE_FIELDS}
         if multi is not None:
             lists[MULTI_FIELD] = Query(MULTI_FIELD, multi, limit)
+        if gloss is not None:
+            lists[GLOSS_LIST] = Query(DENSE_FIELDS[0], gloss, limit)
         if len(sparse.indices):
             lists[SPARSE_FIELD] = Query(SPARSE_FIELD, sparse, limit)
         results = await self.query_batch(name, list(lists.values()), payload=True,
