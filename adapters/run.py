@@ -250,7 +250,7 @@ async def _start_http(settings: Settings, app: App, chat: ChatApp, sl_config: An
     if telegram is not None and telegram.config.webhook_url:
         telegram.add_webhook_route(web_app)
     if app.metrics is not None:
-        from bot.metrics import add_metrics_routes
+        from bot.metrics_http import add_metrics_routes
 
         add_metrics_routes(web_app, app.metrics)
     runner = web.AppRunner(web_app, shutdown_timeout=5.0)

@@ -1,10 +1,10 @@
-"""Prometheus metrics and the `/metrics` route (prometheus_client, text exposition format).
+"""Prometheus metrics (prometheus_client, text exposition format); the `/metrics` route is bot/metrics_http.py.
 
 One `Metrics` object per process, each with its own registry (so tests and two apps in one process
 don't collide on the global one). Wiring, in the composition root (adapters/run.py):
 
     metrics = Metrics()
-    add_metrics_routes(web_app, metrics)                  # GET /metrics on the shared aiohttp server
+    add_metrics_routes(web_app, metrics)                  # bot/metrics_http.py: GET /metrics on the aiohttp server
     ResilientSource(src, ..., observer=metrics)           # provider latency, errors, cache, circuit state
     BudgetedLLM(llm, db, settings, observer=metrics)      # LLM tokens and cost
     metrics.track_queue_depth(lambda: queue.depth)        # or metrics.set_queue_depth(n) from the queue
@@ -29,8 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from schema.models import Result
 from core.resilience import BreakerState
@@ -139,19 +138,3 @@ class Metrics:
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
-
-METRICS_KEY: web.AppKey[Metrics] = web.AppKey("tipline_metrics", Metrics)
-
-
-async def metrics_handler(request: web.Request) -> web.Response:
-    metrics = request.app[METRICS_KEY]
-    # CONTENT_TYPE_LATEST carries a charset; aiohttp's content_type= argument refuses that, so set the header.
-    return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-
-def add_metrics_routes(app: web.Application, metrics: Metrics | None = None) -> Metrics:
-    """Serve GET /metrics from `metrics` (a new `Metrics` if none is given); returns the one in use."""
-    metrics = metrics or Metrics()
-    app[METRICS_KEY] = metrics
-    app.router.add_get("/metrics", metrics_handler)
-    return metrics

@@ -34,9 +34,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
-import aiohttp
+if TYPE_CHECKING:  # types only: the two functions reading aiohttp's errors import it (see is_retryable)
+    import aiohttp
 
 T = TypeVar("T")
 
@@ -113,9 +114,6 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
     return max(0.0, (when - now).total_seconds())
 
 
-_TRANSIENT = (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
-
-
 def _status(exc: BaseException) -> int | None:
     """The HTTP status an error carries: `ProviderHTTPError`, or any source error with an int `status`
     attribute (the sources' own typed errors, e.g. core.evidence.errors.ProviderError, duck-typed)."""
@@ -144,12 +142,17 @@ def is_retryable(exc: BaseException) -> bool:
     status = _status(exc)
     if status is not None:
         return status in (408, 425, 429) or status >= 500
+    # Imported here: an offline `tipline check` never makes a request, and aiohttp costs ~0.22 s of CPU to
+    # import (issue 14); once a source has made one it is a dict lookup.
+    import aiohttp
+
     chain = list(_chain(exc))
     # A name that does not resolve (no network, a typo in the URL) will not resolve a second later; a
     # retry would only wait for the rate limiter (GDELT: 5 s) and hold the check.
     if any(isinstance(e, aiohttp.ClientConnectorDNSError) for e in chain):
         return False
-    return any(isinstance(e, _TRANSIENT) for e in chain)
+    return any(isinstance(e, (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError))
+               for e in chain)
 
 
 def describe(exc: BaseException) -> str:
@@ -158,6 +161,8 @@ def describe(exc: BaseException) -> str:
     status = _status(exc)
     if status is not None:
         return f"HTTP {status}"
+    import aiohttp  # see is_retryable
+
     for e in _chain(exc):
         if isinstance(e, TimeoutError):
             return "timed out"

@@ -7,7 +7,8 @@ import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.metrics import Metrics, add_metrics_routes
+from bot.metrics import Metrics
+from bot.metrics_http import add_metrics_routes
 from schema.models import Match, Result, Step, Verdict
 from tests.fakes.loopback import serve_on_loopback
 

@@ -4,7 +4,8 @@
     evidence, notes = await source.gather_noted(ClaimQuery(claim=..., urls=[...]), limit=3)
     # notes: one sentence per link that could not be read ("Link 2 was not opened: it points to ...")
 
-`fetcher` is a `core.evidence.fetch.PageFetcher` over a guarded session (SSRF checks on every hop).
+`fetcher` is a `core.evidence.fetch.PageFetcher` over a guarded session (SSRF checks on every hop), or
+anything with its `fetch` (the registry's opens that session on the first link).
 Links are fetched in parallel, each under the fetcher's per-link timeout, all under `total_timeout_s`.
 A page that is a ClaimReview (a fact-check with schema.org markup) carries its rating and normalised
 verdict. Parsing runs in a worker thread so a slow page never stalls the event loop.
@@ -15,12 +16,21 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
 
 from core.evidence.base import ClaimQuery, Evidence
 from core.evidence.errors import EvidenceError, FetchError, FetchTimeout
-from core.evidence.fetch import FetchedPage, PageFetcher
 from core.evidence.html_extract import PageInfo, best_passage, extract_page, parse_date
 from core.evidence.text import domain_of
+
+if TYPE_CHECKING:  # types only: fetch.py imports aiohttp (~0.22 s of CPU), which a message without links never needs
+    from core.evidence.fetch import FetchedPage
+
+
+class Fetcher(Protocol):
+    """What reads one page (core.evidence.fetch.PageFetcher); raises the typed FetchError family."""
+
+    async def fetch(self, url: str) -> FetchedPage: ...
 
 
 def _page_info(page: FetchedPage) -> PageInfo:
@@ -41,7 +51,7 @@ class LinkSource:
     label = "the linked pages"
     searches_web = False
 
-    def __init__(self, fetcher: PageFetcher, *, max_links: int = 3, total_timeout_s: float = 10.0):
+    def __init__(self, fetcher: Fetcher, *, max_links: int = 3, total_timeout_s: float = 10.0):
         self.fetcher = fetcher
         self.max_links = max_links
         self.total_timeout_s = total_timeout_s
