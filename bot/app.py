@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.domains import DomainPolicy
 from bot.images import ImageReader
-from bot.metrics import Metrics
 from bot.settings import Settings
 from core.budget import BudgetedLLM
 from core.checkability import CheckabilityModel, ClaimGate
@@ -39,6 +39,9 @@ from storage.messages import MessageStore
 from storage.sqlite import Database
 from storage.vector_backends import open_vector_store
 from storage.vectors import VectorStore
+
+if TYPE_CHECKING:  # built only for a long-running app (build_app): see the import there
+    from bot.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +156,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
                     progress: Callable[[int, int], None] | None = None, one_shot: bool = False) -> AsyncIterator[App]:
     """`progress(done, total)` hears about a re-embedding of the fact-checks after a model change.
     `one_shot`: the process runs one check and exits (`tipline check`): one embedding session instead
-    of one per core, since nothing runs concurrently."""
+    of one per core, since nothing runs concurrently, and no metrics, since nothing serves them."""
     check_data_dir(settings.data_dir)
     async with AsyncExitStack() as stack:
         embedder, multilingual, use = await asyncio.gather(asyncio.to_thread(load_embedder, settings,
@@ -178,7 +181,12 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         if settings.seed_on_start if seed is None else seed:
             await kb.ensure_seed()
         matcher = build_matcher(kb, settings)
-        metrics = Metrics()
+        metrics = None
+        if not one_shot:
+            # Imported here: prometheus_client costs ~0.07 s of a `tipline check`'s CPU (issue 14).
+            from bot.metrics import Metrics
+
+            metrics = Metrics()
         llm = build_llm(settings, db, metrics)
         if llm is not None:
             stack.push_async_callback(llm.aclose)
