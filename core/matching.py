@@ -33,8 +33,10 @@ from core.matchfeatures import (
 )
 from schema.models import FactCheck, Match, MatchTier, Verdict
 from core.reranker import Reranker
-from core.sparse import query_vector
+from core.contested import RIVAL_SIMILARITIES, rival
+from core.sparse import query_vector, term_ids
 from core.textclean import clean_query
+from storage.vectors import Hit
 
 # Our vector-store list names -> the re-ranker's candidate-list names.
 _LIST_NAMES = {"claim": LISTS[0], "title": LISTS[1], "terms": LISTS[2], "multi": LISTS[3], "gloss": GLOSS_LIST}
@@ -149,6 +151,15 @@ def _match_from_factcheck(fc: FactCheck) -> Match:
                  similarity=1.0, method="url", tier="auto")
 
 
+_RIVAL_COLS = [FEATURE_NAMES.index(name) for name in RIVAL_SIMILARITIES]
+
+
+def _contested(clean: str, claims: list[str], hits: list[Hit], features: np.ndarray, i: int) -> bool:
+    """An English `auto` match that a close rival contests (core/contested.py) is only `suggest`."""
+    docs = [frozenset(term_ids(c)) | frozenset(term_ids(h.payload.get("title", ""))) for c, h in zip(claims, hits)]
+    return rival(frozenset(term_ids(clean)), docs, features[:, _RIVAL_COLS], i) is not None
+
+
 class ClaimMatcher:
     def __init__(self, kb: KnowledgeBase, reranker: Reranker, multilingual: Reranker, same_script: Reranker, *,
                  candidates: int = 40, auto: float | None = None, suggest: float | None = None,
@@ -225,8 +236,10 @@ class ClaimMatcher:
         for i in np.argsort(-probs, kind="stable")[:limit + 5]:  # room for the guard's demotions
             scorer = self._scorers[kind[i]]
             X = features if scorer.english_features else without_english
-            out.append(_match_from_payload(hits[i].id, hits[i].payload, probs[i],
-                                           scorer.thresholds.tier(probs[i], X[i], clean, claims[i])))
+            tier = scorer.thresholds.tier(probs[i], X[i], clean, claims[i])
+            if tier == "auto" and kind[i] == 0 and _contested(clean, claims, hits, features, int(i)):
+                tier = "suggest"
+            out.append(_match_from_payload(hits[i].id, hits[i].payload, probs[i], tier))
         return _best_first(out)[:limit]
 
     async def match(self, text: str, urls: list[str], limit: int = 5) -> list[Match]:

@@ -23,16 +23,15 @@ async def shared(tmp_path_factory, model_dir):
         yield a
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 12, open: both models put the TED-talk claim nearest (MiniLM cos_claim 0.712 vs 0.649 for the "
-    "RFID one, e5 0.901 vs 0.882) and the English re-ranker gives it p 0.996; training on topical small "
-    "knowledge bases (docs/matching.md) left it at 0.997, and a term-coverage guard that blocks it "
-    "(cover_claim >= 0.3) costs 24 % of the correct automatic matches on CLEF train; word-aligned (soft) "
-    "coverage guards cost 15-90 % of them on the dev mixture (docs/matching.md)"))
 async def test_the_microchip_message_does_not_inherit_the_population_fact_check(shared):
     result = await shared.engine.check("Bill Gates wants to put microchips in people through vaccines")
-    assert not [m for m in result.matches if m.tier == "auto" and m.claim == TED], result.matches[:3]
+    # Demoted, not dropped: the TED fact-check stays on the card as a similar one (core/contested.py),
+    # contested by the RFID one, which the matcher ranks next.
+    assert not [m for m in result.matches if m.tier == "auto"], result.matches[:3]
+    assert [m.tier for m in result.matches if m.claim == TED] == ["suggest"], result.matches[:3]
     assert result.label != "Misleading", result.reasoning
+    ranked = await shared.matcher.by_text("Bill Gates wants to put microchips in people through vaccines", 3)
+    assert [(m.claim[:40], m.tier) for m in ranked[:2]] == [(TED[:40], "suggest"), (RFID[:40], "suggest")], ranked
 
 
 @pytest.mark.parametrize("text, claim_start", [
