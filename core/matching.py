@@ -154,10 +154,11 @@ def _match_from_factcheck(fc: FactCheck) -> Match:
 _RIVAL_COLS = [FEATURE_NAMES.index(name) for name in RIVAL_SIMILARITIES]
 
 
-def _contested(clean: str, claims: list[str], hits: list[Hit], features: np.ndarray, i: int) -> bool:
+def _contested(clean: str, claims: list[str], hits: list[Hit], features: np.ndarray, probs: np.ndarray,
+               suggest: float, i: int) -> bool:
     """An English `auto` match that a close rival contests (core/contested.py) is only `suggest`."""
     docs = [frozenset(term_ids(c)) | frozenset(term_ids(h.payload.get("title", ""))) for c, h in zip(claims, hits)]
-    return rival(frozenset(term_ids(clean)), docs, features[:, _RIVAL_COLS], i) is not None
+    return rival(frozenset(term_ids(clean)), docs, features[:, _RIVAL_COLS], probs >= suggest, i) is not None
 
 
 class ClaimMatcher:
@@ -237,7 +238,8 @@ class ClaimMatcher:
             scorer = self._scorers[kind[i]]
             X = features if scorer.english_features else without_english
             tier = scorer.thresholds.tier(probs[i], X[i], clean, claims[i])
-            if tier == "auto" and kind[i] == 0 and _contested(clean, claims, hits, features, int(i)):
+            if tier == "auto" and kind[i] == 0 and _contested(clean, claims, hits, features, probs,
+                                                              scorer.thresholds.suggest, int(i)):
                 tier = "suggest"
             out.append(_match_from_payload(hits[i].id, hits[i].payload, probs[i], tier))
         return _best_first(out)[:limit]
