@@ -431,7 +431,7 @@ async def cmd_bench(args: argparse.Namespace) -> int:
         from evals.bench_match import bench_match
 
         report = await bench_match(settings, args.claims, args.queries, n_queries=args.n, repeats=args.repeats,
-                                   scale_to=args.scale_to)
+                                   scale_to=args.scale_to, keep=args.keep)
     print(json.dumps(plain(report), indent=2) if args.json else format_report(report))
     return 0
 
@@ -514,6 +514,8 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     bm.add_argument("--repeats", type=int, default=3, help="timed passes over the messages")
     bm.add_argument("--scale-to", type=int, default=0, metavar="N",
                     help="a knowledge base of N claims: the file's plus synthetic ones made from them (untimed)")
+    bm.add_argument("--keep", type=Path, metavar="DIR", help="fill this data dir and keep it; a kept one is "
+                    "reused without filling again (100k claims take a long fill and index build)")
 
     bc = bsub.add_parser("corroborate", parents=[common, out], help='"also reported by" ingest and lookup speed')
     bc.add_argument("--messages", type=Path, required=True, help="tweets TSV used as stored channel messages")

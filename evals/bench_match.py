@@ -2,14 +2,15 @@
 
 The server is warm (every message is matched once before timing, which loads the in-process index and
 the per-document data) and the message is cold: the embedder's cache is cleared before each timed
-match, as for a message nobody sent before. Per message and pass:
+match, as for a message nobody sent before, and so is the memo of the candidates' stored vectors
+(storage/point_memo.py), so every candidate's vectors are read from the engine. Per message and pass:
   cold:   `ClaimMatcher.by_text` with nothing cached for the message (what a user waits for);
   embed:  both models on the cleaned message (English MiniLM and multilingual e5, side by side, as
           by_text runs them), cold again;
   search: the candidate search with that vector;
   rest:   cold − embed − search: cleaning, other encoders, features, re-ranking, payloads;
-  warm:   by_text again right away, the message's embedding now cached (a repeated forward, or the
-          corroboration lookup right after a check), shown beside the cold figure, never instead of it.
+  warm:   by_text again right away, the message's embedding and its candidates' vectors now cached (a
+          repeated forward), shown beside the cold figure, never instead of it.
 The breakdown is of means over every message of every pass, so embed + search + rest = cold exactly;
 p50 and p95 are per pass, as median (min–max) over passes.
 """
@@ -17,6 +18,7 @@ p50 and p95 are per pass, as median (min–max) over passes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import tempfile
 import time
@@ -28,7 +30,7 @@ import numpy as np
 from bot.app import App, build_app
 from evals.bench import Spread, factchecks, jittered, mean, pct, temp_settings
 from bot.settings import Settings
-from core.evaluation import read_queries
+from core.evaluation import EvalDataError, read_queries
 from core.knowledge import FactCheckVectors
 from schema.models import FactCheck
 from core.sparse import query_vector
@@ -131,18 +133,27 @@ def distractors(fcs: list[FactCheck], vectors: FactCheckVectors, n: int, seed: i
 
 
 async def bench_match(settings: Settings, claims_path: Path, queries_path: Path, *, n_queries: int = 200,
-                      repeats: int = 3, scale_to: int = 0) -> dict:
+                      repeats: int = 3, scale_to: int = 0, keep: Path | None = None) -> dict:
     """Match latency over the whole claims file for two kinds of message: the given queries (CLEF tweets:
     long, with signatures) and short one-sentence messages (a sample of the claims, reworded by nobody).
     `scale_to` > the file's claims adds synthetic ones (`distractors`) up to that many, untimed; the ingest
-    rate is then not measured (`bench ingest` measures it)."""
+    rate is then not measured (`bench ingest` measures it). `keep`: the data dir to fill and keep; one that
+    already holds the claims is reused without filling (100k claims: ~16 min of fill and index build)."""
     fcs = factchecks(claims_path)
     tweets = [q for _, q in read_queries(queries_path) if q.strip()][:n_queries]
     short = short_messages(fcs, n_queries)
-    with tempfile.TemporaryDirectory(prefix="tipline-bench-") as tmp:
+    where = contextlib.nullcontext(str(keep)) if keep is not None \
+        else tempfile.TemporaryDirectory(prefix="tipline-bench-")
+    with where as tmp:
         async with build_app(temp_settings(settings, Path(tmp)), seed=False) as app:
             report: dict = {"benchmark": "match"}
-            if scale_to > len(fcs):
+            held = await app.kb.count()
+            if held and held < max(scale_to, len(fcs)):
+                raise EvalDataError(f"{keep} holds {held:,} claims, fewer than {max(scale_to, len(fcs)):,} (a fill "
+                                    "that was interrupted?): remove it to fill it again")
+            if held:
+                report |= {"claims_indexed": held, "reused_data_dir": str(keep)}
+            elif scale_to > len(fcs):
                 vectors = await app.kb.embed(fcs)
                 extra, extra_vectors = distractors(fcs, vectors, scale_to - len(fcs))
                 t0 = time.perf_counter()

@@ -99,6 +99,21 @@ def test_bench_match_at_scale(tipline) -> None:
     assert report["long_queries"]["n"] == 2 and report["short_queries"]["cold_p50_ms"]["median"] > 0
 
 
+def test_bench_match_keeps_and_reuses_its_data_dir(tipline, tmp_path: Path, model_dir: Path,
+                                                   capsys: pytest.CaptureFixture) -> None:
+    """--keep DIR: the first run fills DIR, the next reuses it (no fill); a larger --scale-to is refused."""
+    args = ("bench", "match", "--claims", CLAIMS, "--queries", CLEF / "dev" / "tweets.queries.tsv", "-n", 2,
+            "--repeats", 1, "--keep", tmp_path / "kept", "--json")
+    first = json.loads(tipline(*args, "--scale-to", 30))
+    assert first["claims_indexed"] == 30 and "store_fill_s" in first and "reused_data_dir" not in first
+    again = json.loads(tipline(*args, "--scale-to", 30))
+    assert again["claims_indexed"] == 30 and again["reused_data_dir"] == str(tmp_path / "kept")
+    assert "store_fill_s" not in again and again["short_queries"]["cold_p50_ms"]["median"] > 0
+    code = main(["--data-dir", str(tmp_path / "data"), *map(str, args), "--scale-to", "100"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and "holds 30 claims, fewer than 100" in err and len(err.splitlines()) == 1
+
+
 def test_distractors_are_shaped_like_their_sources() -> None:
     import numpy as np
 
@@ -141,6 +156,7 @@ def test_bench_corroborate_keeps_and_reuses_its_data_dir(tipline, tmp_path: Path
     assert first["stored_messages"] == 32 and "bulk_fill_msgs_per_s" in first and first["vector_store_disk_mb"] >= 0
     again = json.loads(tipline(*args, "--stored", 30))
     assert again["reused_data_dir"] == str(tmp_path / "kept") and "bulk_fill_msgs_per_s" not in again
+    assert again["index_build_on_reuse_s"] >= 0  # built by the first run: nothing left to build
     assert again["stored_messages"] == 34  # the 32 kept + 2 ingested now
     code = main(["--data-dir", str(tmp_path / "data"), *map(str, args), "--stored", "100"])
     err = capsys.readouterr().err.strip()
