@@ -352,7 +352,7 @@ class VectorStore(abc.ABC):
         carrying its rank and score in every list that found it (the re-ranker's input), and its
         stored vectors, USE's among them (features only: no list searches it). `gloss`, the English
         model's vector of a Cyrillic message's word-by-word English gloss (core/gloss.py), is a fifth
-        list over the claim vectors: Russian dev candidate recall 0.934 -> 0.949 (docs/matching.md).
+        list over the claim vectors: Russian dev candidate recall 0.934 -> 0.959 (docs/matching.md).
 
         The lists go to the engine as one batch, not as one fused query: the re-ranker reads each
         candidate's rank in each list (core/matchfeatures.py), which fusion would throw away."""
