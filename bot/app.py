@@ -31,17 +31,15 @@ from core.ocr import TesseractOcr
 from core.multilingual import E5Encoder, MultilingualEncoder, WithPrecomputedPassages
 from core.use_encoder import FeatureEncoder, UseEncoder, WithPrecomputed
 from core.reranker import Reranker
-from core.tracking import Corroborator
 from storage.cache import TTLCache
 from storage.evidence_vectors import EvidenceVectors
-from storage.message_vectors import MessageVectors
-from storage.messages import MessageStore
 from storage.sqlite import Database
 from storage.vector_backends import open_vector_store
 from storage.vectors import VectorStore
 
-if TYPE_CHECKING:  # built only for a long-running app (build_app): see the import there
+if TYPE_CHECKING:  # built only for a long-running app (build_app): see the imports there
     from bot.metrics import Metrics
+    from core.tracking import Corroborator
 
 log = logging.getLogger(__name__)
 
@@ -165,12 +163,31 @@ def build_image_reader(settings: Settings) -> ImageReader:
                                     limits=limits), limits)
 
 
+async def _open_corroborator(settings: Settings, db: Database, vectors: VectorStore, embedder: TextEmbedder,
+                             multilingual: MultilingualEncoder, stack: AsyncExitStack) -> Corroborator:
+    from core.tracking import Corroborator
+    from storage.message_vectors import MessageVectors
+    from storage.messages import MessageStore
+
+    # The multilingual vectors make "also reported by" cross languages (a Russian channel's post and
+    # an English outlet's); they cost e5 per tracked message (~4x MiniLM's CPU, docs/corroboration.md).
+    across = multilingual if settings.stories_across_languages else None
+    corroborator = Corroborator(MessageStore(db), MessageVectors(vectors, settings.messages_collection,
+                                                                 multi_dim=across.dim if across else None),
+                                embedder, window_days=settings.corroboration_window_days,
+                                retention_days=settings.retention_days, multilingual=across)
+    await corroborator.open()
+    stack.push_async_callback(corroborator.aclose)
+    return corroborator
+
+
 @asynccontextmanager
 async def build_app(settings: Settings, *, seed: bool | None = None,
                     progress: Callable[[int, int], None] | None = None, one_shot: bool = False) -> AsyncIterator[App]:
     """`progress(done, total)` hears about a re-embedding of the fact-checks after a model change.
     `one_shot`: the process runs one check and exits (`tipline check`): one embedding session instead
-    of one per core, since nothing runs concurrently, and no metrics, since nothing serves them."""
+    of one per core, since nothing runs concurrently, no metrics, since nothing serves them, and no
+    corroborator, since no chat is tracked."""
     check_data_dir(settings.data_dir)
     one_blas_thread()
     async with AsyncExitStack() as stack:
@@ -217,14 +234,8 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
                         source_timeout_s=settings.source_timeout_s, deadline_s=settings.check_deadline_s,
                         claim_gate=ClaimGate(CheckabilityModel.load(), multilingual))
         stack.push_async_callback(engine.aclose)
-        # The multilingual vectors make "also reported by" cross languages (a Russian channel's post and
-        # an English outlet's); they cost e5 per tracked message (~4x MiniLM's CPU, docs/corroboration.md).
-        across = multilingual if settings.stories_across_languages else None
-        corroborator = Corroborator(MessageStore(db), MessageVectors(vectors, settings.messages_collection,
-                                                                     multi_dim=across.dim if across else None),
-                                    embedder, window_days=settings.corroboration_window_days,
-                                    retention_days=settings.retention_days, multilingual=across)
-        await corroborator.open()
-        stack.push_async_callback(corroborator.aclose)
+        # A one-shot check tracks no chat, so nothing asks "also reported by" (~0.05 s of its CPU, issue 14).
+        corroborator = None if one_shot else await _open_corroborator(settings, db, vectors, embedder, multilingual,
+                                                                      stack)
         yield App(settings, db, vectors, embedder, kb, matcher, engine, corroborator, metrics=metrics, llm=llm,
                   sources=sources, images=build_image_reader(settings))
