@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SeededDataDir, model_cache
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -22,10 +24,14 @@ def _tool():
 
 
 @pytest.mark.asyncio
-async def test_measure_reply_window_runs_and_splits_by_first_message(monkeypatch: pytest.MonkeyPatch):
+async def test_measure_reply_window_runs_and_splits_by_first_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                      model_dir: Path, seeded: SeededDataDir):
     for key in [k for k in __import__("os").environ if k.startswith("TIPLINE_")]:
         monkeypatch.delenv(key)  # the tool builds its Settings from the environment
-    out = await _tool().main(messages=8, workers=2, fake_thread=True, progress_after=60.0)
+    # On a copy of the worker's seeded data dir: 3.5 CPU-s, not 13.5 seeding a new one (the window does not need it).
+    out = await _tool().main(messages=8, workers=2, fake_thread=True, progress_after=60.0,
+                             data_dir=seeded.copy_to(tmp_path / "data"), model_dir=model_dir,
+                             model_cache_dir=model_cache(model_dir))
     assert out["first_message_was_the_card"] == 8 and out["first_message_was_a_placeholder"] == 0
     assert out["applied_to_journal"]["n"] == 8
     assert out["orphan_rate_per_killed_check_placeholders"] == 0
