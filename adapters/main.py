@@ -21,6 +21,8 @@ failure a user can cause ends in one sentence and a non-zero exit.
 
 from __future__ import annotations
 
+from adapters import gc_pause  # first: no garbage collection while the modules below load (see there)
+
 import argparse
 import asyncio
 import json
@@ -47,6 +49,8 @@ from core.model_files import ModelFilesMissing
 from schema.models import Result
 from storage.sqlite import StorageError
 from storage.vectors import DataDirInUse, VectorStoreError
+
+gc_pause.resume()
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
