@@ -26,9 +26,12 @@ from schema.models import FactCheck
 
 
 def temp_settings(settings: Settings, data_dir: Path, **update) -> Settings:
-    """`settings` in a throwaway data dir: embedded Qdrant, the user's assembled model files reused."""
+    """`settings` in a throwaway data dir: embedded Qdrant, the user's assembled model files reused, and the
+    files derived from the models too (its model cache): written into each throwaway dir, USE's 76 MB of
+    arrays and its tokenizer cost ~1.3 s of CPU per app the benches build, untimed but paid every pass."""
     return settings.model_copy(update={"data_dir": Path(data_dir), "qdrant_url": None, "factchecks_collection": "bench",
-                                       "embed_model_dir": settings.model_dir, **update})
+                                       "embed_model_dir": settings.model_dir, "model_cache_dir": settings.models_dir,
+                                       **update})
 
 
 def factchecks(claims_path: Path, limit: int | None = None) -> list[FactCheck]:
