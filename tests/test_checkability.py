@@ -12,17 +12,28 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import pytest_asyncio
 
 from bot.app import build_app
 from bot.chat import CheckService
 from evals.checkability_eval import MessagesFileError, read_messages, run_checkability_eval
 from core.checkability import CUE_NAMES, DEFAULT_PATH, CheckabilityModel, cues, reason
 from schema.models import Verdict
+from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.openai_api import FakeOpenAI, Scripted
 from tests.fakes.search_api import FakeSearchAPI
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAT_DEV = ROOT / "tests" / "data" / "checkability_chat_dev.tsv"
+
+
+@pytest_asyncio.fixture(scope="module")
+async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    """One app for the module's 15 tests that only check messages (each its own text) or read the gate: an app
+    per test was 15 builds of ~1 CPU-s each. Tests that configure an LLM build their own from `settings`."""
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("checkability") / "data"), model_dir)
+    async with build_app(settings) as a:
+        yield a
 
 
 @pytest.mark.parametrize("text, lang, why", [
