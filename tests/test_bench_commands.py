@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.main import main
+from tests.conftest import model_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 CLEF = ROOT / "tests" / "data" / "bench_clef"
@@ -49,6 +50,8 @@ def tipline(tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch, ca
         if key.startswith("TIPLINE_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("TIPLINE_EMBED_MODEL_DIR", str(model_dir))
+    # The worker's model cache (USE's 76 MB of arrays and its tokenizer), not a new one in every data dir.
+    monkeypatch.setenv("TIPLINE_MODEL_CACHE_DIR", str(model_cache(model_dir)))
     monkeypatch.setenv("TIPLINE_GDELT_URL", "")  # never the public news API
     monkeypatch.chdir(tmp_path)
 
