@@ -20,6 +20,9 @@ async def fake():
 
 @pytest.fixture
 async def llm(fake):
-    client = OpenAICompatibleLLM(fake.base_url, API_KEY, "fake-model", timeout_s=1.0)
+    # 3 s, not 1: in the full suite on 2 loaded cores a request once failed to reach the fake within
+    # 1 s (test_llm's 429 case: "LLM timed out", no request seen). Still well under the 5 s of the
+    # fake's slow replies, which the timeout tests of adjudicate, queries and stance rely on.
+    client = OpenAICompatibleLLM(fake.base_url, API_KEY, "fake-model", timeout_s=3.0)
     yield client
     await client.aclose()
