@@ -137,9 +137,8 @@ def build_matcher(kb: KnowledgeBase, settings: Settings) -> ClaimMatcher:
     """The claim matcher over `kb` with the shipped re-rankers (also evals/kept_queries.py's, over the
     same knowledge base read through kept query vectors)."""
     return ClaimMatcher(kb, Reranker.load_default(), Reranker.load_multilingual(), Reranker.load_same_script(),
-                        candidates=settings.match_candidates,
-                        auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold,
-                        cyrillic=Reranker.load_cyrillic())
+                        Reranker.load_cyrillic(), candidates=settings.match_candidates,
+                        auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold)
 
 
 def _log_progress(done: int, total: int) -> None:

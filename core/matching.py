@@ -154,32 +154,41 @@ def _match_from_factcheck(fc: FactCheck) -> Match:
 _RIVAL_COLS = [FEATURE_NAMES.index(name) for name in RIVAL_SIMILARITIES]
 
 
-def _contested(clean: str, claims: list[str], hits: list[Hit], features: np.ndarray, probs: np.ndarray,
-               suggest: float, i: int) -> bool:
-    """An English `auto` match that a close rival contests (core/contested.py) is only `suggest`."""
-    docs = [frozenset(term_ids(c)) | frozenset(term_ids(h.payload.get("title", ""))) for c, h in zip(claims, hits)]
-    return rival(frozenset(term_ids(clean)), docs, features[:, _RIVAL_COLS], probs >= suggest, i) is not None
+class _Rivals:
+    """Whether a close rival contests an English `auto` match (core/contested.py); the candidates' terms are
+    read once per message, on its first `auto` match (most messages have none)."""
+
+    def __init__(self, clean: str, claims: list[str], hits: list[Hit], features: np.ndarray, probs: np.ndarray):
+        self._clean, self._claims, self._hits, self._probs = clean, claims, hits, probs
+        self._sims = features[:, _RIVAL_COLS]
+        self._terms: tuple[frozenset[int], list[frozenset[int]]] | None = None
+
+    def contest(self, i: int, suggest: float) -> bool:
+        if self._terms is None:
+            self._terms = (frozenset(term_ids(self._clean)),
+                           [frozenset(term_ids(c)) | frozenset(term_ids(h.payload.get("title", "")))
+                            for c, h in zip(self._claims, self._hits)])
+        message, docs = self._terms
+        return rival(message, docs, self._sims, self._probs >= suggest, i) is not None
 
 
 class ClaimMatcher:
-    def __init__(self, kb: KnowledgeBase, reranker: Reranker, multilingual: Reranker, same_script: Reranker, *,
-                 candidates: int = 40, auto: float | None = None, suggest: float | None = None,
-                 cyrillic: Reranker | None = None):
+    def __init__(self, kb: KnowledgeBase, reranker: Reranker, multilingual: Reranker, same_script: Reranker,
+                 cyrillic: Reranker, *, candidates: int = 40, auto: float | None = None,
+                 suggest: float | None = None):
         """`auto`/`suggest` override the English re-ranker's thresholds (TIPLINE_MATCH_*); the
         others keep their own. `cyrillic` scores a message with Cyrillic words against a fact-check in
-        another script (it reads the message's English gloss, core/gloss.py); without it the
-        multilingual re-ranker does."""
+        another script (it reads the message's English gloss, core/gloss.py)."""
         self.kb = kb
         self.candidates = candidates
         self.thresholds = Thresholds.of(reranker, auto, suggest)
         # Indexed by the pair's kind: 0 both English-script, 1 across scripts, 2 one non-Latin script,
         # 3 across scripts from a message with Cyrillic words (its gloss read).
-        cyr = cyrillic or multilingual
         self._scorers = (
             _Scorer(reranker, self.thresholds, True),
             _Scorer(multilingual, Thresholds.of(multilingual), False),
             _Scorer(same_script, Thresholds.of(same_script, min_word_overlap=SAME_SCRIPT_MIN_OVERLAP), False),
-            _Scorer(cyr, Thresholds.of(cyr), False),
+            _Scorer(cyrillic, Thresholds.of(cyrillic), False),
         )
 
     async def by_url(self, urls: list[str]) -> list[Match]:
@@ -202,7 +211,7 @@ class ClaimMatcher:
         # The three models at once, each in its own thread: the e5 query is most of a match's CPU. A
         # message with Cyrillic words also has its English gloss read by MiniLM (one more text, its own
         # call: a batch would pad the message's row and change its vector).
-        glossed = gloss(clean, lazy_lexicon()) if self._scorers[3].reranker is not self._scorers[1].reranker else None
+        glossed = gloss(clean, lazy_lexicon())  # None without a Cyrillic word
         vecs, multi, use, gvecs = await asyncio.gather(
             self.kb.embedder.embed([clean]), self.kb.multilingual.queries([clean]), self.kb.use.encode([clean]),
             self.kb.embedder.embed([glossed]) if glossed is not None else _none())
@@ -233,13 +242,12 @@ class ClaimMatcher:
             rows = kind == k
             if rows.any():
                 probs[rows] = scorer.reranker.score((features if scorer.english_features else without_english)[rows])
-        out = []
+        out, rivals = [], _Rivals(clean, claims, hits, features, probs)
         for i in np.argsort(-probs, kind="stable")[:limit + 5]:  # room for the guard's demotions
             scorer = self._scorers[kind[i]]
             X = features if scorer.english_features else without_english
             tier = scorer.thresholds.tier(probs[i], X[i], clean, claims[i])
-            if tier == "auto" and kind[i] == 0 and _contested(clean, claims, hits, features, probs,
-                                                              scorer.thresholds.suggest, int(i)):
+            if tier == "auto" and kind[i] == 0 and rivals.contest(int(i), scorer.thresholds.suggest):
                 tier = "suggest"
             out.append(_match_from_payload(hits[i].id, hits[i].payload, probs[i], tier))
         return _best_first(out)[:limit]

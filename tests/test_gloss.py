@@ -118,7 +118,9 @@ async def test_russian_probes_inherit_the_english_verdict(shared, text, claim_st
 
 async def test_english_messages_score_the_same_with_and_without_the_cyrillic_model(shared):
     kb = shared.kb
-    without = ClaimMatcher(kb, Reranker.load_default(), Reranker.load_multilingual(), Reranker.load_same_script())
+    # The multilingual re-ranker in the Cyrillic model's place, as before the gloss.
+    without = ClaimMatcher(kb, Reranker.load_default(), Reranker.load_multilingual(), Reranker.load_same_script(),
+                           Reranker.load_multilingual())
     for text in ("5G networks spread the coronavirus", "Cows kill more people every year than sharks do."):
         a = [(m.factcheck_id, m.similarity, m.tier) for m in await shared.matcher.by_text(text, 5)]
         b = [(m.factcheck_id, m.similarity, m.tier) for m in await without.by_text(text, 5)]
