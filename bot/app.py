@@ -205,7 +205,8 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         vectors = await open_vector_store(
             dim=embedder.dim, multi_dim=multilingual.dim, use_dim=use.dim, path=edge_dir(settings),
             legacy_path=settings.qdrant_path, url=settings.qdrant_url,
-            api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None)
+            api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
+            load_all=not one_shot)  # a check loads the collections it reads, on first use (edge_store.py)
         stack.push_async_callback(vectors.aclose)
         kb = KnowledgeBase(db, vectors, embedder, settings.factchecks_collection, multilingual, use)
         await kb.open(progress or _log_progress)

@@ -21,7 +21,9 @@ from storage.vectors import VectorStore, VectorStoreError
 async def open_vector_store(*, dim: int, multi_dim: int | None = None, use_dim: int | None = None,
                             path: Path | None = None,
                             url: str | None = None, api_key: str | None = None,
-                            legacy_path: Path | None = None) -> VectorStore:
+                            legacy_path: Path | None = None, load_all: bool = True) -> VectorStore:
+    """`load_all=False` (a one-shot check): the embedded store loads each collection on its first use and
+    starts no index build, instead of loading every collection now (storage/edge_store.py)."""
     if url:
         from storage.qdrant_remote import RemoteVectorStore
 
@@ -32,7 +34,8 @@ async def open_vector_store(*, dim: int, multi_dim: int | None = None, use_dim: 
     try:
         if legacy_path is not None:
             await migrate_legacy_dir(legacy_path, store)
-        await store.maintain()
+        if load_all:
+            await store.maintain()
     except BaseException:
         await store.aclose()
         raise
