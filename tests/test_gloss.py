@@ -17,7 +17,7 @@ from core.matchfeatures import (
 from core.reranker import Reranker
 from core.sparse import query_vector
 from core.textclean import clean_query
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 
 
 def test_gloss_translates_known_words_and_romanises_the_rest():
@@ -89,8 +89,9 @@ def test_a_reranker_on_a_subset_of_the_columns_picks_them_from_the_full_matrix()
 
 
 @pytest.fixture(scope="module")
-async def shared(tmp_path_factory, model_dir):
-    settings = isolated_settings(tmp_path_factory.mktemp("gloss") / "data", model_dir)
+async def shared(tmp_path_factory, model_dir, seeded: SeededDataDir):
+    # A copy of the worker's seeded data dir: these tests read the seed, they don't test seeding it.
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("gloss") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

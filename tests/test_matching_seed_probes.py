@@ -10,15 +10,16 @@ from __future__ import annotations
 import pytest
 
 from bot.app import build_app
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 
 TED = "Bill Gates admitted in a TED talk that vaccines are meant to reduce the world's population."
 RFID = "A photo of a man implanted with a microchip proves that RFID chips will be injected"
 
 
 @pytest.fixture(scope="module")
-async def shared(tmp_path_factory, model_dir):
-    settings = isolated_settings(tmp_path_factory.mktemp("probes") / "data", model_dir)
+async def shared(tmp_path_factory, model_dir, seeded: SeededDataDir):
+    # A copy of the worker's seeded data dir: the probes read the seed, they don't test seeding it.
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("probes") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 

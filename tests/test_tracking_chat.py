@@ -26,7 +26,7 @@ from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_slack import SECRET, event_body, post
 from tests.test_telegram import assert_valid_telegram_html
-from tests.conftest import isolated_settings
+from tests.conftest import SeededDataDir, isolated_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -38,8 +38,9 @@ _ts = itertools.count(1)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):
-    settings = isolated_settings(tmp_path_factory.mktemp("trackchat") / "data", model_dir)
+async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded: SeededDataDir):
+    # A copy of the worker's seeded data dir: auto mode matches seed claims; seeding is not tested here.
+    settings = isolated_settings(seeded.copy_to(tmp_path_factory.mktemp("trackchat") / "data"), model_dir)
     async with build_app(settings) as a:
         yield a
 
