@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from core.matchfeatures import entities as _raw_entities
+from core.npy_files import read_arrays
 from core.matchfeatures import latin_script
 from core.sparse import term_ids
 
@@ -314,8 +315,7 @@ def weak_order(models: Sequence[StoryModel], routes: np.ndarray, probs: np.ndarr
 @lru_cache(maxsize=1)
 def common_terms() -> frozenset[int]:
     """The term ids of common words (COMMON_TERMS_FILE); read once, immutable."""
-    with np.load(COMMON_TERMS_FILE) as f:
-        return frozenset(f["ids"].tolist())
+    return frozenset(read_arrays(COMMON_TERMS_FILE, ("ids",))["ids"].tolist())
 
 
 def pair_features(ents: frozenset[str], terms: frozenset[int],

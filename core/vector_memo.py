@@ -16,6 +16,8 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
+from core.npy_files import read_arrays
+
 K = TypeVar("K", bound=Hashable)
 
 
@@ -69,7 +71,7 @@ def seed_table(path: Path, model_name: str, dim: int) -> dict[str, np.ndarray] |
     """The shipped vectors of the seed's texts, or None when the file is missing or was written by
     another model (then the model embeds the seed itself)."""
     try:
-        data = np.load(path, allow_pickle=False)
+        data = read_arrays(path, ("model", "vectors", "texts"))
     except OSError:
         return None
     if str(data["model"]) != model_name or data["vectors"].shape[1] != dim:
