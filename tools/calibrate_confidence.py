@@ -38,8 +38,8 @@ from core.matchfeatures import FEATURE_NAMES  # noqa: E402
 from core.reranker import Reranker  # noqa: E402
 from core.textclean import clean_query  # noqa: E402
 from tools.train_reranker import (  # noqa: E402
-    CachedEmbedder, CachedMultilingual, CachedUse, Corpus, build, build_small, gloss_vectors, load_split,
-    load_translated,
+    CachedEmbedder, CachedMultilingual, CachedUse, Corpus, add_data_args, build, build_small, gloss_vectors,
+    load_split, load_translated,
 )
 
 FLOOR_PRECISION = 0.5
@@ -166,11 +166,7 @@ def fit_map_and_floor(split: dict, fit_on: str, suggest: float) -> tuple[float, 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "eval" / "clef2020-task2")
-    ap.add_argument("--translations", type=Path, default=ROOT / "eval" / "clef2020-ru",
-                    help="our own Russian translations of CLEF tweets (dev/, train-rest/)")
-    ap.add_argument("--model-dir", type=Path, default=Path("/tmp/model"))
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/matchcache"))
+    add_data_args(ap)
     ap.add_argument("--k", type=int, default=40)
     ap.add_argument("--out", type=Path, default=DEFAULT_PATH)
     ap.add_argument("--pairs", default="english,cross_script",

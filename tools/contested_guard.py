@@ -58,9 +58,7 @@ def tally(rows: list[dict], reranker: Reranker, gaps: list[float], claims: list[
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=Path("/work/shared/eval/clef2020-task2"))
-    ap.add_argument("--model-dir", type=Path, default=Path("/tmp/model"))
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/matchcache"))
+    T.add_data_args(ap, translations=False)
     ap.add_argument("--gaps", default=f"0.2,{RIVAL_REL_GAP},0.3", help="relative gaps to report (comma-separated)")
     args = ap.parse_args(argv)
     gaps = [float(g) for g in args.gaps.split(",")]

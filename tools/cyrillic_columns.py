@@ -126,10 +126,7 @@ def dense_report(split: str, corpus: T.Corpus, qids: list[str], gold: dict, vecs
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=Path("/work/shared/eval/clef2020-task2"))
-    ap.add_argument("--translations", type=Path, default=ROOT / "eval" / "clef2020-ru")
-    ap.add_argument("--model-dir", type=Path, default=Path("/tmp/model"))
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/matchcache"))
+    T.add_data_args(ap)
     ap.add_argument("--k", type=int, default=40, help="top-K per candidate list")
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--variants", default=",".join(VARIANTS))

@@ -96,10 +96,7 @@ def dev_scores(corpus: tr.Corpus, emb, multi, use, data: Path, translations: Pat
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--engines", default=",".join(ENGINES))
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "eval" / "clef2020-task2")
-    ap.add_argument("--translations", type=Path, default=ROOT / "eval" / "clef2020-ru")
-    ap.add_argument("--model-dir", type=Path, default=Path("/tmp/model"))
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/matchcache"))
+    tr.add_data_args(ap)
     ap.add_argument("--k", type=int, default=40)
     args = ap.parse_args(argv)
     from core.model_files import prepare_default_model

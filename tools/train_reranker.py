@@ -576,13 +576,20 @@ def fit(name: str, train_all, report_sets: dict, corpus: Corpus, args, floor_fea
     return model, dev_probs
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=Path("/work/shared/eval/clef2020-task2"))
-    ap.add_argument("--translations", type=Path, default=ROOT / "eval" / "clef2020-ru",
-                    help="our own Russian/Ukrainian translations of CLEF tweets (train/ and dev/)")
+def add_data_args(ap: argparse.ArgumentParser, *, translations: bool = True) -> None:
+    """The inputs every tool on this cache shares: CLEF-2020 Task 2, our translations, the MiniLM model
+    directory and the feature/vector cache."""
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "eval" / "clef2020-task2")
+    if translations:
+        ap.add_argument("--translations", type=Path, default=ROOT / "eval" / "clef2020-ru",
+                        help="our own Russian/Ukrainian translations of CLEF tweets (train/, train-rest/, dev/)")
     ap.add_argument("--model-dir", type=Path, default=Path("/tmp/model"))
     ap.add_argument("--cache", type=Path, default=Path("/tmp/matchcache"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_args(ap)
     ap.add_argument("--out", type=Path, default=ROOT / "core" / "data" / "reranker.json")
     ap.add_argument("--out-multilingual", type=Path, default=ROOT / "core" / "data" / "reranker_multilingual.json")
     ap.add_argument("--out-same-script", type=Path, default=ROOT / "core" / "data" / "reranker_same_script.json")

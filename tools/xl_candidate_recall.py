@@ -38,10 +38,7 @@ def mapped_text(text: str, lexicon) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=Path("/work/shared/eval/clef2020-task2"))
-    ap.add_argument("--translations", type=Path, default=ROOT / "eval" / "clef2020-ru")
-    ap.add_argument("--model-dir", type=Path, default=Path("/tmp/model"))
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/matchcache"))
+    T.add_data_args(ap)
     ap.add_argument("--k", type=int, default=40)
     ap.add_argument("--splits", default="dev,train")
     args = ap.parse_args(argv)
