@@ -135,24 +135,26 @@ async def run(settings: Settings, stop: asyncio.Event | None = None, *, wait_unc
             await queue.start()
             if queue.resumed:
                 log.info("resuming %d checks left unfinished by the last run", queue.resumed)
+            socket_mode = sl_config is not None and bool(_secret(settings.slack_app_token))
+            # The HTTP server also serves /healthz and /metrics, so it always starts; it is only
+            # required when something arrives over HTTP (Slack HTTP mode, the REST API, a webhook).
+            # It listens before Telegram starts: setWebhook makes Telegram deliver at once, and a
+            # refused connection there showed up as a lost first delivery in CI.
+            needed = (sl_config is not None and not socket_mode) or bool(api_token) or \
+                (tg_config is not None and bool(tg_config.webhook_url))
+            listening = await _start_http(settings, app, chat, None if socket_mode else sl_config, api_token,
+                                          adapters, telegram=tg_bot, required=needed)
             if tg_bot is not None:
                 try:
                     await tg_bot.start()
                 except Exception as exc:
                     raise telegram_start_error(exc, tg_bot.config.base_url) from exc
                 adapters.push_async_callback(tg_bot.stop_intake)
-            socket_mode = sl_config is not None and bool(_secret(settings.slack_app_token))
             if socket_mode:
                 try:
                     await _start_slack_socket(settings, chat, sl_config, adapters)
                 except Exception as exc:
                     raise slack_start_error(exc, settings.slack_api_url) from exc
-            # The HTTP server also serves /healthz and /metrics, so it always starts; it is only
-            # required when something arrives over HTTP (Slack HTTP mode, the REST API, a webhook).
-            needed = (sl_config is not None and not socket_mode) or bool(api_token) or \
-                (tg_config is not None and bool(tg_config.webhook_url))
-            listening = await _start_http(settings, app, chat, None if socket_mode else sl_config, api_token,
-                                          adapters, telegram=tg_bot, required=needed)
             if announce is not None:
                 announce(banner(settings, await started(settings, app, tg_bot, sl_config, socket_mode,
                                                         api_token, listening)))

@@ -625,6 +625,10 @@ class _DurableIntake:
         given = request.headers.get(WEBHOOK_SECRET_HEADER, "")
         if not secret or not hmac.compare_digest(given.encode(), secret.encode()):
             return web.json_response({"error": "wrong or missing secret token"}, status=401)
+        if not self.username:
+            # The server listens before setWebhook (a webhook set earlier may deliver at once), and
+            # PTB cannot process an update before getMe: Telegram retries a 503 later.
+            return web.json_response({"error": "starting; try again"}, status=503)
         try:
             update = Update.de_json(await request.json(), self.application.bot)
         except Exception:
