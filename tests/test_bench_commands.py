@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -161,6 +163,15 @@ def test_bench_corroborate_keeps_and_reuses_its_data_dir(tipline, tmp_path: Path
     assert again["reused_data_dir"] == str(tmp_path / "kept") and "bulk_fill_msgs_per_s" not in again
     assert again["index_build_on_reuse_s"] >= 0  # built by the first run: nothing left to build
     assert again["stored_messages"] == 34  # the 32 kept + 2 ingested now
+    # tools/window_recall.py (docs/architecture.md) on the kept dir: 34 messages sit below Edge's
+    # full-scan threshold, so the engine searches exactly and every way must agree with exact search.
+    rows = json.loads(subprocess.run([sys.executable, str(ROOT / "tools" / "window_recall.py"), "--data-dir",
+                                      str(tmp_path / "kept"), "--queries", str(CLEF / "dev" / "tweets.queries.tsv"),
+                                      "-n", "3", "--json"], capture_output=True, text=True, timeout=300,
+                                     check=True).stdout)
+    assert len(rows) == 9 and {r["way"] for r in rows} == {"exact", "hnsw", "hnsw+acorn"}
+    assert next(r for r in rows if r["window"].startswith("lookup"))["passing"] > 0
+    assert all(r["recall_ids"] == r["recall_stories"] == r["same_best"] == 1.0 for r in rows), rows
     code = main(["--data-dir", str(tmp_path / "data"), *map(str, args), "--stored", "100"])
     err = capsys.readouterr().err.strip()
     assert code != 0 and "holds 34 tracked messages, fewer than --stored 100" in err and len(err.splitlines()) == 1

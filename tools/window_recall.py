@@ -1,0 +1,137 @@
+"""Does the engine's filtered search find what an exact search finds? The lookup behind "also reported by"
+asks Qdrant Edge for the 64 nearest messages inside a time window (storage/message_vectors.py); on an HNSW
+graph a filter can cut the paths to the right neighbours. This compares, on a data dir kept by
+`tipline bench corroborate --keep DIR` (not in use by another process):
+
+    .venv/bin/python tools/window_recall.py --data-dir DIR \\
+        --queries ../shared/eval/clef2020-task2/dev/tweets.queries.tsv [-n 100]
+
+For each window (the lookup's own, ±7 days around the newest message, then narrower ones ending 12 days
+back) it runs the lookup's search as `MessageVectors.nearest_each` builds it (window, Latin script, one chat
+excluded, cosine floor) three ways: HNSW as the product searches, HNSW with ACORN, and exact; and prints
+recall@64 of the ids and of the stories against exact, how often the best hit is the same, and p50 ms.
+Below Edge's full-scan threshold (~10,000 filtered points here) the engine already searches exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import qdrant_edge as qe
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.app import edge_dir, load_embedder  # noqa: E402
+from bot.settings import Settings  # noqa: E402
+from core.corroboration import COS_FLOOR, prepare_text  # noqa: E402
+from core.evaluation import read_queries  # noqa: E402
+from core.tracking import CANDIDATES  # noqa: E402
+from storage.edge_store import HNSW_EF, _edge_filter  # noqa: E402
+from storage.message_vectors import VECTOR, _window  # noqa: E402
+
+from storage.vectors import AnyOf  # noqa: E402
+
+DAY = 86400.0
+# (label, days back from the newest message to the window's centre, half-width in days)
+WINDOWS = (("lookup window, +-7 d", 0.0, 7.0), ("+-1.2 d, 12 d back", 12.0, 1.2), ("+-0.3 d, 12 d back", 12.0, 0.3))
+
+
+@dataclass
+class Row:
+    window: str
+    passing: int  # stored messages inside the filter
+    way: str
+    recall_ids: float
+    recall_stories: float
+    same_best: float
+    p50_ms: float
+
+
+def messages_shard(settings: Settings) -> Path:
+    root = edge_dir(settings)
+    catalog = json.loads((root / "catalog.json").read_text())
+    name = catalog["aliases"].get("messages", "messages")
+    return root / "collections" / catalog["collections"][name]["dir"]
+
+
+def measure(settings: Settings, queries: Path, n: int) -> list[Row]:
+    texts = [prepare_text(q) for _, q in read_queries(queries) if q.strip()][:n]
+    embedder = load_embedder(settings, 1)
+    vecs = asyncio.run(embedder.embed(texts))
+    path = messages_shard(settings)
+    try:
+        shard = qe.EdgeShard.load(str(path))
+    except Exception as exc:
+        raise SystemExit(f"cannot open {path} ({exc}); is a tipline process using this data dir?") from None
+    try:
+        newest, _ = shard.scroll(qe.ScrollRequest(limit=1, order_by=qe.OrderBy("ts", qe.Direction.Desc),
+                                                  with_payload=["ts"], with_vector=False))
+        if not newest:
+            raise SystemExit(f"{path} holds no tracked messages")
+        top = float(newest[0].payload["ts"])
+        rows = []
+        for label, back, half in WINDOWS:
+            centre = top - back * DAY
+            # as the lookup asks: the window, Latin script, the asker's chat left out
+            where = _edge_filter(_window(centre, half * DAY, ["telegram:-1000000007"], (AnyOf("script", ("latin",)),)))
+            passing = shard.count(qe.CountRequest(filter=where, exact=True))
+
+            def run(params: qe.SearchParams) -> tuple[list[tuple[list[str], set[str]]], float]:
+                out, ms = [], []
+                for v in vecs:
+                    req = qe.QueryRequest(limit=CANDIDATES, query=qe.Query.Nearest(v.astype(np.float32).tolist(),
+                                                                                   using=VECTOR),
+                                          filter=where, score_threshold=COS_FLOOR, with_payload=["story"],
+                                          params=params)
+                    t0 = time.perf_counter()
+                    points = shard.query(req)
+                    ms.append((time.perf_counter() - t0) * 1000)
+                    out.append(([str(p.id) for p in points], {str(p.payload.get("story")) for p in points}))
+                return out, statistics.median(ms)
+            exact, exact_ms = run(qe.SearchParams(exact=True))
+            rows.append(Row(label, passing, "exact", 1.0, 1.0, 1.0, round(exact_ms, 2)))
+            for way, params in (("hnsw", qe.SearchParams(hnsw_ef=max(HNSW_EF, CANDIDATES))),
+                                ("hnsw+acorn", qe.SearchParams(hnsw_ef=max(HNSW_EF, CANDIDATES),
+                                                               acorn=qe.AcornSearchParams(enable=True)))):
+                got, ms = run(params)
+                pairs = [(g, e) for g, e in zip(got, exact) if e[0]]
+                rows.append(Row(label, passing, way,
+                                round(float(np.mean([len(set(g[0]) & set(e[0])) / len(e[0]) for g, e in pairs])), 3)
+                                if pairs else 1.0,
+                                round(float(np.mean([len(g[1] & e[1]) / len(e[1]) for g, e in pairs])), 3)
+                                if pairs else 1.0,
+                                round(float(np.mean([bool(g[0]) and g[0][0] == e[0][0] for g, e in pairs])), 3)
+                                if pairs else 1.0,
+                                round(ms, 2)))
+        return rows
+    finally:
+        shard.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", type=Path, required=True, help="a data dir kept by tipline bench corroborate")
+    ap.add_argument("--queries", type=Path, required=True, help="tweets TSV of looked-up texts")
+    ap.add_argument("-n", type=int, default=100)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    rows = measure(Settings(data_dir=args.data_dir), args.queries, args.n)
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows]))
+    else:
+        for r in rows:
+            print(f"{r.window:22s} {r.passing:8,d} pass  {r.way:10s} recall@{CANDIDATES} {r.recall_ids:.3f}  "
+                  f"stories {r.recall_stories:.3f}  same best {r.same_best:.2f}  p50 {r.p50_ms:.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
