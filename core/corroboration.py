@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from core.matchfeatures import entities as _raw_entities
-from core.npy_files import read_arrays
 from core.matchfeatures import latin_script
+from core.npy_files import read_arrays
 from core.sparse import term_ids
 
 # --- fitted constants ----------------------------------------------------------------------------

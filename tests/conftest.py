@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import shutil
 import socket
 import subprocess
@@ -70,6 +71,15 @@ def model_cache(model_dir: Path) -> Path:
     then loads in 0.17 s of CPU in each app the suite builds, not 1.3 s writing them into a new data dir
     or 81 MB copied with the seeded template. Every file there is keyed on its package's version."""
     return model_dir.with_name(f"{model_dir.name}-cache")
+
+
+def subprocess_env(model_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a tipline process or tool a test starts: no developer's TIPLINE_* variables, the
+    session's model files and model cache (`model_cache`), no public GDELT endpoint; `extra` on top."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
+    env |= {"TIPLINE_EMBED_MODEL_DIR": str(model_dir), "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir)),
+            "TIPLINE_GDELT_URL": ""}
+    return env | extra
 
 
 def isolated_settings(data_dir: Path, model_dir: Path, **kw) -> Settings:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.banner import tipline_version
-from tests.conftest import SeededDataDir, model_cache
+from tests.conftest import SeededDataDir, subprocess_env
 from tests.fakes.embeddings_api import FakeEmbeddings
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.qdrant_api import FakeQdrant
@@ -26,12 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _env(tmp_path: Path, model_dir: Path, **settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
-    env.update({"TIPLINE_DATA_DIR": str(tmp_path / "data"), "TIPLINE_EMBED_MODEL_DIR": str(model_dir),
-                "TIPLINE_GDELT_URL": "", "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir)),
-                "PYTHONPATH": str(ROOT)})
-    env.update({f"TIPLINE_{k.upper()}": v for k, v in settings.items()})
-    return env
+    return subprocess_env(model_dir, TIPLINE_DATA_DIR=str(tmp_path / "data"), PYTHONPATH=str(ROOT),
+                          **{f"TIPLINE_{k.upper()}": v for k, v in settings.items()})
 
 
 async def _tipline(tmp_path: Path, env: dict[str, str], *argv: str, timeout: float = 120) -> tuple[int, str, str]:

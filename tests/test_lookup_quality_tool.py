@@ -4,24 +4,20 @@ must show the other; tweets whose claim no other account tweeted must show nothi
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import model_cache
+from tests.conftest import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_lookup_quality_tool_on_the_small_clef_set(model_dir: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
-    env |= {"TIPLINE_EMBED_MODEL_DIR": str(model_dir), "TIPLINE_MODEL_CACHE_DIR": str(model_cache(model_dir)),
-            "TIPLINE_GDELT_URL": ""}
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "lookup_quality.py"), "--data",
                           str(ROOT / "tests" / "data" / "bench_clef")], capture_output=True, text=True, timeout=300,
-                         check=True, env=env, cwd=ROOT).stdout
+                         check=True, env=subprocess_env(model_dir), cwd=ROOT).stdout
     m = re.search(r"(\d+) tweets stored; (\d+) with another account's tweet of the same claim within 7 days: "
                   r"([\d.]+) show a right chat, precision of the (\d+) chats shown ([\d.]+); (\d+) without: ([\d.]+) "
                   r"show a chat; lookup p50 [\d.]+ ms", out)

@@ -30,10 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.app import build_app  # noqa: E402
 from bot.settings import Settings  # noqa: E402
-from core.corroboration import DEFAULT_WINDOW_DAYS, parse_signature  # noqa: E402
-from core.evaluation import read_qrels, read_queries  # noqa: E402
+from core.corroboration import DEFAULT_WINDOW_DAYS  # noqa: E402
+from core.evaluation import read_qrels  # noqa: E402
 from core.tracking import TrackedMessage  # noqa: E402
 from evals.bench import temp_settings  # noqa: E402
+from evals.corroboration_eval import load_messages  # noqa: E402
 
 
 @dataclass
@@ -55,11 +56,10 @@ def tweets(data: Path) -> tuple[dict[str, TrackedMessage], dict[str, str]]:
     for split in ("train", "dev"):
         for tid, vclaims in read_qrels(data / split / "tweet-vclaim-pairs.qrels").items():
             claim[tid] = sorted(vclaims)[0]
-        for tid, text in read_queries(data / split / "tweets.queries.tsv"):
-            sig = parse_signature(text)
-            if sig is not None and sig.time is not None:
-                msgs[tid] = TrackedMessage("telegram", sig.handle, tid, text, sig.time.replace(tzinfo=timezone.utc),
-                                           author=f"@{sig.handle}", kind="channel")
+        for m in load_messages(data / split / "tweets.queries.tsv"):  # the signature's account and time
+            if m.time is not None:
+                msgs[m.id] = TrackedMessage("telegram", m.account.lstrip("@"), m.id, m.raw,
+                                            m.time.replace(tzinfo=timezone.utc), author=m.account, kind="channel")
     return msgs, claim
 
 
