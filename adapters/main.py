@@ -431,7 +431,7 @@ async def cmd_bench(args: argparse.Namespace) -> int:
 
         report = await bench_corroborate(settings, args.messages, args.queries, stored=args.stored,
                                          ingest_n=args.ingest_n, lookups=args.n, repeats=args.repeats,
-                                         keep=args.keep)
+                                         keep=args.keep, candidates=args.candidates)
     else:
         from evals.bench_match import bench_match
 
@@ -531,6 +531,8 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     bc.add_argument("--repeats", type=int, default=3)
     bc.add_argument("--keep", type=Path, metavar="DIR", help="fill this data dir and keep it; a kept one is "
                     "reused without filling or indexing again (1M messages take a long index build)")
+    bc.add_argument("--candidates", type=lambda v: [int(x) for x in v.split(",")], default=[], metavar="K[,K...]",
+                    help="nearest rows a lookup reads and scores; several are timed side by side")
 
     bd = bsub.add_parser("digest", parents=[common, out], help="a digest built over stored tracked messages")
     bd.add_argument("--stored", type=int, default=100_000, help="messages stored in the window before timing")

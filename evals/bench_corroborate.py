@@ -23,6 +23,7 @@ import contextlib
 import resource
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -96,10 +97,12 @@ async def _fill(app: App, base: list[str], stored: int, chats: int, rng: np.rand
 async def bench_corroborate(settings: Settings, messages_path: Path, queries_path: Path, *,
                             stored: int = 100_000, ingest_n: int = 600, lookups: int = 200, chats: int = 500,
                             repeats: int = 3, seed: int = 7, cache: VectorCache | None = None,
-                            keep: Path | None = None) -> dict:
+                            keep: Path | None = None, candidates: Sequence[int] = ()) -> dict:
     """`keep`: the data dir to fill and keep (instead of a temporary one); one that already holds stored
     messages is reused as it is, without filling or indexing again (1M messages: ~10 min of fill and a
-    long index build, done once for several runs)."""
+    long index build, done once for several runs). `candidates`: the nearest rows a lookup reads and
+    scores, each timed on every warm lookup side by side, taking turns at going first (default: the
+    corroborator's own)."""
     from core.corroboration import prepare_text
     from core.tracking import TrackedMessage
 
@@ -148,6 +151,9 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
 
             embed_alone, ingest, linked = [], [], 0
             cold_p50, cold_p95, warm_p50, warm_p95, cold_all, embed_all, found = [], [], [], [], [], [], 0
+            ks = list(dict.fromkeys(candidates)) or [c.lookup_candidates]
+            shipped = c.lookup_candidates
+            by_k: dict[int, tuple[list[float], list[float]]] = {k: ([], []) for k in ks}  # (p50s, p95s) per repeat
             for r in range(repeats):
                 fresh = [TrackedMessage("telegram", f"-100{int(rng.integers(chats)):07d}", f"new{r}.{i}",
                                         f"Update {r}.{i}: {base[int(rng.integers(len(base)))]}",
@@ -164,9 +170,11 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 linked += sum(1 for m, s in zip(fresh, results) if s is not None and s != m.key)
 
                 cold, warm = [], []
+                warm_k: dict[int, list[float]] = {k: [] for k in ks}
                 for i, q in enumerate(questions):
                     text = f"asked {r}.{i}: {q}"  # never seen before, in any pass
                     clear()
+                    c.lookup_candidates = shipped
                     t0 = time.perf_counter()
                     res = await c.lookup(text, exclude_chats=_ASKER)
                     cold.append((time.perf_counter() - t0) * 1000)
@@ -178,14 +186,22 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                     # The bot's order: the engine's match embeds clean_query(text) with both models (not
                     # timed), then the lookup.
                     await embed_both([clean_query(text)])
-                    t0 = time.perf_counter()
-                    await c.lookup(text, exclude_chats=_ASKER)
-                    warm.append((time.perf_counter() - t0) * 1000)
+                    for j in range(len(ks)):
+                        k = ks[(i + j) % len(ks)]
+                        c.lookup_candidates = k
+                        t0 = time.perf_counter()
+                        await c.lookup(text, exclude_chats=_ASKER)
+                        warm_k[k].append((time.perf_counter() - t0) * 1000)
+                    c.lookup_candidates = shipped
+                warm = warm_k[ks[0]]
                 cold_all += cold
                 cold_p50.append(pct(cold, 50))
                 cold_p95.append(pct(cold, 95))
                 warm_p50.append(pct(warm, 50))
                 warm_p95.append(pct(warm, 95))
+                for k in ks:
+                    by_k[k][0].append(pct(warm_k[k], 50))
+                    by_k[k][1].append(pct(warm_k[k], 95))
             embed_s, ingest_s = Spread.of(embed_alone), Spread.of(ingest)
             return {
                 "benchmark": "corroborate", "stored_messages": c.indexed, "tracked_chats": chats,
@@ -209,5 +225,8 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                            # Means over every lookup of every pass: embed + rest = cold.
                            "cold_mean_ms": round(mean(cold_all), 2), "embed_mean_ms": round(mean(embed_all), 2),
                            "rest_mean_ms": round(mean(cold_all) - mean(embed_all), 2),
-                           "with_also_reported_first_pass": found},
+                           "with_also_reported_first_pass": found, "candidates": ks[0],
+                           **({"warm_after_check_by_candidates": {
+                               str(k): {"p50_ms": Spread.of(p50s, 2), "p95_ms": Spread.of(p95s, 2)}
+                               for k, (p50s, p95s) in by_k.items()}} if len(ks) > 1 else {})},
             }

@@ -87,9 +87,22 @@ class StoredMessageVector(MessageScoring):
         key = str(payload.get("key", ""))
         return cls(key, str(payload.get("chat", "")), ts, str(payload.get("story") or key),
                    float(payload.get("story_start", ts)), frozenset(payload.get("ents") or ()),
-                   frozenset(int(t) for t in payload.get("terms") or ()), bool(payload.get("denies", False)),
+                   frozenset(payload.get("terms") or ()), bool(payload.get("denies", False)),
                    score, complete="story" in payload, latin=payload.get("script", "latin") == "latin",
                    has_multi=bool(payload.get("multi", False)))
+
+
+@dataclass(frozen=True)
+class StoryMember:
+    """A message of a story as "also reported by" lists it: where and when (no scoring fields: a story
+    can have thousands of members in the window, and reading each as a `StoredMessageVector` cost ~13 µs
+    against ~2 µs for these five)."""
+
+    key: str
+    chat: str
+    ts: float
+    story: str
+    story_start: float
 
 
 @dataclass(frozen=True)
@@ -185,15 +198,19 @@ class MessageVectors:
         return [[StoredMessageVector.of(p.payload, p.score) for p in points] for points in results]
 
     async def story_members(self, stories: Sequence[str], *, t: float, window_s: float,
-                            exclude_chats: Sequence[str] = ()) -> list[StoredMessageVector]:
+                            exclude_chats: Sequence[str] = ()) -> list[StoryMember]:
         """Messages of `stories` within `window_s` of `t`, outside `exclude_chats`."""
         if not stories:
             return []
-        out: list[StoredMessageVector] = []
+        out: list[StoryMember] = []
         async for records in self.store.scroll(self.name, _window(t, window_s, exclude_chats,
                                                                   (AnyOf("story", tuple(stories)),)),
                                                payload=["key", "chat", "ts", "story", "story_start"]):
-            out.extend(StoredMessageVector.of(r.payload) for r in records)
+            for r in records:
+                p = r.payload
+                key, ts = str(p.get("key", "")), float(p.get("ts", 0.0))
+                out.append(StoryMember(key, str(p.get("chat", "")), ts, str(p.get("story") or key),
+                                       float(p.get("story_start", ts))))
         return out
 
     async def relabel(self, stories: Sequence[str], into: str, start: float) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from adapters.main import main
+from core.tracking import LOOKUP_CANDIDATES
 from tests.conftest import model_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,17 +160,21 @@ def test_bench_corroborate_keeps_and_reuses_its_data_dir(tipline, tmp_path: Path
             "--keep", tmp_path / "kept", "--json")
     first = json.loads(tipline(*args, "--stored", 30))
     assert first["stored_messages"] == 32 and "bulk_fill_msgs_per_s" in first and first["vector_store_disk_mb"] >= 0
-    again = json.loads(tipline(*args, "--stored", 30))
+    again = json.loads(tipline(*args, "--stored", 30, "--candidates", "64,8"))
     assert again["reused_data_dir"] == str(tmp_path / "kept") and "bulk_fill_msgs_per_s" not in again
+    by_k = again["lookup"]["warm_after_check_by_candidates"]  # both counts timed on the same lookups
+    assert set(by_k) == {"64", "8"} and all(v["p50_ms"]["median"] > 0 for v in by_k.values())
+    assert again["lookup"]["candidates"] == 64 and first["lookup"]["candidates"] == LOOKUP_CANDIDATES
+    assert "warm_after_check_by_candidates" not in first["lookup"]
     assert again["index_build_on_reuse_s"] >= 0  # built by the first run: nothing left to build
     assert again["stored_messages"] == 34  # the 32 kept + 2 ingested now
     # tools/window_recall.py (docs/architecture.md) on the kept dir: 34 messages sit below Edge's
     # full-scan threshold, so the engine searches exactly and every way must agree with exact search.
     rows = json.loads(subprocess.run([sys.executable, str(ROOT / "tools" / "window_recall.py"), "--data-dir",
                                       str(tmp_path / "kept"), "--queries", str(CLEF / "dev" / "tweets.queries.tsv"),
-                                      "-n", "3", "--json"], capture_output=True, text=True, timeout=300,
-                                     check=True).stdout)
-    assert len(rows) == 9 and {r["way"] for r in rows} == {"exact", "hnsw", "hnsw+acorn"}
+                                      "-n", "3", "--sweep", "16:32", "--json"], capture_output=True, text=True,
+                                     timeout=300, check=True).stdout)
+    assert len(rows) == 12 and {r["way"] for r in rows} == {"exact", "hnsw", "hnsw+acorn", "hnsw k=16 ef=32"}
     assert next(r for r in rows if r["window"].startswith("lookup"))["passing"] > 0
     assert all(r["recall_ids"] == r["recall_stories"] == r["same_best"] == 1.0 for r in rows), rows
     code = main(["--data-dir", str(tmp_path / "data"), *map(str, args), "--stored", "100"])

@@ -62,7 +62,10 @@ def messages_shard(settings: Settings) -> Path:
     return root / "collections" / catalog["collections"][name]["dir"]
 
 
-def measure(settings: Settings, queries: Path, n: int) -> list[Row]:
+def measure(settings: Settings, queries: Path, n: int,
+            sweep: tuple[tuple[int, int], ...] = ((CANDIDATES, max(HNSW_EF, CANDIDATES)),)) -> list[Row]:
+    """`sweep`: (limit, hnsw_ef) pairs searched beside the product's; each is judged against exact search
+    at the same limit."""
     texts = [prepare_text(q) for _, q in read_queries(queries) if q.strip()][:n]
     embedder = load_embedder(settings, 1)
     vecs = asyncio.run(embedder.embed(texts))
@@ -84,10 +87,10 @@ def measure(settings: Settings, queries: Path, n: int) -> list[Row]:
             where = _edge_filter(_window(centre, half * DAY, ["telegram:-1000000007"], (AnyOf("script", ("latin",)),)))
             passing = shard.count(qe.CountRequest(filter=where, exact=True))
 
-            def run(params: qe.SearchParams) -> tuple[list[tuple[list[str], set[str]]], float]:
+            def run(params: qe.SearchParams, limit: int = CANDIDATES) -> tuple[list[tuple[list[str], set[str]]], float]:
                 out, ms = [], []
                 for v in vecs:
-                    req = qe.QueryRequest(limit=CANDIDATES, query=qe.Query.Nearest(v.astype(np.float32).tolist(),
+                    req = qe.QueryRequest(limit=limit, query=qe.Query.Nearest(v.astype(np.float32).tolist(),
                                                                                    using=VECTOR),
                                           filter=where, score_threshold=COS_FLOOR, with_payload=["story"],
                                           params=params)
@@ -96,12 +99,17 @@ def measure(settings: Settings, queries: Path, n: int) -> list[Row]:
                     ms.append((time.perf_counter() - t0) * 1000)
                     out.append(([str(p.id) for p in points], {str(p.payload.get("story")) for p in points}))
                 return out, statistics.median(ms)
-            exact, exact_ms = run(qe.SearchParams(exact=True))
+            exacts = {k: run(qe.SearchParams(exact=True), k) for k in sorted({CANDIDATES, *(k for k, _ in sweep)})}
+            exact, exact_ms = exacts[CANDIDATES]
             rows.append(Row(label, passing, "exact", 1.0, 1.0, 1.0, round(exact_ms, 2)))
-            for way, params in (("hnsw", qe.SearchParams(hnsw_ef=max(HNSW_EF, CANDIDATES))),
-                                ("hnsw+acorn", qe.SearchParams(hnsw_ef=max(HNSW_EF, CANDIDATES),
-                                                               acorn=qe.AcornSearchParams(enable=True)))):
-                got, ms = run(params)
+            ways = [("hnsw", CANDIDATES, qe.SearchParams(hnsw_ef=max(HNSW_EF, CANDIDATES))),
+                    ("hnsw+acorn", CANDIDATES, qe.SearchParams(hnsw_ef=max(HNSW_EF, CANDIDATES),
+                                                               acorn=qe.AcornSearchParams(enable=True)))]
+            ways += [(f"hnsw k={k} ef={ef}", k, qe.SearchParams(hnsw_ef=ef)) for k, ef in sweep
+                     if (k, ef) != (CANDIDATES, max(HNSW_EF, CANDIDATES))]
+            for way, k, params in ways:
+                exact = exacts[k][0]
+                got, ms = run(params, k)
                 pairs = [(g, e) for g, e in zip(got, exact) if e[0]]
                 rows.append(Row(label, passing, way,
                                 round(float(np.mean([len(set(g[0]) & set(e[0])) / len(e[0]) for g, e in pairs])), 3)
@@ -121,14 +129,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, required=True, help="a data dir kept by tipline bench corroborate")
     ap.add_argument("--queries", type=Path, required=True, help="tweets TSV of looked-up texts")
     ap.add_argument("-n", type=int, default=100)
+    ap.add_argument("--sweep", default="", metavar="K:EF[,K:EF...]",
+                    help="more (limit, hnsw_ef) pairs to search, each judged against exact search at its limit")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    rows = measure(Settings(data_dir=args.data_dir), args.queries, args.n)
+    sweep = tuple((int(k), int(ef)) for k, ef in (p.split(":") for p in args.sweep.split(",") if p))
+    rows = measure(Settings(data_dir=args.data_dir), args.queries, args.n, sweep)
     if args.json:
         print(json.dumps([asdict(r) for r in rows]))
     else:
         for r in rows:
-            print(f"{r.window:22s} {r.passing:8,d} pass  {r.way:10s} recall@{CANDIDATES} {r.recall_ids:.3f}  "
+            print(f"{r.window:22s} {r.passing:8,d} pass  {r.way:18s} recall {r.recall_ids:.3f}  "
                   f"stories {r.recall_stories:.3f}  same best {r.same_best:.2f}  p50 {r.p50_ms:.2f} ms")
     return 0
 
