@@ -94,9 +94,9 @@ class StoredMessageVector(MessageScoring):
 
 @dataclass(frozen=True)
 class StoryMember:
-    """A message of a story as "also reported by" lists it: where and when (no scoring fields: a story
-    can have thousands of members in the window, and reading each as a `StoredMessageVector` cost ~13 µs
-    against ~2 µs for these five)."""
+    """A message of a story as "also reported by" lists it: where and when, without the scoring fields
+    (a story can have hundreds of members in the window at 1M stored; one made from the five members'
+    fields costs 3.3 µs here, a `StoredMessageVector` from the same fields 6.6 µs)."""
 
     key: str
     chat: str

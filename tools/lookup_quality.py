@@ -107,7 +107,8 @@ async def measure(settings: Settings, data: Path, window_days: float = DEFAULT_W
     partnered = [t for t in asked if t in claim and any(o in originals and msgs[o].chat_id != msgs[t].chat_id
                                                         and abs(msgs[o].at - msgs[t].at) <= window
                                                         for o in by_claim[claim[t]] if o != t)]
-    alone = [t for t in asked if t not in set(partnered)][:len(partnered)]
+    with_partner = set(partnered)
+    alone = [t for t in asked if t not in with_partner][:len(partnered)]
     with tempfile.TemporaryDirectory(prefix="tipline-lookup-quality-") as tmp:
         async with build_app(temp_settings(settings, Path(tmp), corroboration_window_days=window_days),
                              seed=False) as app:
