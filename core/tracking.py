@@ -517,8 +517,9 @@ class Corroborator:
         """Earlier messages worth scoring, each with the cosine its route is judged on, and which of them
         are inside (other chats, within the window): a Latin-script message's Latin neighbours by the
         English vectors, every other pair by the multilingual ones, and for the English route's strict
-        links (`strict`: when linking a new message; a lookup asks for other chats within the window only)
-        its Latin neighbours anywhere (one call to the engine with up to three searches)."""
+        links (`strict`: when linking a new message; a lookup asks within the window only and drops its
+        own chat from what comes back) its Latin neighbours anywhere (one call to the engine with up to
+        three searches)."""
         if multi is None:
             searches = [Near(vec, self.model.cos_floor)]
         elif not info.latin:

@@ -104,6 +104,13 @@ class StoryMember:
     story: str
     story_start: float
 
+    @classmethod
+    def of(cls, payload: dict) -> StoryMember:
+        ts = float(payload.get("ts", 0.0))
+        key = str(payload.get("key", ""))
+        return cls(key, str(payload.get("chat", "")), ts, str(payload.get("story") or key),
+                   float(payload.get("story_start", ts)))
+
 
 @dataclass(frozen=True)
 class Near:
@@ -206,11 +213,7 @@ class MessageVectors:
         async for records in self.store.scroll(self.name, _window(t, window_s, exclude_chats,
                                                                   (AnyOf("story", tuple(stories)),)),
                                                payload=["key", "chat", "ts", "story", "story_start"]):
-            for r in records:
-                p = r.payload
-                key, ts = str(p.get("key", "")), float(p.get("ts", 0.0))
-                out.append(StoryMember(key, str(p.get("chat", "")), ts, str(p.get("story") or key),
-                                       float(p.get("story_start", ts))))
+            out.extend(StoryMember.of(r.payload) for r in records)
         return out
 
     async def relabel(self, stories: Sequence[str], into: str, start: float) -> None:
