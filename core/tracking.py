@@ -482,7 +482,7 @@ class Corroborator:
                 ts = _secs(m.at)
                 mv = None if multi is None else multi[at]
                 await asyncio.to_thread(self._count_many, [info.terms], +1)  # the IDF counts the message itself
-                cands, inside = await self._candidates(info, v, mv, ts, [m.chat], m.key, strict=True)
+                cands, inside = await self._candidates(info.latin, v, mv, ts, [m.chat], m.key, strict=True)
                 story, start = m.key, ts
                 if cands:
                     _, ok, weak = await asyncio.to_thread(self._scores, info, cands, inside)
@@ -511,7 +511,7 @@ class Corroborator:
             stories[k] = name
         return stories, merges
 
-    async def _candidates(self, info: _Row, vec: np.ndarray, multi: np.ndarray | None, t: float,
+    async def _candidates(self, latin: bool, vec: np.ndarray, multi: np.ndarray | None, t: float,
                           chats: list[str], key: str | None = None, *, strict: bool = False,
                           limit: int = CANDIDATES) -> tuple[list[StoredMessageVector], np.ndarray]:
         """Earlier messages worth scoring, each with the cosine its route is judged on, and which of them
@@ -522,12 +522,12 @@ class Corroborator:
         three searches)."""
         if multi is None:
             searches = [Near(vec, self.model.cos_floor)]
-        elif not info.latin:
+        elif not latin:
             searches = [Near(multi, self.models[1].cos_floor, MULTI)]
         else:
             searches = [Near(vec, self.model.cos_floor, VECTOR, "latin"),
                         Near(multi, self.models[1].cos_floor, MULTI, "other")]
-        if strict and self.model.strict_threshold is not None and (multi is None or info.latin):
+        if strict and self.model.strict_threshold is not None and (multi is None or latin):
             extra = [Near(vec, self.model.cos_floor, VECTOR, None if multi is None else "latin", anywhere=True)]
         else:
             extra = []
@@ -563,6 +563,11 @@ class Corroborator:
             # vectors a Russian pair scored at pairwise precision 0.010).
             linked &= routes == ENGLISH
         return probs, linked, weak_order(self.models, routes, probs, margin, inside)
+
+    def _row_and_scores(self, clean: str, cands: Sequence[StoredMessageVector]
+                        ) -> tuple[_Row, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        info = _row_of(clean)
+        return info, self._scores(info, cands)
 
     def _features(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
         """`core.corroboration.pair_features`, as `StoryDetector.features` computes them, with the
@@ -628,14 +633,15 @@ class Corroborator:
     async def _find(self, clean: str, vec: np.ndarray, multi: np.ndarray | None, t: float,
                     chats: list[str]) -> _Found:
         found = _Found()
-        info = await asyncio.to_thread(_row_of, clean)
         # The asker's chat is dropped here rather than in the engine's filter: a must_not on the chat
         # field cost the filtered search ~0.9 of 3.9 ms at 100k stored (tools/window_recall.py's dir).
-        cands = [c for c in (await self._candidates(info, vec, multi, t, [], limit=self.lookup_candidates))[0]
-                 if c.chat not in chats]
+        cands = [c for c in (await self._candidates(latin_script(clean), vec, multi, t, [],
+                                                    limit=self.lookup_candidates))[0] if c.chat not in chats]
         if not cands:
             return found
-        scores, linked, weak = await asyncio.to_thread(self._scores, info, cands)
+        # The text's row and the scores in one worker-thread hop, after the search (which needs only
+        # the script): each hop cost 0.2-0.6 ms at 1M stored, against a 6.5 ms lookup.
+        info, (scores, linked, weak) = await asyncio.to_thread(self._row_and_scores, clean, cands)
         if not linked.any() and weak.size:  # the text links as a new message would (StoryDetector's rule)
             k = await self._weak_link(cands, weak, t)
             if k is not None:

@@ -37,6 +37,16 @@ class VectorMemo(Generic[K]):
                 self._items.move_to_end(k)
         return found, list(dict.fromkeys(k for k in keys if k not in found))
 
+    def known(self, keys: Sequence[K]) -> np.ndarray | None:
+        """The rows of `keys` when every one is remembered (marked recently used), else None: an answer
+        the caller can give without a worker thread."""
+        with self._lock:
+            if not all(k in self._items for k in keys):
+                return None
+            for k in keys:
+                self._items.move_to_end(k)
+            return np.stack([self._items[k] for k in keys]).astype(np.float32, copy=False)
+
     def remember(self, keys: Sequence[K], vectors: np.ndarray) -> None:
         with self._lock:
             self._items.update(zip(keys, vectors))

@@ -49,6 +49,16 @@ def test_bad_text_never_reaches_the_engine_as_an_error(encoder):
     assert vecs.shape == (3, encoder.dim) and np.isfinite(vecs).all()
 
 
+async def test_a_remembered_query_comes_back_as_it_was_computed(encoder):
+    texts = ["Говорят, что вышки 5G распространяют коронавирус.", "Vaccines cause autism in children."]
+    first = await encoder.queries(texts)  # computed (or remembered from an earlier test: the same rows)
+    again = await encoder.queries(texts)  # answered from the memo, without a worker thread
+    assert np.array_equal(first, again) and np.allclose(np.linalg.norm(again, axis=1), 1.0, atol=1e-5)
+    encoder.clear_cache()
+    fresh = await encoder.queries(texts[::-1])
+    assert np.allclose(fresh[::-1], first, atol=1e-6)
+
+
 def test_shipped_seed_vectors_are_current(encoder):
     """tools/seed_vectors.py must be rerun after the seed file changes."""
     data = np.load(SEED_VECTORS, allow_pickle=False)
