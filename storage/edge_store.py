@@ -521,8 +521,8 @@ class EdgeVectorStore(VectorStore):
         # (a Python thread ticking every 0.1 ms saw gaps of 6.6 ms p50 while 2.2 ms searches ran), so a
         # worker thread stalls the loop just as long and adds its hop: 0.43 of the 3.8 ms that "also
         # reported by"'s candidate search took at 1M stored messages. Reading vectors out of the binding
-        # is Python work that can take tens of ms (160 hits x 3 vectors: 7 ms), so that stays in a
-        # thread, where the loop gets the GIL back every switch interval.
+        # is Python work of several ms (160 hits x 3 vectors: 7 ms), so that stays in a thread, where
+        # the loop gets the GIL back every switch interval.
         return await self._call(name, run, inline=not vectors)
 
     async def scroll(self, name: str, where: Where | None = None, *, payload: WithPayload = True,
