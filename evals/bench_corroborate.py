@@ -13,7 +13,8 @@ texts would measure only the model). Then, `repeats` times:
                    stories, SQLite); its embedding is then timed alone, cold, so embed + rest = total (means);
   lookup, warm:    the lookup the way the bot makes it, right after the engine matched the same message:
                    the matcher has then embedded the same cleaned text, so the embedder's cache answers.
-Texts are read at run time and never shipped; the random choices use a fixed seed.
+Texts are read at run time and never shipped; the random choices use a fixed seed. A kept data dir
+(`keep`) is read at the time it was filled, so runs days apart search the same messages.
 """
 
 from __future__ import annotations
@@ -42,6 +43,18 @@ FILL_CHUNK = 50_000  # messages generated and stored at a time: 1M at once held 
 
 def _disk_bytes(root: Path, pattern: str = "*") -> int:
     return sum(p.stat().st_size for p in root.rglob(pattern) if p.is_file())
+
+
+def filled_at(marker: Path, fallback: datetime) -> datetime:
+    """The time a kept data dir's messages were filled around (written in its marker). A reused dir is
+    read at that time, not at the wall clock: its messages span the 29 days before the fill and the
+    lookup window is a week either side, so read days later a lookup would search fewer of them."""
+    try:
+        return datetime.fromisoformat(marker.read_text().strip())
+    except ValueError:  # a marker from before the time was written: touched when the fill's build ended
+        return datetime.fromtimestamp(marker.stat().st_mtime, timezone.utc)
+    except FileNotFoundError:  # a fill interrupted before its build: its time was not kept
+        return fallback
 
 
 async def _fill(app: App, base: list[str], stored: int, chats: int, rng: np.random.Generator, now: datetime,
@@ -125,8 +138,10 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
             built = Path(tmp) / ".bench-corroborate-indexed"  # a fill whose index build finished
             if not reused:
                 fill_s, index_s = await _fill(app, base, stored, chats, rng, now, cache or VectorCache(None))
-                built.touch()
-            elif not built.exists():
+                built.write_text(now.isoformat())
+            else:
+                now = filled_at(built, now)
+            if reused and not built.exists():
                 # A fill stopped before its index build finished (1M: stopped at 150k) left its points
                 # unindexed: built now, so no lookup is timed against a full scan. A finished one is not
                 # built again for the few hundred messages earlier runs ingested (a running bot's steady
@@ -134,7 +149,7 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                 t0 = time.perf_counter()
                 await app.vectors.settle()
                 index_s = time.perf_counter() - t0
-                built.touch()
+                built.write_text(now.isoformat())
 
             def clear() -> None:  # both models' caches: every timed embedding is of a text not seen before
                 embedder.clear_cache()
@@ -147,7 +162,7 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                     await multi.queries(texts)
 
             for q in (f"warm-up {i}: {q}" for i, q in enumerate(questions[:20])):  # the index, not the texts
-                await c.lookup(q, exclude_chats=_ASKER)
+                await c.lookup(q, exclude_chats=_ASKER, at=now)
 
             embed_alone, ingest, linked = [], [], 0
             cold_p50, cold_p95, warm_p50, warm_p95, cold_all, embed_all, found = [], [], [], [], [], [], 0
@@ -175,7 +190,7 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                     text = f"asked {r}.{i}: {q}"  # never seen before, in any pass
                     clear()
                     t0 = time.perf_counter()
-                    res = await c.lookup(text, exclude_chats=_ASKER)
+                    res = await c.lookup(text, exclude_chats=_ASKER, at=now)
                     cold.append((time.perf_counter() - t0) * 1000)
                     found += r == 0 and res is not None
                     clear()
@@ -189,7 +204,7 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                         k = ks[(i + j) % len(ks)]
                         c.lookup_candidates = k
                         t0 = time.perf_counter()
-                        await c.lookup(text, exclude_chats=_ASKER)
+                        await c.lookup(text, exclude_chats=_ASKER, at=now)
                         warm_k[k].append((time.perf_counter() - t0) * 1000)
                     c.lookup_candidates = shipped  # the cold lookups use the corroborator's own
                 warm = warm_k[ks[0]]
@@ -204,7 +219,7 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
             embed_s, ingest_s = Spread.of(embed_alone), Spread.of(ingest)
             return {
                 "benchmark": "corroborate", "stored_messages": c.indexed, "tracked_chats": chats,
-                "base_tweets": len(base), "repeats": repeats, "seed": seed,
+                "base_tweets": len(base), "repeats": repeats, "seed": seed, "data_time": now.isoformat(),
                 **({"reused_data_dir": str(keep), "index_build_on_reuse_s": round(index_s, 1)} if reused else
                    {"bulk_fill_msgs_per_s": round(stored / fill_s, 1), "index_build_after_fill_s": round(index_s, 1)}),
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

@@ -11,12 +11,14 @@ import os
 import re
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from adapters.main import main
 from core.tracking import LOOKUP_CANDIDATES
+from evals.bench_corroborate import filled_at
 from tests.conftest import model_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,6 +170,14 @@ def test_bench_corroborate_keeps_and_reuses_its_data_dir(tipline, tmp_path: Path
     assert "warm_after_check_by_candidates" not in first["lookup"]
     assert again["index_build_on_reuse_s"] >= 0  # built by the first run: nothing left to build
     assert again["stored_messages"] == 34  # the 32 kept + 2 ingested now
+    # Read at the fill's time, not the wall clock: the messages span the 29 days before the fill and a
+    # lookup searches a week either side, so a dir read days later would be searched differently.
+    assert again["data_time"] == first["data_time"]
+    marker = tmp_path / "kept" / ".bench-corroborate-indexed"
+    assert datetime.fromisoformat(marker.read_text()) == datetime.fromisoformat(first["data_time"])
+    marker.write_text("")  # a marker from before the time was written: its mtime (the build's end) stands in
+    os.utime(marker, (1.7e9, 1.7e9))
+    assert filled_at(marker, datetime.now(timezone.utc)) == datetime.fromtimestamp(1.7e9, timezone.utc)
     # tools/window_recall.py (docs/architecture.md) on the kept dir: 34 messages sit below Edge's
     # full-scan threshold, so the engine searches exactly and every way must agree with exact search.
     rows = json.loads(subprocess.run([sys.executable, str(ROOT / "tools" / "window_recall.py"), "--data-dir",
