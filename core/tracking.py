@@ -72,6 +72,11 @@ CANDIDATES = 64  # nearest rows (by cosine) scored with the full model per messa
 # shown 0.973 both, a wrong chat for lookups without a partner 0.054 vs 0.058, the same card 94 % of the time;
 # without the forwards 8, 16 and 64 give identical cards. Warm lookup at 100k stored: ~30 % less time.
 LOOKUP_CANDIDATES = 16
+# A lookup scores its text on the event loop up to this length, in a worker thread beyond: the row is
+# pure Python, ~1.5 ms per 1,000 characters here, so a 2,000-character text and its 16 scores (0.35 ms)
+# stay below the interpreter's 5 ms switch interval, within which a worker holding the GIL stalls the
+# loop just as long as running it there would.
+INLINE_ROW_CHARS = 2000
 TOP_ITEMS = 3  # "Also reported by: a, b, c (+N more)"
 STRONG = 0.8  # a direct same-story score at or above this is "strong agreement" (tier High needs 2)
 BATCH = 64  # messages per embedding call at ingest
@@ -202,6 +207,7 @@ class Corroborator:
                  multilingual: MultilingualEncoder | None = None, lookup_candidates: int = LOOKUP_CANDIDATES):
         self.store = store
         self.lookup_candidates = lookup_candidates  # nearest rows a lookup reads and scores
+        self.inline_row_chars = INLINE_ROW_CHARS  # a lookup scores a text up to this long on the loop
         self.vectors = vectors
         self.embedder = embedder
         # With the multilingual model, a pair with a non-Latin side (a Russian channel's post and an
@@ -220,7 +226,7 @@ class Corroborator:
         # IDF of the term-overlap feature (the fitted weights assume IDF over what is stored).
         self._df: dict[int, int] = {}
         self._n = 0
-        self._lock = threading.Lock()  # _df and _n; taken in worker threads only
+        self._lock = threading.Lock()  # _df and _n; the event loop only tries it (_scores_now)
         self._linking = asyncio.Lock()  # one message linked at a time: each sees the previous one stored
         self._queue: asyncio.Queue[tuple[TrackedMessage, asyncio.Future[str | None]]] | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -552,9 +558,26 @@ class Corroborator:
         """Each candidate's same-story probability by its route's model, whether it links (a candidate
         not `inside` at the strict threshold), and the weak-band candidates best first (tried only when
         none links)."""
-        routes = route(np.array([c.latin for c in cands], dtype=bool), info.latin)
         with self._lock:
             feats = self._features(info, cands)
+        return self._judge(info, cands, feats, inside)
+
+    def _scores_now(self, info: _Row, cands: Sequence[StoredMessageVector]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """`_scores` without waiting for the document frequencies: None while a worker thread counts them
+        (a bulk load's chunk, the start's count of every stored message), so the event loop never blocks
+        on them."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            feats = self._features(info, cands)
+        finally:
+            self._lock.release()
+        return self._judge(info, cands, feats, None)
+
+    def _judge(self, info: _Row, cands: Sequence[StoredMessageVector], feats: np.ndarray,
+               inside: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        routes = route(np.array([c.latin for c in cands], dtype=bool), info.latin)
         probs = route_probs(self.models, routes, feats)
         margin = probs - route_needs(self.models, routes, inside)
         linked = margin >= 0
@@ -566,6 +589,7 @@ class Corroborator:
 
     def _row_and_scores(self, clean: str, cands: Sequence[StoredMessageVector]
                         ) -> tuple[_Row, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """A long text's row and scores, in one worker-thread hop."""
         info = _row_of(clean)
         return info, self._scores(info, cands)
 
@@ -639,9 +663,16 @@ class Corroborator:
                                                     limit=self.lookup_candidates))[0] if c.chat not in chats]
         if not cands:
             return found
-        # The text's row and the scores in one worker-thread hop, after the search (which needs only
-        # the script): each hop cost 0.2-0.6 ms at 1M stored, against a 6.5 ms lookup.
-        info, (scores, linked, weak) = await asyncio.to_thread(self._row_and_scores, clean, cands)
+        # The text's row and the scores, after the search (which needs only the script). Both are pure
+        # Python, so a worker thread would hold the GIL and stall the loop as long as running them here
+        # does, and add its hop: at 1M stored, lookups alternating between the two ways in one process
+        # took p50 5.17 ms on the loop, 5.80 ms with the thread (tools/lookup_inline_ab.py, 591 each).
+        if len(clean) <= self.inline_row_chars:
+            info = _row_of(clean)
+            now = self._scores_now(info, cands)
+            scores, linked, weak = now if now is not None else await asyncio.to_thread(self._scores, info, cands)
+        else:
+            info, (scores, linked, weak) = await asyncio.to_thread(self._row_and_scores, clean, cands)
         if not linked.any() and weak.size:  # the text links as a new message would (StoryDetector's rule)
             k = await self._weak_link(cands, weak, t)
             if k is not None:

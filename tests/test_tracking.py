@@ -6,7 +6,9 @@ each other's messages (lookups exclude nothing else).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from bot.chat_settings import ChatCommands, ChatSettingsRequest, CheckExtras
 from bot.render import to_reply
 from bot.repeats import RepeatTracker, fingerprint
 from core.corroboration import pair_score, prepare_text
-from core.tracking import Corroborator, TrackedMessage, _row_of, _secs
+from core.tracking import INLINE_ROW_CHARS, Corroborator, TrackedMessage, _row_of, _secs
 from schema.models import Result, Verdict
 from storage.message_vectors import (
     VECTOR,
@@ -93,6 +95,44 @@ async def test_same_story_from_other_chats_within_the_window(app):
     from_a = await c.lookup(STORY_3, exclude_chats=[("telegram", a)], at=NOW)
     assert a not in [i.chat_id for i in from_a.items]
     assert await c.lookup(OTHER + " and a pinch of salt", exclude_chats=[("telegram", e)], at=NOW) is None
+
+
+async def test_a_lookup_scores_on_the_loop_in_a_thread_and_while_counts_are_busy_alike(app):
+    """A short text is scored on the event loop, a long one in a worker thread; both give the same answer.
+    While a worker thread holds the document-frequency counts (a bulk load's chunk), the lookup waits in
+    a thread, not on the loop: other tasks keep running, and it answers once the counts are free."""
+    c = app.corroborator
+    a, b, asker = await tracked(app, 3)
+    await c.ingest(msg(a, PORT[0], NOW - timedelta(hours=3)))
+    await c.ingest(msg(b, PORT[1], NOW - timedelta(hours=2)))
+    ask = [("telegram", asker)]
+    on_loop = await c.lookup(PORT[2], exclude_chats=ask, at=NOW)
+    assert on_loop is not None and {i.chat_id for i in on_loop.items} == {a, b}
+    c.inline_row_chars = 0  # every text now counts as long
+    try:
+        in_thread = await c.lookup(PORT[2], exclude_chats=ask, at=NOW)
+    finally:
+        c.inline_row_chars = INLINE_ROW_CHARS
+    assert in_thread == on_loop
+
+    held, release = threading.Event(), threading.Event()
+
+    def count_meanwhile() -> None:  # as _count_many does in a worker thread
+        with c._lock:
+            held.set()
+            release.wait(10)
+    worker = threading.Thread(target=count_meanwhile)
+    worker.start()
+    assert held.wait(10)
+    lookup = asyncio.create_task(c.lookup(PORT[2], exclude_chats=ask, at=NOW))
+    ticks = 0
+    for _ in range(20):  # the loop keeps serving while the lookup waits for the counts
+        await asyncio.sleep(0.01)
+        ticks += 1
+    assert not lookup.done() and ticks == 20
+    release.set()
+    assert await asyncio.wait_for(lookup, 10) == on_loop
+    worker.join()
 
 
 async def test_chains_form_one_persisted_story(app):
