@@ -226,7 +226,7 @@ class Corroborator:
         # IDF of the term-overlap feature (the fitted weights assume IDF over what is stored).
         self._df: dict[int, int] = {}
         self._n = 0
-        self._lock = threading.Lock()  # _df and _n; the event loop only tries it (_scores_now)
+        self._lock = threading.Lock()  # _df and _n; the event loop only tries it (_scores_unless_busy)
         self._linking = asyncio.Lock()  # one message linked at a time: each sees the previous one stored
         self._queue: asyncio.Queue[tuple[TrackedMessage, asyncio.Future[str | None]]] | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -562,7 +562,7 @@ class Corroborator:
             feats = self._features(info, cands)
         return self._judge(info, cands, feats, inside)
 
-    def _scores_now(self, info: _Row, cands: Sequence[StoredMessageVector]
+    def _scores_unless_busy(self, info: _Row, cands: Sequence[StoredMessageVector]
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """`_scores` without waiting for the document frequencies: None while a worker thread counts them
         (a bulk load's chunk, the start's count of every stored message), so the event loop never blocks
@@ -669,8 +669,8 @@ class Corroborator:
         # took p50 5.17 ms on the loop, 5.80 ms with the thread (tools/lookup_inline_ab.py, 591 each).
         if len(clean) <= self.inline_row_chars:
             info = _row_of(clean)
-            now = self._scores_now(info, cands)
-            scores, linked, weak = now if now is not None else await asyncio.to_thread(self._scores, info, cands)
+            quick = self._scores_unless_busy(info, cands)
+            scores, linked, weak = quick if quick is not None else await asyncio.to_thread(self._scores, info, cands)
         else:
             info, (scores, linked, weak) = await asyncio.to_thread(self._row_and_scores, clean, cands)
         if not linked.any() and weak.size:  # the text links as a new message would (StoryDetector's rule)
