@@ -69,9 +69,12 @@ class E5Queries:
         return [(is_query, (safe_text(t) or " ")[: self.max_chars]) for t in texts]
 
     def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
-        if not texts:
+        return self._vectors(self._keys(texts, is_query), is_query)
+
+    def _vectors(self, keys: list[tuple[bool, str]], is_query: bool) -> np.ndarray:
+        if not keys:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self._memo.vectors(self._keys(texts, is_query), lambda todo: self._compute([k[1] for k in todo], is_query))
+        return self._memo.vectors(keys, lambda todo: self._compute([k[1] for k in todo], is_query))
 
     def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(list(texts), True)
@@ -83,8 +86,9 @@ class E5Queries:
         # Remembered texts are answered here, without a worker thread: "also reported by" asks for the
         # text the check embedded a moment ago, and the hop alone cost 0.4-0.6 ms of a 6.5 ms lookup
         # at 1M stored messages (load ~1).
-        known = self._memo.known(self._keys(texts, True)) if texts else None
-        return known if known is not None else await asyncio.to_thread(self.queries_sync, list(texts))
+        keys = self._keys(texts, True)
+        known = self._memo.known(keys) if keys else None
+        return known if known is not None else await asyncio.to_thread(self._vectors, keys, True)
 
     async def passages(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.passages_sync, list(texts))

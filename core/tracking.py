@@ -130,9 +130,10 @@ class _Row:
     latin: bool  # which same-story model judges its pairs (core.corroboration.route)
 
 
-def _row_of(clean: str) -> _Row:
+def _row_of(clean: str, latin: bool | None = None) -> _Row:
+    """`latin`: the text's script when the caller already read it (a lookup, for its search)."""
     return _Row(story_entities(clean), story_terms(_alias_terms(transliterate(clean))), denies(clean),
-                latin_script(clean))
+                latin_script(clean) if latin is None else latin)
 
 
 def _rows_of(texts: Sequence[str]) -> list[_Row]:
@@ -587,10 +588,10 @@ class Corroborator:
             linked &= routes == ENGLISH
         return probs, linked, weak_order(self.models, routes, probs, margin, inside)
 
-    def _row_and_scores(self, clean: str, cands: Sequence[StoredMessageVector]
+    def _row_and_scores(self, clean: str, latin: bool, cands: Sequence[StoredMessageVector]
                         ) -> tuple[_Row, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """A long text's row and scores, in one worker-thread hop."""
-        info = _row_of(clean)
+        info = _row_of(clean, latin)
         return info, self._scores(info, cands)
 
     def _features(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
@@ -659,7 +660,8 @@ class Corroborator:
         found = _Found()
         # The asker's chat is dropped here rather than in the engine's filter: a must_not on the chat
         # field cost the filtered search ~0.9 of 3.9 ms at 100k stored (tools/window_recall.py's dir).
-        cands = [c for c in (await self._candidates(latin_script(clean), vec, multi, t, [],
+        latin = latin_script(clean)
+        cands = [c for c in (await self._candidates(latin, vec, multi, t, [],
                                                     limit=self.lookup_candidates))[0] if c.chat not in chats]
         if not cands:
             return found
@@ -668,11 +670,11 @@ class Corroborator:
         # does, and add its hop: at 1M stored, lookups alternating between the two ways in one process
         # took p50 5.17 ms on the loop, 5.80 ms with the thread (tools/lookup_inline_ab.py, 591 each).
         if len(clean) <= self.inline_row_chars:
-            info = _row_of(clean)
+            info = _row_of(clean, latin)
             quick = self._scores_unless_busy(info, cands)
             scores, linked, weak = quick if quick is not None else await asyncio.to_thread(self._scores, info, cands)
         else:
-            info, (scores, linked, weak) = await asyncio.to_thread(self._row_and_scores, clean, cands)
+            info, (scores, linked, weak) = await asyncio.to_thread(self._row_and_scores, clean, latin, cands)
         if not linked.any() and weak.size:  # the text links as a new message would (StoryDetector's rule)
             k = await self._weak_link(cands, weak, t)
             if k is not None:
