@@ -39,6 +39,18 @@ def _parse(name: str, data: bytes) -> None:
         assert row.factcheck is not None or row.error
 
 
+def test_a_header_cell_with_a_line_break_is_named_on_one_line():
+    # Found by test_any_json: a quoted header cell holding a line break was quoted as is in the error.
+    for data in (b'[";"]\nnull', b'"a\nb",c\nx,y\n'):
+        _parse("f.csv", data)
+    try:
+        parse_bytes("f.csv", b'"first\nsecond",other\n1,2\n', {"claim": "missing"})
+    except IngestFormatError as exc:
+        assert "columns are: first second, other." in str(exc)
+    else:
+        raise AssertionError("a mapped column that is absent must be refused")
+
+
 @FUZZ
 @given(name=NAMES, data=st.binary(max_size=3000))
 def test_any_bytes(name, data):

@@ -65,6 +65,11 @@ def _check_mapping(mapping: Mapping[str, str] | None) -> dict[str, str]:
     return checked
 
 
+def _shown(columns: Iterable[str]) -> str:
+    """Column names for a one-line error: a quoted header cell may hold line breaks."""
+    return ", ".join(" ".join(str(c).split()) for c in columns)
+
+
 def resolve_columns(columns: Iterable[str], mapping: Mapping[str, str] | None, *, strict: bool) -> dict[str, str]:
     """field -> actual column name. `strict`: a mapped column that is absent raises (CSV headers)."""
     columns = list(columns)
@@ -78,7 +83,7 @@ def resolve_columns(columns: Iterable[str], mapping: Mapping[str, str] | None, *
         if actual is None:
             if strict:
                 raise IngestFormatError(
-                    f"The mapped column {column!r} (for {field}) is not in the header; columns are: {', '.join(columns)}.")
+                    f"The mapped column {column!r} (for {field}) is not in the header; columns are: {_shown(columns)}.")
             continue
         resolved[field] = actual
     for field, names in DEFAULT_COLUMNS.items():
@@ -147,7 +152,7 @@ def _parse_delimited(text: str, mapping: Mapping[str, str] | None, delimiter: st
                 if "claim" not in columns:
                     raise IngestFormatError(
                         f"No claim column found (expected claim, claimReviewed or text, or a mapping); "
-                        f"columns are: {', '.join(header)}.")
+                        f"columns are: {_shown(header)}.")
                 continue
             if len(row) > len(header) and any(cell.strip() for cell in row[len(header):]):
                 yield ParsedRow(start, None, f"line {start}: {len(row)} fields but the header has {len(header)}")
