@@ -68,7 +68,6 @@ class App:
         self.embedder.clear_cache()
         self.kb.multilingual.clear_cache()
         self.kb.use.clear_cache()
-        self.vectors.forget_vectors()  # and the stored vectors read back with candidates (storage/point_memo.py)
 
 
 def one_blas_thread() -> None:

@@ -4,8 +4,8 @@ Pure functions over what production already has at match time:
 
 - the query: raw text, cleaned text (`core.textclean.clean_query`) and its dense vector
   (one embedding of the cleaned text);
-- each candidate fact-check: claim text, title text, and their stored dense vectors (named vectors
-  "claim" and "title" fetched from Qdrant with the candidates);
+- each candidate fact-check: claim text, title text, and the cosines of the query's vectors with its
+  stored ones ("claim" and "title"), scored by Qdrant with the candidates (`CandidateCosines`);
 - the candidate's 1-based rank in each candidate list (dense-claim, dense-title, sparse,
   dense-multi), 0 if it was not in that list;
 - the multilingual vectors (core/multilingual.py): one e5 query vector of the message and one e5
@@ -353,6 +353,39 @@ def _doc_info(claim: str, title: str) -> _DocInfo:
                     frozenset(d_tids), frozenset(entities(text)), frozenset(numbers(text)))
 
 
+@dataclass(frozen=True)
+class CandidateCosines:
+    """What the features read of the candidates' stored vectors, one entry per candidate: the cosines of
+    the query's vectors with them, |claim + title| (cos_doc's normaliser) and the multilingual vectors
+    themselves (the candidates' similarity to each other). The matcher has the engine work them out
+    (storage/vectors.py `Hit`); `of_vectors` does from the vectors (training, tests): the same sums."""
+
+    claim: np.ndarray                       # (n,) query.vec . claim
+    title: np.ndarray                       # (n,) query.vec . title
+    doc_norm: np.ndarray                    # (n,) |claim + title|
+    multi: np.ndarray | None = None         # (n,) query.multi_vec . multi, when both exist
+    multi_vecs: np.ndarray | None = None    # (n, d') the candidates' multilingual vectors
+    use: np.ndarray | None = None           # (n,) query.use_vec . use, when both exist
+    gloss_claim: np.ndarray | None = None   # (n,) query.gloss_vec . claim, when the query has a gloss
+    gloss_title: np.ndarray | None = None
+
+    @classmethod
+    def of_vectors(cls, query: PreparedQuery, n: int, claim_vecs: np.ndarray, title_vecs: np.ndarray,
+                   multi_vecs: np.ndarray | None = None, use_vecs: np.ndarray | None = None) -> CandidateCosines:
+        dim = query.vec.shape[0]
+        cv = _rows(claim_vecs, n, dim)
+        tv = _rows(title_vecs, n, dim)
+        multi = mv = use = g_claim = g_title = None
+        if query.multi_vec is not None and multi_vecs is not None and np.size(multi_vecs):
+            mv = _rows(multi_vecs, n, query.multi_vec.shape[0])
+            multi = mv @ query.multi_vec
+        if query.use_vec is not None and use_vecs is not None and np.size(use_vecs):
+            use = _rows(use_vecs, n, query.use_vec.shape[0]) @ query.use_vec
+        if query.gloss_vec is not None:
+            g_claim, g_title = cv @ query.gloss_vec, tv @ query.gloss_vec
+        return cls(cv @ query.vec, tv @ query.vec, np.linalg.norm(cv + tv, axis=1), multi, mv, use, g_claim, g_title)
+
+
 def candidate_features(
     query: PreparedQuery,
     claims: Sequence[str],
@@ -364,11 +397,24 @@ def candidate_features(
     multi_vecs: np.ndarray | None = None,
     use_vecs: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Feature matrix (n_candidates, N_FEATURES), columns in `FEATURE_NAMES` order.
+    """`features_of` with the cosines worked out from the candidates' vectors.
 
     `multi_vecs` (n, d'): the candidates' multilingual passage vectors; with the query's `multi_vec`
     they give the cos_multi features (zero when either is missing). `use_vecs` (n, d''): the same for
-    the second multilingual model and the cos_use features.
+    the second multilingual model and the cos_use features."""
+    cosines = CandidateCosines.of_vectors(query, len(claims), claim_vecs, title_vecs, multi_vecs, use_vecs)
+    return features_of(query, claims, titles, cosines, ranks, stats)
+
+
+def features_of(
+    query: PreparedQuery,
+    claims: Sequence[str],
+    titles: Sequence[str],
+    cos: CandidateCosines,
+    ranks: Mapping[str, Sequence[int]],
+    stats: CorpusStats,
+) -> np.ndarray:
+    """Feature matrix (n_candidates, N_FEATURES), columns in `FEATURE_NAMES` order.
 
     `ranks[name]` for name in `LISTS` gives each candidate's 1-based rank in that candidate list,
     0 when absent (a missing list counts as absent everywhere).
@@ -377,12 +423,9 @@ def candidate_features(
     out = np.zeros((n, N_FEATURES), dtype=np.float64)
     if n == 0:
         return out
-    dim = query.vec.shape[0]
-    cv = _rows(claim_vecs, n, dim)
-    tv = _rows(title_vecs, n, dim)
-    dv = cv + tv
-    dv /= np.maximum(np.linalg.norm(dv, axis=1, keepdims=True), 1e-9)
-    cos_c, cos_t, cos_d = cv @ query.vec, tv @ query.vec, dv @ query.vec
+    # (claim + title) / |claim + title| . q, without the vectors: the engine hands over cosines.
+    cos_c, cos_t = cos.claim, cos.title
+    cos_d = (cos_c + cos_t) / np.maximum(cos.doc_norm, 1e-9)
     out[:, 0], out[:, 1], out[:, 2] = cos_c, cos_t, cos_d
     out[:, 3], out[:, 4], out[:, 5] = cos_c - cos_c.max(), cos_t - cos_t.max(), cos_d - cos_d.max()
 
@@ -429,9 +472,8 @@ def candidate_features(
     out[:, 20] = rrf * (RRF_K + 1.0) / len(LISTS)
     out[:, 21] = _margin(out[:, 2])
     out[:, 22] = _margin(out[:, 8])
-    if query.multi_vec is not None and multi_vecs is not None and np.size(multi_vecs):
-        mv = _rows(multi_vecs, n, query.multi_vec.shape[0])
-        cos_m = mv @ query.multi_vec
+    if cos.multi is not None:
+        cos_m = cos.multi
         out[:, 23] = cos_m
         out[:, 24] = cos_m - cos_m.max()
         out[:, 25] = _margin(cos_m)
@@ -440,23 +482,24 @@ def candidate_features(
         # re-ranker got wrong). A candidate's mean similarity to the query's other candidates tells
         # such a hub from a real neighbour: Russian dev MAP@5 0.712 -> 0.752; the mean of its 10
         # nearest instead of all measured 0.731; English dev unchanged (0.9232 -> 0.9229).
-        if n > 1:
+        if n > 1 and cos.multi_vecs is not None:
+            mv = cos.multi_vecs
             sims = mv @ mv.T
             out[:, _MULTI_HUB] = (sims.sum(axis=1) - np.diag(sims)) / (n - 1)
-    if query.use_vec is not None and use_vecs is not None and np.size(use_vecs):
+    if cos.use is not None:
         # A second reader of both languages, trained differently from e5, disagrees with it where e5
         # is wrong: Russian dev MAP@5 0.752 -> 0.811 with these three (docs/matching.md). Its hubness
         # and reciprocal rank measured no further gain (/tmp/ru_exp/exp.py, 2026-11-24).
-        cos_u = _rows(use_vecs, n, query.use_vec.shape[0]) @ query.use_vec
+        cos_u = cos.use
         out[:, _USE] = cos_u
         out[:, _USE + 1] = cos_u - cos_u.max()
         out[:, _USE + 2] = _margin(cos_u)
-    if query.gloss_vec is not None:
+    if cos.gloss_claim is not None and cos.gloss_title is not None:
         # The gloss read by MiniLM against the claims as MiniLM stores them: a signal e5 and USE lack
         # (plain dense fusion e5 + gloss 0.765 vs e5 0.700 on Russian dev; docs/matching.md).
-        cos_g = cv @ query.gloss_vec
+        cos_g = cos.gloss_claim
         out[:, _GLOSS] = cos_g
-        out[:, _GLOSS + 1] = tv @ query.gloss_vec
+        out[:, _GLOSS + 1] = cos.gloss_title
         out[:, _GLOSS + 2] = cos_g - cos_g.max()
         out[:, _GLOSS + 3] = _margin(cos_g)
         r = np.asarray(ranks.get(GLOSS_LIST, np.zeros(n)), dtype=np.float64).reshape(-1)

@@ -28,7 +28,7 @@ from core.crosslingual_terms import lazy_lexicon
 from core.gloss import gloss
 from core.knowledge import KnowledgeBase
 from core.matchfeatures import (
-    FEATURE_NAMES, GLOSS_LIST, LISTS, candidate_features, latin_script, latin_share, prepare_query,
+    FEATURE_NAMES, GLOSS_LIST, LISTS, CandidateCosines, features_of, latin_script, latin_share, prepare_query,
     without_english_model,
 )
 from schema.models import FactCheck, Match, MatchTier, Verdict
@@ -36,7 +36,7 @@ from core.reranker import Reranker
 from core.contested import RIVAL_SIMILARITIES, rival
 from core.sparse import query_vector, term_ids
 from core.textclean import clean_query
-from storage.vectors import Hit
+from storage.vectors import MULTI_FIELD, USE_FIELD, Hit
 
 # Our vector-store list names -> the re-ranker's candidate-list names.
 _LIST_NAMES = {"claim": LISTS[0], "title": LISTS[1], "terms": LISTS[2], "multi": LISTS[3], "gloss": GLOSS_LIST}
@@ -154,6 +154,18 @@ def _match_from_factcheck(fc: FactCheck) -> Match:
 _RIVAL_COLS = [FEATURE_NAMES.index(name) for name in RIVAL_SIMILARITIES]
 
 
+def hit_cosines(hits: list[Hit], multi_dim: int, *, gloss: bool) -> CandidateCosines:
+    """The candidates' cosines as the store scored them (0 for a point deleted in between)."""
+    def col(key: str) -> np.ndarray:
+        return np.array([h.cosines.get(key, 0.0) for h in hits])
+    zeros = np.zeros(multi_dim, np.float32)
+    return CandidateCosines(
+        col("claim"), col("title"), np.array([h.doc_norm for h in hits]),
+        multi=col(MULTI_FIELD), multi_vecs=np.vstack([h.multi if h.multi is not None else zeros for h in hits]),
+        use=col(USE_FIELD), gloss_claim=col("gloss_claim") if gloss else None,
+        gloss_title=col("gloss_title") if gloss else None)
+
+
 class _Rivals:
     """Whether a close rival contests an English `auto` match (core/contested.py); the candidates' terms are
     read once per message, on its first `auto` match (most messages have none)."""
@@ -218,22 +230,14 @@ class ClaimMatcher:
         vec, mvec, uvec = vecs[0], multi[0], use[0]
         gvec = gvecs[0] if gvecs is not None else None
         hits = await self.kb.vectors.search_factchecks(self.kb.collection, vec, query_vector(clean),
-                                                       self.candidates, multi=mvec, gloss=gvec)
+                                                       self.candidates, multi=mvec, gloss=gvec, use=uvec)
         if not hits:
             return []
         query = prepare_query(text, clean, vec, self.kb.stats, mvec, uvec, gvec)
-        dim, mdim, udim = vec.shape[0], mvec.shape[0], uvec.shape[0]
         ranks = {_LIST_NAMES[name]: [h.ranks.get(name, 0) for h in hits] for name in _LIST_NAMES}
         claims = [h.payload.get("claim", "") for h in hits]
-        features = candidate_features(
-            query, claims,
-            [h.payload.get("title", "") for h in hits],
-            np.vstack([h.vectors.get("claim", np.zeros(dim, np.float32)) for h in hits]),
-            np.vstack([h.vectors.get("title", np.zeros(dim, np.float32)) for h in hits]),
-            ranks, self.kb.stats,
-            np.vstack([h.vectors.get("multi", np.zeros(mdim, np.float32)) for h in hits]),
-            np.vstack([h.vectors.get("use", np.zeros(udim, np.float32)) for h in hits]),
-        )
+        features = features_of(query, claims, [h.payload.get("title", "") for h in hits],
+                               hit_cosines(hits, mvec.shape[0], gloss=gvec is not None), ranks, self.kb.stats)
         latin = np.array([_claim_latin(c) for c in claims], dtype=bool)
         kind = np.where(latin == query.latin, np.where(latin, 0, 2), 3 if gvec is not None else 1)
         without_english = without_english_model(features)

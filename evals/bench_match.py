@@ -1,16 +1,16 @@
 """`tipline bench match`: how long one message waits for the knowledge-base match.
 
 The server is warm (every message is matched once before timing, which loads the in-process index and
-the per-document data) and the message is cold: the embedder's cache is cleared before each timed
-match, as for a message nobody sent before, and so is the memo of the candidates' stored vectors
-(storage/point_memo.py), so every candidate's vectors are read from the engine. Per message and pass:
+the per-document data) and the message is cold: the models' caches are cleared before each timed
+match, as for a message nobody sent before. Per message and pass:
   cold:   `ClaimMatcher.by_text` with nothing cached for the message (what a user waits for);
-  embed:  both models on the cleaned message (English MiniLM and multilingual e5, side by side, as
-          by_text runs them), cold again;
+  embed:  the models on the cleaned message (MiniLM, e5 and USE, and MiniLM on a Cyrillic message's
+          English gloss, side by side, as by_text runs them), cold again;
   search: the candidate search with that vector;
   rest:   cold − embed − search: cleaning, other encoders, features, re-ranking, payloads;
-  warm:   by_text again right away, the message's embedding and its candidates' vectors now cached (a
-          repeated forward), shown beside the cold figure, never instead of it.
+  warm:   by_text again right away, the message's embeddings now remembered (a repeated forward): what
+          the store and the re-ranker make a message wait for, the models apart (nothing of the store
+          is remembered between matches), shown beside the cold figure, never instead of it.
 The breakdown is of means over every message of every pass, so embed + search + rest = cold exactly;
 p50 and p95 are per pass, as median (min–max) over passes.
 """
@@ -33,6 +33,8 @@ from bot.settings import Settings
 from core.evaluation import EvalDataError, read_queries
 from core.knowledge import FactCheckVectors
 from schema.models import FactCheck
+from core.crosslingual_terms import lazy_lexicon
+from core.gloss import gloss
 from core.sparse import query_vector
 from core.textclean import clean_query
 
@@ -66,19 +68,21 @@ async def _one_pass(app: App, messages: list[str], t: _Timings) -> None:
         cold.append((time.perf_counter() - t0) * 1000)
 
         clean = clean_query(q)
+        glossed = gloss(clean, lazy_lexicon())
         app.clear_embedding_caches()
         t0 = time.perf_counter()
-        # The three models, side by side, as by_text runs them.
-        vecs, multi, _use = await asyncio.gather(kb.embedder.embed([clean]), kb.multilingual.queries([clean]),
-                                                 kb.use.encode([clean]))
+        # The models, side by side, as by_text runs them.
+        vecs, multi, use, gvecs = await asyncio.gather(
+            kb.embedder.embed([clean]), kb.multilingual.queries([clean]), kb.use.encode([clean]),
+            kb.embedder.embed([glossed]) if glossed is not None else asyncio.sleep(0, None))
         t.embed.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         await kb.vectors.search_factchecks(kb.collection, vecs[0], query_vector(clean), matcher.candidates,
-                                           multi=multi[0])
+                                           multi=multi[0], use=use[0], gloss=gvecs[0] if gvecs is not None else None)
         t.search.append((time.perf_counter() - t0) * 1000)
 
         t0 = time.perf_counter()
-        await matcher.by_text(q)  # the embedding of `clean` is cached now
+        await matcher.by_text(q)  # the message's embeddings are remembered now
         warm.append((time.perf_counter() - t0) * 1000)
     t.cold += cold
     t.warm += warm

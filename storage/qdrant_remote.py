@@ -8,7 +8,7 @@ second backend, since no Qdrant server can be installed here.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,8 @@ from qdrant_client import AsyncQdrantClient, models
 
 from storage.vectors import (
     AnyOf,
-    Between,
+    Condition,
+    IdIn,
     CollectionSpec,
     IndexKind,
     Point,
@@ -41,7 +42,9 @@ def _filter(where: Where | None) -> models.Filter | None:
     if where is None or not (where.must or where.must_not):
         return None
 
-    def cond(c: AnyOf | Between) -> models.FieldCondition:
+    def cond(c: Condition) -> models.FieldCondition | models.HasIdCondition:
+        if isinstance(c, IdIn):
+            return models.HasIdCondition(has_id=list(c.ids))
         if isinstance(c, AnyOf):
             values = list(c.values)
             return models.FieldCondition(key=c.key, match=models.MatchValue(value=values[0]) if len(values) == 1
@@ -173,6 +176,12 @@ class RemoteVectorStore(VectorStore):
         if ids:
             await self._client.set_payload(name, payload=payload, points=list(ids), wait=True)
 
+    async def set_payloads(self, name: str, payloads: Mapping[str, dict[str, Any]]) -> None:
+        if payloads:
+            await self._client.batch_update_points(name, [
+                models.SetPayloadOperation(set_payload=models.SetPayload(payload=p, points=[pid]))
+                for pid, p in payloads.items()], wait=True)
+
     async def set_payload_where(self, name: str, where: Where, payload: dict[str, Any]) -> None:
         flt = _filter(where)
         if flt is None:
@@ -196,7 +205,8 @@ class RemoteVectorStore(VectorStore):
             return []
         responses = await self._client.query_batch_points(name, requests=[
             models.QueryRequest(query=_vector(q.vector), using=q.using, limit=q.limit, filter=_filter(q.where),
-                                score_threshold=q.min_score, with_payload=_sel(payload), with_vector=_sel(vectors))
+                                score_threshold=q.min_score, with_payload=_sel(payload if q.payload is None else q.payload),
+                                with_vector=_sel(vectors if q.vectors is None else q.vectors))
             for q in queries])
         out = []
         for response in responses:

@@ -17,6 +17,7 @@ storage/message_vectors.py, on top of them. Callers never ask which backend they
 from __future__ import annotations
 
 import abc
+import dataclasses
 import contextlib
 import math
 import time
@@ -30,9 +31,10 @@ DENSE_FIELDS = ("claim", "title")  # the English model's vectors of the claim an
 MULTI_FIELD = "multi"              # the multilingual model's vector of claim + headline
 USE_FIELD = "use"                  # the second multilingual model's (USE) vector of claim + headline: read, not searched
 SPARSE_FIELD = "terms"
-FACTCHECK_VECTORS = (*DENSE_FIELDS, MULTI_FIELD, USE_FIELD)  # what a candidate carries to the re-ranker
 SEQ_FIELD = "seq"  # payload: a fact-check's place in ingest order
+DOC_NORM_FIELD = "doc_norm"  # payload: |claim + title| of a fact-check's unit vectors (core/matchfeatures.py cos_doc)
 GLOSS_LIST = "gloss"  # a list, not a field: the English gloss of a Cyrillic message searched in `claim`
+TIE_SLACK = 8  # results asked beyond a candidate list's limit, to cut it between equal scores (search_factchecks)
 
 IndexKind = Literal["keyword", "float", "integer", "datetime", "bool"]
 
@@ -122,13 +124,25 @@ class Between:
     lt: float | None = None
 
 
-Condition = AnyOf | Between
+@dataclass(frozen=True)
+class IdIn:
+    """The point is one of `ids`: a search restricted to them scores just those points (the engine's
+    cosines of a fact-check's candidates, instead of reading their vectors back)."""
+
+    ids: tuple[str, ...]
+
+
+Condition = AnyOf | Between | IdIn
 
 
 @dataclass(frozen=True)
 class Where:
     must: tuple[Condition, ...] = ()
     must_not: tuple[Condition, ...] = ()
+
+
+WithPayload = bool | Sequence[str]
+WithVectors = bool | Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -140,10 +154,9 @@ class Query:
     limit: int
     where: Where | None = None
     min_score: float | None = None
+    payload: WithPayload | None = None  # this query's payload fields; None: the batch's
+    vectors: WithVectors | None = None  # this query's vectors; None: the batch's
 
-
-WithPayload = bool | Sequence[str]
-WithVectors = bool | Sequence[str]
 
 
 # --- fact-check points and candidates ------------------------------------------------------------
@@ -161,11 +174,33 @@ class FactCheckPoint:
 
 @dataclass
 class Hit:
+    """A fact-check found by the candidate search, with what the re-ranker reads of its stored vectors:
+    their cosines with the query's (`cosines`, by `CANDIDATE_COSINES` key: 0 when the point was
+    deleted in between, as a zero vector's cosine), |claim + title| (`doc_norm`) and its multilingual
+    vector (`multi`: the candidates' similarity to each other)."""
+
     id: str
     payload: dict[str, Any]
-    vectors: dict[str, np.ndarray]
     ranks: dict[str, int]  # 1-based rank in each candidate list that found it
     scores: dict[str, float]
+    cosines: dict[str, float] = field(default_factory=dict)
+    doc_norm: float = 0.0
+    multi: np.ndarray | None = None
+
+
+# The cosines a candidate carries: the stored vector each is read from and the query vector it is taken with.
+CANDIDATE_COSINES = {"claim": ("claim", "dense"), "title": ("title", "dense"), MULTI_FIELD: (MULTI_FIELD, "multi"),
+                     USE_FIELD: (USE_FIELD, "use"), "gloss_claim": ("claim", "gloss"),
+                     "gloss_title": ("title", "gloss")}
+
+
+def doc_norms(claims: np.ndarray, titles: np.ndarray) -> np.ndarray:
+    """|claim + title| of each row's two vectors as a cosine collection stores them (unit length)."""
+    def unit(v: np.ndarray) -> np.ndarray:
+        v = np.atleast_2d(np.asarray(v, dtype=np.float32))
+        n = np.linalg.norm(v, axis=1, keepdims=True)
+        return np.divide(v, n, out=v.copy(), where=n > 0)
+    return np.linalg.norm(unit(claims) + unit(titles), axis=1)
 
 
 class VectorStore(abc.ABC):
@@ -210,6 +245,10 @@ class VectorStore(abc.ABC):
         """Set (merge) these payload fields on the points."""
 
     @abc.abstractmethod
+    async def set_payloads(self, name: str, payloads: Mapping[str, dict[str, Any]]) -> None:
+        """Set (merge) each point's own payload fields, in one write."""
+
+    @abc.abstractmethod
     async def set_payload_where(self, name: str, where: Where, payload: dict[str, Any]) -> None: ...
 
     @abc.abstractmethod
@@ -221,18 +260,6 @@ class VectorStore(abc.ABC):
     async def query_batch(self, name: str, queries: Sequence[Query], *, payload: WithPayload = True,
                           vectors: WithVectors = False) -> list[list[Scored]]:
         """One ranked list per query, best first, in one call to the engine."""
-
-    async def point_vectors(self, name: str, ids: Sequence[str], fields: Sequence[str]) \
-            -> dict[str, dict[str, np.ndarray]]:
-        """The named dense vectors of the points that exist among `ids`, by id. The embedded backend
-        answers points it read before from a memo (storage/point_memo.py)."""
-        if not ids:
-            return {}
-        return {r.id: r.dense for r in await self.retrieve(name, ids, payload=False, vectors=list(fields))}
-
-    def forget_vectors(self) -> None:
-        """Drop whatever `point_vectors` remembers: a benchmark's cold path reads every vector from the
-        engine."""
 
     @abc.abstractmethod
     def scroll(self, name: str, where: Where | None = None, *, payload: WithPayload = True,
@@ -336,52 +363,114 @@ class VectorStore(abc.ABC):
         await self.ensure_collection(name, self.factchecks_spec())
 
     async def upsert_factchecks(self, name: str, points: Sequence[FactCheckPoint]) -> None:
+        if not points:
+            return
         out = []
-        for p in points:
+        norms = doc_norms(np.array([p.claim_vector for p in points]), np.array([p.title_vector for p in points]))
+        for p, norm in zip(points, norms):
             self._seq += 1
             out.append(Point(p.id, {"claim": p.claim_vector, "title": p.title_vector, MULTI_FIELD: p.multi_vector,
                                     USE_FIELD: p.use_vector},
-                             {**p.payload, SEQ_FIELD: self._seq}, {SPARSE_FIELD: p.terms}))
+                             {**p.payload, SEQ_FIELD: self._seq, DOC_NORM_FIELD: float(norm)},
+                             {SPARSE_FIELD: p.terms}))
         await self.upsert(name, out)
+
+    async def fill_doc_norms(self, name: str, batch: int = 1024) -> int:
+        """Store `doc_norm` on the fact-checks of a collection written before it was stored (the matcher
+        works it out from their vectors until then); returns how many were filled."""
+        filled = 0
+        async for records in self.scroll(name, payload=[DOC_NORM_FIELD], vectors=list(DENSE_FIELDS), batch=batch):
+            todo = [r for r in records if r.payload.get(DOC_NORM_FIELD) is None and "claim" in r.dense and "title" in r.dense]
+            if todo:
+                norms = doc_norms(np.array([r.dense["claim"] for r in todo]), np.array([r.dense["title"] for r in todo]))
+                await self.set_payloads(name, {r.id: {DOC_NORM_FIELD: float(n)} for r, n in zip(todo, norms)})
+            filled += len(todo)
+        return filled
 
     async def search_factchecks(self, name: str, dense: np.ndarray, sparse: SparseTerms,
                                 limit: int, multi: np.ndarray | None = None,
-                                gloss: np.ndarray | None = None) -> list[Hit]:
+                                gloss: np.ndarray | None = None, use: np.ndarray | None = None) -> list[Hit]:
         """Hybrid candidates: the union of dense search on claim and title (English model), on claim +
         title (multilingual model, when `multi` is given) and sparse term search, each candidate
-        carrying its rank and score in every list that found it (the re-ranker's input), and its
-        stored vectors, USE's among them (features only: no list searches it). `gloss`, the English
-        model's vector of a Cyrillic message's word-by-word English gloss (core/gloss.py), is a fifth
-        list over the claim vectors: Russian dev candidate recall 0.934 -> 0.959 (docs/matching.md).
+        carrying its rank and score in every list that found it and what the re-ranker reads of its
+        stored vectors (`Hit`): their cosines with `dense`, `multi`, `use` (USE's: features only, no
+        list searches it) and `gloss`. `gloss`, the English model's vector of a Cyrillic message's
+        word-by-word English gloss (core/gloss.py), is a fifth list over the claim vectors: Russian dev
+        candidate recall 0.934 -> 0.959 (docs/matching.md).
 
         The lists go to the engine as one batch, not as one fused query: the re-ranker reads each
         candidate's rank in each list (core/matchfeatures.py), which fusion would throw away."""
-        lists: dict[str, Query] = {f: Query(f, dense, limit) for f in DENSE_FIELDS}
+        # A few more than `limit` from the engine, so that the cut falls between equal scores in our order:
+        # which of a tie group at the cut the engine returns changed from one process to the next (a
+        # Russian dev tweet's sparse list, ranks 38-40), and the candidates' similarity to each other with it.
+        asked = limit + TIE_SLACK
+        lists: dict[str, Query] = {f: Query(f, dense, asked) for f in DENSE_FIELDS}
         if multi is not None:
-            lists[MULTI_FIELD] = Query(MULTI_FIELD, multi, limit)
+            lists[MULTI_FIELD] = Query(MULTI_FIELD, multi, asked)
         if gloss is not None:
-            lists[GLOSS_LIST] = Query(DENSE_FIELDS[0], gloss, limit)
+            lists[GLOSS_LIST] = Query(DENSE_FIELDS[0], gloss, asked)
         if len(sparse.indices):
-            lists[SPARSE_FIELD] = Query(SPARSE_FIELD, sparse, limit)
-        # The lists without vectors, then each candidate's vectors once (a candidate is in ~1.5 lists):
-        # asked with the search, Edge also materialised the duplicates' (engine 18.8 ms with vectors,
-        # 9.3 without; retrieving the 84 distinct candidates' 4.5 ms, at 10k claims, loaded machine).
-        results = await self.query_batch(name, list(lists.values()), payload=True, vectors=False)
+            lists[SPARSE_FIELD] = Query(SPARSE_FIELD, sparse, asked)
+        # The lists read only the ingest order (for ties); each candidate's payload comes once, with its
+        # cosines (`_read_candidates`): the engine reads payloads at ~20 us a point, and a candidate is in
+        # ~2 lists (the four lists' engine time at 100k claims 9.0 ms with every field, 5.0 with `seq`).
+        results = await self.query_batch(name, list(lists.values()), payload=[SEQ_FIELD], vectors=False)
         hits: dict[str, Hit] = {}
         for list_name, points in zip(lists, results):
             # Equal scores (the same claim fact-checked twice, short claims sharing their few terms) go
             # to the earlier-ingested fact-check, as the numpy index this replaced did: the engine's
             # own order of ties cost 0.054 MAP@5 on CLEF dev (0.9232 -> 0.8695, recall@5 unchanged).
-            points = sorted(points, key=lambda p: (-float(f"{p.score:.6g}"), p.payload.get(SEQ_FIELD, math.inf)))
+            points = sorted(points, key=lambda p: (-float(f"{p.score:.6g}"), p.payload.get(SEQ_FIELD, math.inf)))[:limit]
             for rank, p in enumerate(points, start=1):
                 hit = hits.get(p.id)
                 if hit is None:
-                    hit = hits[p.id] = Hit(id=p.id, payload=p.payload, vectors={}, ranks={}, scores={})
+                    hit = hits[p.id] = Hit(id=p.id, payload={}, ranks={}, scores={})
                 hit.ranks[list_name] = rank
                 hit.scores[list_name] = p.score
-        # A point deleted in between keeps no vectors: the matcher reads zeros for it.
-        vectors = await self.point_vectors(name, list(hits), FACTCHECK_VECTORS)
+        if hits:
+            await self._read_candidates(name, hits, {"dense": dense, "multi": multi, "use": use, "gloss": gloss})
+        return [h for h in hits.values() if h.payload]  # none: deleted since the lists were searched
+
+    async def _read_candidates(self, name: str, hits: dict[str, Hit], query: dict[str, np.ndarray | None]) -> None:
+        """Fill in each candidate's payload and what the re-ranker reads of its stored vectors. The engine
+        scores them (one search per cosine, restricted to the candidates' ids; the first also reads the
+        payloads and the multilingual vectors) rather than handing every vector over: Edge gives each
+        vector to Python as a list of floats, and reading ~115 candidates' four vectors took 17.2 ms p50
+        against 2.1 ms for six cosines (100k claims, 40 CLEF dev tweets, /tmp/s12/alt.py, 2026-11-25).
+        The multilingual vectors are read for the candidates' similarity to each other (their cosine
+        with the message is taken here)."""
+        ids = tuple(hits)
+        only = Where(must=(IdIn(ids),))
+        multi = query["multi"]
+        scoring = {key: Query(field_, vec, len(ids), only) for key, (field_, which) in CANDIDATE_COSINES.items()
+                   if (vec := query[which]) is not None and key != MULTI_FIELD}
+        scoring["claim"] = dataclasses.replace(scoring["claim"], payload=True,
+                                               vectors=[MULTI_FIELD] if multi is not None else None)
+        for key, points in zip(scoring, await self.query_batch(name, list(scoring.values()), payload=False,
+                                                               vectors=False)):
+            for p in points:
+                hit = hits[p.id]
+                hit.cosines[key] = p.score
+                if key == "claim":
+                    hit.payload = p.payload
+                    hit.multi = p.dense.get(MULTI_FIELD)
+                    if hit.multi is not None and multi is not None:
+                        hit.cosines[MULTI_FIELD] = float(hit.multi @ multi)
+        lacking = []
         for hit in hits.values():
-            hit.vectors = vectors.get(hit.id, {})
-        return list(hits.values())
+            stored = hit.payload.get(DOC_NORM_FIELD)
+            if stored is None:
+                lacking.append(hit.id)
+            else:
+                hit.doc_norm = float(stored)
+        if lacking:
+            # A collection written before doc_norm was stored (KnowledgeBase.open fills it in once): from
+            # the two vectors, as at ingest.
+            records = [r for r in await self.retrieve(name, lacking, payload=False, vectors=list(DENSE_FIELDS))
+                       if "claim" in r.dense and "title" in r.dense]
+            if records:
+                norms = doc_norms(np.array([r.dense["claim"] for r in records]),
+                                  np.array([r.dense["title"] for r in records]))
+                for r, norm in zip(records, norms):
+                    hits[r.id].doc_norm = float(norm)
 

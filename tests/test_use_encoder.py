@@ -109,13 +109,17 @@ async def test_the_use_vectors_are_stored_read_back_and_scored(tmp_path, model_d
         clean = clean_query(message)
         vec, mvec, uvec = (await app.kb.embedder.embed([clean]))[0], (await app.kb.multilingual.queries([clean]))[0], \
             (await app.kb.use.encode([clean]))[0]
-        hits = await app.vectors.search_factchecks(app.kb.collection, vec, query_vector(clean), 10, multi=mvec)
-        assert hits and all(h.vectors["use"].shape == (USE_DIM,) for h in hits)
+        hits = await app.vectors.search_factchecks(app.kb.collection, vec, query_vector(clean), 10, multi=mvec,
+                                                   use=uvec)
+        stored = {r.id: r.dense["use"] for r in await app.vectors.retrieve(app.kb.collection, [h.id for h in hits],
+                                                                            payload=False, vectors=["use"])}
+        assert hits and all(v.shape == (USE_DIM,) for v in stored.values())
         # What is stored is the seed table's vector of the fact-check's claim + headline.
         fc = {f.id: f for f in load_seed_factchecks()}[hits[0].id]
         fresh = app.kb.use.encode_sync([doc_text(fc.claim, fc.title)])[0]
-        assert float(hits[0].vectors["use"] @ fresh) > 0.999
-        assert -1.0 <= float(hits[0].vectors["use"] @ uvec) <= 1.0
+        assert float(stored[hits[0].id] @ fresh) > 0.999
+        # Each candidate carries its USE cosine with the message, as the engine scored it.
+        assert all(h.cosines["use"] == pytest.approx(float(stored[h.id] @ uvec), abs=1e-5) for h in hits)
         # The matcher reads them: the Russian message finds the English 5G fact-check, verdict inherited.
         result = await app.engine.check(message)
         assert result.verdict == Verdict.REFUTED, result

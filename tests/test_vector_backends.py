@@ -19,7 +19,7 @@ from storage.edge_store import EdgeVectorStore
 from storage.evidence_vectors import EvidencePoint, EvidenceVectors
 from storage.message_vectors import MessagePoint, MessageVectors
 from storage.qdrant_remote import RemoteVectorStore
-from storage.vectors import AnyOf, Between, FactCheckPoint, VectorStore, Where
+from storage.vectors import DOC_NORM_FIELD, AnyOf, Between, FactCheckPoint, Point, VectorStore, Where
 
 DIM = 16
 WORDS = ["vaccine", "chip", "tracking", "moon", "landing", "studio", "fake", "water", "boil", "sea", "level", "5g", "virus", "outbreak", "grain", "ship", "port", "drone", "kyiv", "metro", "power", "plant", "election", "fraud", "ballot", "mail", "climate", "ice", "arctic"]
@@ -72,8 +72,8 @@ def _ranked(hits, list_name: str) -> list[tuple[str, float]]:
 async def test_hybrid_factcheck_candidates_agree(stores):
     points, dense, claims, use = _factchecks()
     rng = np.random.default_rng(9)
-    queries = [(dense[i] + 0.3 * _unit(rng, 1, DIM)[0], query_vector(claims[i]), _unit(rng, 1, DIM + 4)[0])
-               for i in (3, 50, 151, 299)]
+    queries = [(dense[i] + 0.3 * _unit(rng, 1, DIM)[0], query_vector(claims[i]), _unit(rng, 1, DIM + 4)[0],
+                _unit(rng, 1, DIM + 8)[0], _unit(rng, 1, DIM)[0]) for i in (3, 50, 151, 299)]
     results = []
     for store in stores:
         await store.ensure_factchecks("fc")
@@ -82,7 +82,8 @@ async def test_hybrid_factcheck_candidates_agree(stores):
         for i in range(0, len(points), 100):
             await store.upsert_factchecks("fc", points[i:i + 100])
         assert await store.count("fc") == len(points)
-        results.append([await store.search_factchecks("fc", q, sp, 20, multi=m) for q, sp, m in queries])
+        results.append([await store.search_factchecks("fc", q, sp, 20, multi=m, use=u, gloss=g)
+                        for q, sp, m, u, g in queries])
     for edge_hits, remote_hits in zip(*results):
         for list_name in ("claim", "title", "multi"):
             e, r = _ranked(edge_hits, list_name), _ranked(remote_hits, list_name)
@@ -101,14 +102,67 @@ async def test_hybrid_factcheck_candidates_agree(stores):
         last = min(s for _, s in e)  # the cut-off score's group may be split differently at the limit
         assert {k: v for k, v in ge.items() if k > round(last, 3)} == {k: v for k, v in gr.items()
                                                                        if k > round(last, 3)}
-    # The stored vectors come back (normalised) for the re-ranker's features, USE's (never searched,
-    # its own dimension) among them, from both backends.
+    # Each candidate carries the cosines of the query's vectors with its stored ones (USE's among them:
+    # never searched, its own dimension), |claim + title| and its multilingual vector, from both backends.
+    def unit(v):
+        return v / np.linalg.norm(v)
     for hits in results:
-        for h in (h for q in hits for h in q):
-            i = h.payload["i"]
-            assert h.vectors["claim"] == pytest.approx(dense[i], abs=1e-5)
-            assert h.vectors["use"] == pytest.approx(use[i], abs=1e-5)
-            assert set(h.vectors) == {"claim", "title", "multi", "use"}
+        for (q, _, m, u, g), found in zip(queries, hits):
+            for h in found:
+                p = points[h.payload["i"]]
+                want = {"claim": p.claim_vector @ unit(q), "title": p.title_vector @ unit(q),
+                        "multi": p.multi_vector @ m, "use": p.use_vector @ u, "gloss_claim": p.claim_vector @ g,
+                        "gloss_title": p.title_vector @ g}
+                assert h.cosines == pytest.approx(want, abs=1e-5)
+                assert h.doc_norm == pytest.approx(float(np.linalg.norm(p.claim_vector + p.title_vector)), abs=1e-5)
+                assert h.multi == pytest.approx(p.multi_vector, abs=1e-5)
+
+
+async def test_a_candidate_list_cut_inside_equal_scores_keeps_the_earliest_ingested(stores):
+    # Eight close fact-checks, then eight with one same vector (one claim fact-checked eight times): a list
+    # of ten ends inside the tie, and keeps the two ingested first, whatever order the engine has them in.
+    rng = np.random.default_rng(11)
+    q = _unit(rng, 1, DIM)[0]
+    close = q + 0.1 * _unit(rng, 8, DIM)
+    close /= np.linalg.norm(close, axis=1, keepdims=True)
+    same = q + 1.5 * _unit(rng, 1, DIM)[0]
+    same /= np.linalg.norm(same)
+    import uuid
+    vecs = list(close) + [same] * 8
+    # Ids in the opposite order to ingest.
+    ids = [str(uuid.UUID(int=1000 - i)) for i in range(len(vecs))]
+    points = [FactCheckPoint(id=ids[i], claim_vector=v, title_vector=_unit(rng, 1, DIM)[0],
+                             terms=document_vector(f"claim {i}"), payload={"i": i},
+                             multi_vector=_unit(rng, 1, DIM + 4)[0], use_vector=_unit(rng, 1, DIM + 8)[0])
+              for i, v in enumerate(vecs)]
+    for store in stores:
+        await store.ensure_factchecks("fc")
+        # Written first in the opposite order, then again one at a time in order: the later write is the
+        # ingest order (`seq`), while the engine may keep the points where they were first written.
+        await store.upsert_factchecks("fc", points[::-1])
+        for p in points:
+            await store.upsert_factchecks("fc", [p])
+        hits = await store.search_factchecks("fc", q, query_vector("nothing shared"), 10)
+        order = [h.payload["i"] for h in sorted((h for h in hits if "claim" in h.ranks), key=lambda h: h.ranks["claim"])]
+        assert sorted(order[:8]) == list(range(8)) and order[8:] == [8, 9]
+
+
+async def test_candidates_of_a_collection_written_before_doc_norm_get_it_from_their_vectors(stores):
+    points, dense, claims, _ = _factchecks(n=40)
+    for store in stores:
+        await store.ensure_factchecks("fc")
+        # As an older version wrote them: the same vectors, no doc_norm in the payload.
+        await store.upsert("fc", [Point(p.id, {"claim": p.claim_vector, "title": p.title_vector, "multi": p.multi_vector,
+                                               "use": p.use_vector}, p.payload, {"terms": p.terms}) for p in points])
+        for with_multi in (True, False):
+            hits = await store.search_factchecks("fc", dense[7], query_vector(claims[7]), 10,
+                                                 multi=points[7].multi_vector if with_multi else None)
+            assert hits
+            for h in hits:
+                p = points[h.payload["i"]]
+                assert DOC_NORM_FIELD not in h.payload
+                assert h.doc_norm == pytest.approx(float(np.linalg.norm(p.claim_vector + p.title_vector)), abs=1e-5)
+                assert (h.multi is not None) == with_multi
 
 
 async def test_filters_scroll_delete_and_payload_updates_agree(stores):
