@@ -19,7 +19,7 @@ from __future__ import annotations
 import gzip
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -174,7 +174,10 @@ class QueryScorer:
     term id's groups and the query's total IDF. Per candidate, the loops run over the document's few
     terms, not the query's groups (the per-group version cost ~3x the rest of the features)."""
 
-    def __init__(self, query: TermGroups, idf: Callable[[int], float], avg_len: float):
+    def __init__(self, query: TermGroups, idf: Callable[[int], float], avg_len: float,
+                 group_idf: MutableMapping[tuple[int, ...], float] | None = None):
+        """`group_idf`: a memo of groups' IDFs to share across queries while `idf` stays the same (the
+        same candidates' groups come back query after query)."""
         self.query, self.idf, self.avg_len = query, idf, avg_len
         groups = list(dict.fromkeys(query.groups))
         self.n_groups = len(groups)
@@ -183,7 +186,8 @@ class QueryScorer:
             for tid in g:
                 self.by_tid.setdefault(tid, []).append(gi)
         self.total = sum(_group_idf(g, idf) for g in groups)
-        self._group_idf: dict[tuple[int, ...], float] = {}  # the candidates' groups recur across them
+        # the candidates' groups recur across them
+        self._group_idf: MutableMapping[tuple[int, ...], float] = {} if group_idf is None else group_idf
 
     def bm25(self, doc: TermGroups) -> float:
         """BM25 of the query's groups against the document's term counts, each group scoring by its best

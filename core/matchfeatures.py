@@ -135,6 +135,9 @@ def latin_share(text: str) -> float:
 # Corpus term statistics
 
 
+_WEIGHTS_KEPT = 1 << 16  # documents' term weights kept (TermStats.weights): ~15 MB at ~12 terms each
+
+
 @dataclass
 class TermStats:
     """Document frequencies and length of one text field over the fact-check corpus.
@@ -148,6 +151,12 @@ class TermStats:
     df: dict[int, int] = field(default_factory=dict)
     # idf() is called for every term of every candidate; memoised until the statistics change.
     _idf_memo: dict[int, float] = field(default_factory=dict, repr=False, compare=False)
+    # A document's distinct terms with their IDF and its total (`_cover`), for the same candidates coming
+    # back query after query; dropped with the IDFs, and past _WEIGHTS_KEPT documents.
+    _weights_memo: dict[tuple[int, ...], tuple[dict[int, float], float]] = field(
+        default_factory=dict, repr=False, compare=False)
+    # Term groups' IDFs (crosslingual_terms.QueryScorer), shared by every query while the statistics stay.
+    _group_idf_memo: dict[tuple[int, ...], float] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def avg_len(self) -> float:
@@ -156,6 +165,8 @@ class TermStats:
     def add(self, text: str) -> None:
         ids = [term_id(t) for t in terms(text)]
         self._idf_memo.clear()
+        self._weights_memo.clear()
+        self._group_idf_memo.clear()
         self.n_docs += 1
         self.total_len += len(ids)
         for tid in set(ids):
@@ -164,6 +175,8 @@ class TermStats:
     def remove(self, text: str) -> None:
         ids = [term_id(t) for t in terms(text)]
         self._idf_memo.clear()
+        self._weights_memo.clear()
+        self._group_idf_memo.clear()
         self.n_docs = max(0, self.n_docs - 1)
         self.total_len = max(0, self.total_len - len(ids))
         for tid in set(ids):
@@ -172,6 +185,22 @@ class TermStats:
                 self.df[tid] = n
             else:
                 self.df.pop(tid, None)
+
+    def weights(self, tids: tuple[int, ...]) -> tuple[dict[int, float], float]:
+        """A document's distinct term ids with their IDF, and the IDFs' total."""
+        found = self._weights_memo.get(tids)
+        if found is None:
+            if len(self._weights_memo) >= _WEIGHTS_KEPT:
+                self._weights_memo.clear()
+            w = {t: self.idf(t) for t in set(tids)}
+            found = self._weights_memo[tids] = (w, sum(w.values()))
+        return found
+
+    def group_idfs(self) -> dict[tuple[int, ...], float]:
+        """The memo of term groups' IDFs a QueryScorer fills (emptied past _WEIGHTS_KEPT groups)."""
+        if len(self._group_idf_memo) >= _WEIGHTS_KEPT:
+            self._group_idf_memo.clear()
+        return self._group_idf_memo
 
     def idf(self, tid: int) -> float:
         """BM25 IDF as Lucene and Qdrant's IDF modifier compute it: ln(1 + (N - n + .5) / (n + .5))."""
@@ -314,12 +343,8 @@ def _bm25(q_idf: Mapping[int, float], counts: Counter, length: int, avg_len: flo
     return s
 
 
-def _cover(q_set: frozenset[int] | set[int], doc_tids: Sequence[int], stats: TermStats) -> float:
-    uniq = set(doc_tids)
-    if not uniq:
-        return 0.0
-    w = {t: stats.idf(t) for t in uniq}
-    total = sum(w.values())
+def _cover(q_set: frozenset[int] | set[int], doc_tids: tuple[int, ...], stats: TermStats) -> float:
+    w, total = stats.weights(doc_tids)
     return sum(v for t, v in w.items() if t in q_set) / total if total > 0 else 0.0
 
 
@@ -434,30 +459,38 @@ def features_of(
     qi_claim = dict(zip(query.tids, query.idf_claim.tolist()))
     qi_title = dict(zip(query.tids, query.idf_title.tolist()))
     qi_doc = dict(zip(query.tids, query.idf_doc.tolist()))
-    xl = QueryScorer(query.xl, stats.doc.idf, stats.doc.avg_len) if query.xl is not None else None
-    for i, (claim, title) in enumerate(zip(claims, titles)):
+    xl = QueryScorer(query.xl, stats.doc.idf, stats.doc.avg_len, stats.doc.group_idfs()) \
+        if query.xl is not None else None
+    # Per candidate, a row of Python floats, written into the matrix at once: item by item, numpy's
+    # scalar writes were a third of the loop (features_of 28 -> see docs/architecture.md).
+    rows = []
+    for claim, title in zip(claims, titles):
         doc = _doc_info(claim, title)
-        out[i, 6] = _bm25(qi_claim, doc.c_counts, len(doc.c_tids), stats.claim.avg_len) / q_info
-        out[i, 7] = _bm25(qi_title, doc.t_counts, len(doc.t_tids), stats.title.avg_len) / q_info
-        out[i, 8] = _bm25(qi_doc, doc.d_counts, doc.d_len, stats.doc.avg_len) / q_info
-        out[i, 10] = _cover(q_set, doc.c_tids, stats.claim)
-        out[i, 11] = _cover(q_set, doc.t_tids, stats.title)
         union = len(q_set | doc.d_set)
-        out[i, 12] = len(q_set & doc.d_set) / union if union else 0.0
         ents = doc.entities
-        out[i, 13] = len(ents & query.entities) / len(ents) if ents else 0.0
         nums = doc.numbers
         hit = len(nums & query.numbers)
-        out[i, 14] = hit / len(nums) if nums else 0.0
-        out[i, 15] = 1.0 if nums and query.numbers and not hit else 0.0
-        out[i, 16] = math.log((query.n_terms + 1.0) / (doc.d_len + 1.0))
+        row = [_bm25(qi_claim, doc.c_counts, len(doc.c_tids), stats.claim.avg_len) / q_info,
+               _bm25(qi_title, doc.t_counts, len(doc.t_tids), stats.title.avg_len) / q_info,
+               _bm25(qi_doc, doc.d_counts, doc.d_len, stats.doc.avg_len) / q_info,
+               0.0,  # column 9, the doc BM25 over the best, once all are known
+               _cover(q_set, doc.c_tids, stats.claim),
+               _cover(q_set, doc.t_tids, stats.title),
+               len(q_set & doc.d_set) / union if union else 0.0,
+               len(ents & query.entities) / len(ents) if ents else 0.0,
+               hit / len(nums) if nums else 0.0,
+               1.0 if nums and query.numbers and not hit else 0.0,
+               math.log((query.n_terms + 1.0) / (doc.d_len + 1.0))]
         if xl is not None:
             # Term overlap across scripts: Russian dev MAP@5 0.811 -> 0.823 with these three, English
             # dev 0.9240 -> 0.9249 (docs/matching.md, 2026-11-24); xl_bm25 alone gave 0.824, names alone 0.810.
             dg = doc_groups(claim, title)
-            out[i, _XL] = xl.bm25(dg)
-            out[i, _XL + 1] = xl.cover(dg)
-            out[i, _XL + 2] = xl.names(dg)
+            row += [xl.bm25(dg), xl.cover(dg), xl.names(dg)]
+        rows.append(row)
+    table = np.array(rows, dtype=np.float64)
+    out[:, 6:17] = table[:, :11]
+    if xl is not None:
+        out[:, _XL:_XL + 3] = table[:, 11:]
     best = out[:, 8].max()
     out[:, 9] = out[:, 8] / best if best > 0 else 0.0
 

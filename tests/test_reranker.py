@@ -67,6 +67,24 @@ def test_term_stats_incremental_and_json():
     assert CorpusStats.from_json(c.to_json()) == c
 
 
+def test_remembered_document_weights_follow_the_statistics():
+    # A document's term weights (cover features) and term groups' IDFs are remembered across queries,
+    # and must be worked out again once a fact-check is added or removed.
+    s = TermStats()
+    s.add("vaccines contain microchips")
+    doc = tuple(term_id(t) for t in terms("microchips in vaccines"))
+    group = tuple(sorted(set(doc)))
+    w, total = s.weights(doc)
+    assert set(w) == set(doc) and total == pytest.approx(sum(s.idf(t) for t in set(doc)))
+    s.group_idfs()[group] = 1.0  # as a QueryScorer fills it
+    for change in (lambda: s.add("microchips everywhere"), lambda: s.remove("microchips everywhere")):
+        before = dict(w)
+        change()
+        assert not s.group_idfs()
+        w, total = s.weights(doc)
+        assert w != before and w == {t: s.idf(t) for t in set(doc)}
+
+
 def test_weights_file_loads_and_thresholds_ordered():
     data = json.loads(DEFAULT_PATH.read_text())
     assert data["feature_names"] == list(BASE_FEATURES)  # the gloss columns are the Cyrillic model's only
