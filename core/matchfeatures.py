@@ -461,8 +461,9 @@ def features_of(
     qi_doc = dict(zip(query.tids, query.idf_doc.tolist()))
     xl = QueryScorer(query.xl, stats.doc.idf, stats.doc.avg_len, stats.doc.group_idfs()) \
         if query.xl is not None else None
-    # Per candidate, a row of Python floats, written into the matrix at once: item by item, numpy's
-    # scalar writes were a third of the loop (features_of 28 -> see docs/architecture.md).
+    # Per candidate, a row of Python floats, written into the matrix at once rather than numpy scalar by
+    # scalar: with the remembered term weights (TermStats.weights, group_idfs), features_of 9.5 -> 6.5 ms
+    # p50 on 60 dev tweets' candidates at 100k claims (docs/architecture.md).
     rows = []
     for claim, title in zip(claims, titles):
         doc = _doc_info(claim, title)
