@@ -163,6 +163,13 @@ async def test_candidates_of_a_collection_written_before_doc_norm_get_it_from_th
                 assert DOC_NORM_FIELD not in h.payload
                 assert h.doc_norm == pytest.approx(float(np.linalg.norm(p.claim_vector + p.title_vector)), abs=1e-5)
                 assert (h.multi is not None) == with_multi
+        # What KnowledgeBase.open does once for such a collection: the norms stored, as at ingest.
+        assert await store.fill_doc_norms("fc") == len(points)
+        stored = {r.id: r.payload[DOC_NORM_FIELD] async for batch in store.scroll("fc", payload=[DOC_NORM_FIELD])
+                  for r in batch}
+        assert stored == pytest.approx({p.id: float(np.linalg.norm(p.claim_vector + p.title_vector)) for p in points},
+                                       abs=1e-5)
+        assert await store.fill_doc_norms("fc") == 0
 
 
 async def test_filters_scroll_delete_and_payload_updates_agree(stores):
