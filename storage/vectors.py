@@ -175,7 +175,7 @@ class FactCheckPoint:
 @dataclass
 class Hit:
     """A fact-check found by the candidate search, with what the re-ranker reads of its stored vectors:
-    their cosines with the query's (`cosines`, by `CANDIDATE_COSINES` key: 0 when the point was
+    their cosines with the query's (`cosines`, by `CANDIDATE_COSINES` key and MULTI_FIELD: 0 when the point was
     deleted in between, as a zero vector's cosine), |claim + title| (`doc_norm`) and its multilingual
     vector (`multi`: the candidates' similarity to each other)."""
 
@@ -188,10 +188,10 @@ class Hit:
     multi: np.ndarray | None = None
 
 
-# The cosines a candidate carries: the stored vector each is read from and the query vector it is taken with.
-CANDIDATE_COSINES = {"claim": ("claim", "dense"), "title": ("title", "dense"), MULTI_FIELD: (MULTI_FIELD, "multi"),
-                     USE_FIELD: (USE_FIELD, "use"), "gloss_claim": ("claim", "gloss"),
-                     "gloss_title": ("title", "gloss")}
+# The cosines the engine scores for a candidate: the stored vector each is read from and the query vector it
+# is taken with. The multilingual one (key MULTI_FIELD) is taken from the e5 vectors read anyway.
+CANDIDATE_COSINES = {"claim": ("claim", "dense"), "title": ("title", "dense"), USE_FIELD: (USE_FIELD, "use"),
+                     "gloss_claim": ("claim", "gloss"), "gloss_title": ("title", "gloss")}
 
 
 def doc_norms(claims: np.ndarray, titles: np.ndarray) -> np.ndarray:
@@ -443,7 +443,7 @@ class VectorStore(abc.ABC):
         only = Where(must=(IdIn(ids),))
         multi = query["multi"]
         scoring = {key: Query(field_, vec, len(ids), only) for key, (field_, which) in CANDIDATE_COSINES.items()
-                   if (vec := query[which]) is not None and key != MULTI_FIELD}
+                   if (vec := query[which]) is not None}
         scoring["claim"] = dataclasses.replace(scoring["claim"], payload=True,
                                                vectors=[MULTI_FIELD] if multi is not None else None)
         for key, points in zip(scoring, await self.query_batch(name, list(scoring.values()), payload=False,
