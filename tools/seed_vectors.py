@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write core/data/seed_multilingual.npz and core/data/seed_use.npz: the multilingual passage vector
-(e5) and the USE vector of every seed fact-check (claim + headline, as core/knowledge.py embeds them),
+(e5, by the default engine, `TIPLINE_MULTILINGUAL_ENGINE`'s default) and the USE vector of every seed fact-check (claim + headline, as core/knowledge.py embeds them),
 so that a new data dir loads the seed without running e5 or USE over it (core/multilingual.py:
 WithPrecomputedPassages, core/use_encoder.py: WithPrecomputed). Rerun after editing the seed file;
 tests/test_multilingual.py and tests/test_use_encoder.py fail until you do.
@@ -11,6 +11,7 @@ usage: .venv/bin/python tools/seed_vectors.py
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -19,16 +20,21 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bot.app import multilingual_engine  # noqa: E402
+from bot.settings import Settings  # noqa: E402
 from core.knowledge import load_seed_factchecks  # noqa: E402
 from core.matchfeatures import doc_text  # noqa: E402
-from core.multilingual import SEED_VECTORS, E5Encoder  # noqa: E402
+from core.multilingual import SEED_VECTORS  # noqa: E402
 from core.use_encoder import SEED_USE_VECTORS, UseEncoder  # noqa: E402
 
 
 def main() -> None:
     texts = sorted({doc_text(fc.claim, fc.title) for fc in load_seed_factchecks()})
-    enc = E5Encoder()
-    vecs = enc.passages_sync(texts)
+    with tempfile.TemporaryDirectory() as tmp:  # the engine's graph is built there, then dropped
+        engine = Settings.model_fields["multilingual_engine"].default  # whatever TIPLINE_* says here
+        enc = multilingual_engine(Settings(_env_file=None, data_dir=Path(tmp), model_cache_dir=Path(tmp),  # type: ignore[call-arg]
+                                           multilingual_engine=engine))
+        vecs = enc.passages_sync(texts)
     # float16 halves the file; the cosine to the float32 vectors stays above 0.9999.
     np.savez_compressed(SEED_VECTORS, texts=np.array(texts), vectors=vecs.astype(np.float16),
                         model=np.array(enc.model_name))
