@@ -175,8 +175,8 @@ class FactCheckPoint:
 @dataclass
 class Hit:
     """A fact-check found by the candidate search, with what the re-ranker reads of its stored vectors:
-    their cosines with the query's (`cosines`, by `CANDIDATE_COSINES` key and MULTI_FIELD: 0 when the point was
-    deleted in between, as a zero vector's cosine), |claim + title| (`doc_norm`) and its multilingual
+    their cosines with the query's (`cosines`, by `CANDIDATE_COSINES` key and MULTI_FIELD: 0 when the point
+    was deleted in between, as a zero vector's cosine), |claim + title| (`doc_norm`) and its multilingual
     vector (`multi`: the candidates' similarity to each other)."""
 
     id: str

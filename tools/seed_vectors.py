@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write core/data/seed_multilingual.npz and core/data/seed_use.npz: the multilingual passage vector
-(e5, by the default engine, `TIPLINE_MULTILINGUAL_ENGINE`'s default) and the USE vector of every seed fact-check (claim + headline, as core/knowledge.py embeds them),
-so that a new data dir loads the seed without running e5 or USE over it (core/multilingual.py:
+(e5, run by the default `TIPLINE_MULTILINGUAL_ENGINE`) and the USE vector of every seed fact-check
+(claim + headline, as core/knowledge.py embeds them), so that a new data dir loads the seed without running e5 or USE over it (core/multilingual.py:
 WithPrecomputedPassages, core/use_encoder.py: WithPrecomputed). Rerun after editing the seed file;
 tests/test_multilingual.py and tests/test_use_encoder.py fail until you do.
 
@@ -31,7 +31,8 @@ from core.use_encoder import SEED_USE_VECTORS, UseEncoder  # noqa: E402
 def main() -> None:
     texts = sorted({doc_text(fc.claim, fc.title) for fc in load_seed_factchecks()})
     with tempfile.TemporaryDirectory() as tmp:  # the engine's graph is built there, then dropped
-        engine = Settings.model_fields["multilingual_engine"].default  # whatever TIPLINE_* says here
+        # The shipped table is read only by the default engine: its default, whatever this shell's TIPLINE_* say.
+        engine = Settings.model_fields["multilingual_engine"].default
         enc = multilingual_engine(Settings(_env_file=None, data_dir=Path(tmp), model_cache_dir=Path(tmp),  # type: ignore[call-arg]
                                            multilingual_engine=engine))
         vecs = enc.passages_sync(texts)
