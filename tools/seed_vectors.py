@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Write core/data/seed_multilingual.npz and core/data/seed_use.npz: the multilingual passage vector
 (e5, run by the default `TIPLINE_MULTILINGUAL_ENGINE`) and the USE vector of every seed fact-check
-(claim + headline, as core/knowledge.py embeds them), so that a new data dir loads the seed without running e5 or USE over it (core/multilingual.py:
-WithPrecomputedPassages, core/use_encoder.py: WithPrecomputed). Rerun after editing the seed file;
+(claim + headline, as core/knowledge.py embeds them), so that a new data dir loads the seed without
+running e5 or USE over it (core/multilingual.py: WithPrecomputedPassages, core/use_encoder.py:
+WithPrecomputed). Rerun after editing the seed file;
 tests/test_multilingual.py and tests/test_use_encoder.py fail until you do.
 
 usage: .venv/bin/python tools/seed_vectors.py
