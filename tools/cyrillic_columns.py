@@ -13,8 +13,14 @@ Variants (each on top of every shipped column):
   glosse5    e5 reading the English gloss (core/gloss.py) as a passage, the same three columns;
   prf        Rocchio in e5 space: the query plus 0.5 x the mean of its 3 nearest candidates, cosine and gap;
   agree      agreement of the Cyrillic model's four signals (e5, USE, gloss MiniLM, cross-script BM25):
-             share of them ranking the candidate in the top 3 of the candidates, mean and best 1/rank.
-Also with --dense: plain dense MAP@5 / recall@40 of the e5 variants over the whole corpus.
+             share of them ranking the candidate in the top 3 of the candidates, mean and best 1/rank;
+  tok10f     token alignment (tools/token_alignment.py): BERTScore F of e5's layer-10 token states of the
+             message and of the candidate's claim + headline, and its gap to the best candidate;
+  tok10f64   the same with the states projected to 64 dimensions (float16), the projection fitted on our
+             seed knowledge base's fact-checks (core/data/seed_factchecks.jsonl), as a store would keep them;
+  tok12r     recall R alone (the score Qdrant's multivector MaxSim gives) from the last layer, and its gap.
+Also with --dense: plain dense MAP@5 / recall@40 of the e5 variants over the whole corpus, and (with a
+token variant) e5's top 40 re-ordered by token alignment.
 
 usage:
   python tools/cyrillic_columns.py --data ../shared/eval/clef2020-task2 --cache /tmp/matchcache --dense
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,11 +43,12 @@ for p in (ROOT, ROOT / "tools"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
+import token_alignment as TA  # noqa: E402
 import train_reranker as T  # noqa: E402
 
 from core.crosslingual_terms import load_lexicon  # noqa: E402
 from core.gloss import gloss  # noqa: E402
-from core.matchfeatures import FEATURE_NAMES  # noqa: E402
+from core.matchfeatures import FEATURE_NAMES, doc_text  # noqa: E402
 from core.textclean import clean_query  # noqa: E402
 
 _COL = {n: FEATURE_NAMES.index(n) for n in FEATURE_NAMES}
@@ -89,20 +97,45 @@ def agree(it: dict, q: dict, docs: np.ndarray) -> list[np.ndarray]:
     return [(R <= 3).mean(0), (1.0 / R).mean(0), 1.0 / R.min(0)]
 
 
+def tokalign(layer: int, which: int, projected: bool = False) -> Column:
+    """Token alignment columns: R (which=0), P (1) or F (2) and its gap to the best candidate."""
+    memo: dict[tuple[str, int, int], float] = {}
+
+    def columns(it: dict, q: dict, docs: np.ndarray) -> list[np.ndarray]:
+        proj = q["projection"] if projected else None
+        qm = TA.project(q["tokens"][layer][it["qi"]], proj)
+        vals = []
+        for c in it["cand"].tolist():
+            key = (q["split"], it["qi"], c)
+            if key not in memo:
+                memo[key] = TA.alignment(qm, TA.project(q["doc_tokens"][layer][c], proj))[which]
+            vals.append(memo[key])
+        v = np.asarray(vals)
+        return [v, v - v.max()]
+    return columns
+
+
 VARIANTS: dict[str, list[Column]] = {"base": [], "e5pass": [e5pass], "glosse5": [glosse5], "prf": [prf],
-                                     "agree": [agree], "agree+e5pass": [agree, e5pass]}
+                                     "agree": [agree], "agree+e5pass": [agree, e5pass],
+                                     "tok10f": [tokalign(10, 2)], "tok10f64": [tokalign(10, 2, projected=True)],
+                                     "tok12r": [tokalign(12, 0)]}
+TOKEN_VARIANTS = ("tok10f", "tok10f64", "tok12r")
 
 
-def load_queries(args, split: str, multi: T.CachedMultilingual) -> tuple[list[str], list[str], dict, dict]:
+def load_queries(args, split: str, multi: T.CachedMultilingual, *, every: bool = True
+                 ) -> tuple[list[str], list[str], dict, dict]:
+    """The split's Russian queries and their e5 vectors; `every=False`: the "query: " ones only (the
+    others are read by the e5pass, glosse5 and --dense screens alone, and cost an e5 call per text)."""
     qids, raws, gold = T.load_split(args.data, split)
     qids, raws = T.load_translated(args.translations / split / "tweets.queries.tsv", qids, raws)
     cleans = [clean_query(t) for t in raws]
-    lexicon = load_lexicon()
-    glosses = [gloss(c, lexicon) or c for c in cleans]
-    vecs = {"query": multi(cleans, f"q_{split}_ru", query=True),
-            "passage": multi(cleans, f"qp_{split}_ru", query=False),
-            "gloss_query": multi(glosses, f"q_{split}_glosse5", query=True),
-            "gloss_passage": multi(glosses, f"qp_{split}_glosse5", query=False)}
+    vecs = {"query": multi(cleans, f"q_{split}_ru", query=True), "split": split}
+    if every:
+        lexicon = load_lexicon()
+        glosses = [gloss(c, lexicon) or c for c in cleans]
+        vecs |= {"passage": multi(cleans, f"qp_{split}_ru", query=False),
+                 "gloss_query": multi(glosses, f"q_{split}_glosse5", query=True),
+                 "gloss_passage": multi(glosses, f"qp_{split}_glosse5", query=False)}
     return qids, raws, gold, vecs
 
 
@@ -122,6 +155,20 @@ def dense_report(split: str, corpus: T.Corpus, qids: list[str], gold: dict, vecs
             "e5 Rocchio (k 3, a 0.5)": _norm(mv + 0.5 * D[near].mean(1))}
     for name, v in rows.items():
         print(f"{split}/ru dense {name}: {score(v @ D.T)}", flush=True)
+    if "tokens" not in vecs:
+        return
+    # Token alignment re-orders e5's top 40 (recall@40 stays e5's): by F alone, and by e5 cosine + F.
+    S = mv @ D.T
+    top = np.argsort(-S, axis=1)[:, :40]
+    for layer, proj in [(layer, None) for layer in sorted(vecs["tokens"])] + [(10, vecs["projection"])]:
+        F = np.array([[TA.alignment(TA.project(vecs["tokens"][layer][i], proj),
+                                    TA.project(vecs["doc_tokens"][layer][c], proj))[2] for c in top[i]]
+                      for i in range(len(qids))])
+        label = f"layer {layer}" + (f", {proj.shape[1]}-d" if proj is not None else "")
+        for what, vals in (("F", F), ("e5 + F", np.take_along_axis(S, top, 1) + F)):
+            R = np.full_like(S, -np.inf)
+            np.put_along_axis(R, top, vals, 1)
+            print(f"{split}/ru dense e5 top 40 by {what} ({label}): {score(R)}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -133,7 +180,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dense", action="store_true", help="also the plain dense screen of the e5 variants")
     ap.add_argument("--no-dev-calibration", action="store_true",
                     help="`auto` from train CV only, not raised for precision 0.9 on the dev mixture (tiny sets)")
+    ap.add_argument("--projection-dim", type=int, default=64, help="tok10f64's dimensions")
     args = ap.parse_args(argv)
+    names = args.variants.split(",")
 
     from core.model_files import prepare_default_model
     emb = T.CachedEmbedder(prepare_default_model(args.model_dir), args.cache)
@@ -141,11 +190,22 @@ def main(argv: list[str] | None = None) -> None:
     corpus = T.Corpus(args.data, emb, multi, use)
     rng = np.random.default_rng(7)  # the tool's seed; splits drawn in its order (train, then dev)
     sets, qvecs = {}, {}
+    tokens = TA.TokenStates(args.cache) if any(n in TOKEN_VARIANTS for n in names) else None
+    shared: dict = {}
+    if tokens is not None:
+        shared["doc_tokens"] = tokens([doc_text(c, t) for c, t in zip(corpus.claims, corpus.titles)], "doc", query=False)
+        seed = [json.loads(line) for line in (ROOT / "core" / "data" / "seed_factchecks.jsonl").open(encoding="utf-8")]
+        seed_states = tokens([doc_text(s["claim"], s.get("title", "")) for s in seed], "seed", query=False)
+        shared["projection"] = TA.fit_projection(seed_states[10], args.projection_dim)
+    every = args.dense or any(n in ("e5pass", "glosse5", "agree+e5pass") for n in names)
     for split in ("train", "dev"):
-        qids, raws, gold, vecs = load_queries(args, split, multi)
+        qids, raws, gold, vecs = load_queries(args, split, multi, every=every)
+        vecs |= shared
+        cleans = [clean_query(t) for t in raws]
+        if tokens is not None:
+            vecs["tokens"] = tokens(cleans, f"q_{split}_ru", query=True)
         if args.dense:
             dense_report(split, corpus, qids, gold, vecs)
-        cleans = [clean_query(t) for t in raws]
         qv = emb(cleans, f"q_{split}_ru")
         kw = dict(mvecs=vecs["query"], multilingual=True, uvecs=use(cleans, f"q_{split}_ru"),
                   gvecs=T.gloss_vectors(emb, cleans, f"q_{split}_ru"))
@@ -158,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
             it["qi"] = index[it["qid"]]
         sets[split], qvecs[split] = (items, nomatch, small, gold), vecs
 
-    for name in args.variants.split(","):
+    for name in names:
         fns = VARIANTS[name]
 
         def widen(items: list[dict], split: str) -> list[dict]:
