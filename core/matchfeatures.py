@@ -81,11 +81,13 @@ FEATURE_NAMES: tuple[str, ...] = (
     "cos_gloss_gap",      # cos_gloss minus the best cos_gloss among this query's candidates
     "cos_gloss_margin",   # cos_gloss minus the best cos_gloss among the other candidates
     "rr_dense_gloss",     # 1 / rank in the gloss list (0 when absent)
+    "tok_f",              # token alignment of e5's token states, message and candidate (core/token_align.py)
+    "tok_f_gap",          # tok_f minus the best tok_f among this query's candidates
 )
 # Read only by the re-ranker for messages with Cyrillic words across scripts (reranker_cyrillic.json):
 # every other pair has no gloss, and the other three re-rankers were trained without these columns.
 GLOSS_FEATURES: tuple[str, ...] = ("cos_gloss", "cos_gloss_title", "cos_gloss_gap", "cos_gloss_margin",
-                                   "rr_dense_gloss")
+                                   "rr_dense_gloss", "tok_f", "tok_f_gap")
 BASE_FEATURES: tuple[str, ...] = tuple(n for n in FEATURE_NAMES if n not in GLOSS_FEATURES)
 N_FEATURES = len(FEATURE_NAMES)
 
@@ -395,6 +397,7 @@ class CandidateCosines:
     use: np.ndarray | None = None           # (n,) query.use_vec . use, when both exist
     gloss_claim: np.ndarray | None = None   # (n,) query.gloss_vec . claim, when the query has a gloss
     gloss_title: np.ndarray | None = None
+    tok_f: np.ndarray | None = None         # (n,) token alignment F, for a query with token states
 
     @classmethod
     def of_vectors(cls, query: PreparedQuery, n: int, claim_vecs: np.ndarray, title_vecs: np.ndarray,
@@ -541,6 +544,9 @@ def features_of(
         r = np.asarray(ranks.get(GLOSS_LIST, np.zeros(n)), dtype=np.float64).reshape(-1)
         if r.size == n:
             out[:, _GLOSS + 4] = np.where(r > 0, 1.0 / np.maximum(r, 1.0), 0.0)
+    if cos.tok_f is not None and cos.tok_f.size == n and n:
+        out[:, _TOK] = cos.tok_f
+        out[:, _TOK + 1] = cos.tok_f - cos.tok_f.max()
     return out
 
 
@@ -549,6 +555,7 @@ _MULTI_HUB = FEATURE_NAMES.index("multi_hub")
 _USE = FEATURE_NAMES.index("cos_use")
 _XL = FEATURE_NAMES.index("xl_bm25")
 _GLOSS = FEATURE_NAMES.index("cos_gloss")
+_TOK = FEATURE_NAMES.index("tok_f")
 
 
 def _margin(v: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -36,6 +37,7 @@ from core.reranker import Reranker
 from core.contested import RIVAL_SIMILARITIES, rival
 from core.sparse import query_vector, term_ids
 from core.textclean import clean_query
+from core.token_align import alignment_f
 from storage.vectors import MULTI_FIELD, USE_FIELD, Hit
 
 # Our vector-store list names -> the re-ranker's candidate-list names.
@@ -224,9 +226,11 @@ class ClaimMatcher:
         # message with Cyrillic words also has its English gloss read by MiniLM (one more text, its own
         # call: a batch would pad the message's row and change its vector).
         glossed = gloss(clean, lazy_lexicon())  # None without a Cyrillic word
-        vecs, multi, use, gvecs = await asyncio.gather(
-            self.kb.embedder.embed([clean]), self.kb.multilingual.queries([clean]), self.kb.use.encode([clean]),
-            self.kb.embedder.embed([glossed]) if glossed is not None else _none())
+        # A message with Cyrillic words also gets e5's token states from the same call: the `cyrillic`
+        # re-ranker compares them with the candidates' (core/token_align.py).
+        vecs, (multi, qstates), use, gvecs = await asyncio.gather(
+            self.kb.embedder.embed([clean]), self._multi(clean, states=glossed is not None),
+            self.kb.use.encode([clean]), self.kb.embedder.embed([glossed]) if glossed is not None else _none())
         vec, mvec, uvec = vecs[0], multi[0], use[0]
         gvec = gvecs[0] if gvecs is not None else None
         hits = await self.kb.vectors.search_factchecks(self.kb.collection, vec, query_vector(clean),
@@ -236,8 +240,12 @@ class ClaimMatcher:
         query = prepare_query(text, clean, vec, self.kb.stats, mvec, uvec, gvec)
         ranks = {_LIST_NAMES[name]: [h.ranks.get(name, 0) for h in hits] for name in _LIST_NAMES}
         claims = [h.payload.get("claim", "") for h in hits]
-        features = features_of(query, claims, [h.payload.get("title", "") for h in hits],
-                               hit_cosines(hits, mvec.shape[0], gloss=gvec is not None), ranks, self.kb.stats)
+        cosines = hit_cosines(hits, mvec.shape[0], gloss=gvec is not None)
+        if qstates is not None:
+            stored = await self.kb.token_states([h.id for h in hits])
+            cosines = dataclasses.replace(cosines, tok_f=alignment_f(qstates, [stored.get(h.id) for h in hits]))
+        features = features_of(query, claims, [h.payload.get("title", "") for h in hits], cosines, ranks,
+                               self.kb.stats)
         latin = np.array([_claim_latin(c) for c in claims], dtype=bool)
         kind = np.where(latin == query.latin, np.where(latin, 0, 2), 3 if gvec is not None else 1)
         without_english = without_english_model(features)
@@ -255,6 +263,13 @@ class ClaimMatcher:
                 tier = "suggest"
             out.append(_match_from_payload(hits[i].id, hits[i].payload, probs[i], tier))
         return _best_first(out)[:limit]
+
+    async def _multi(self, clean: str, *, states: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """e5's query vector of `clean` and, if asked, its token states."""
+        if states:
+            vecs, token_states = await self.kb.multilingual.queries_with_states([clean])
+            return vecs, token_states[0]
+        return await self.kb.multilingual.queries([clean]), None
 
     async def match(self, text: str, urls: list[str], limit: int = 5) -> list[Match]:
         """Exact link matches first, then the text's; every language the models read is matched alike."""

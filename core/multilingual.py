@@ -24,6 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
+from core.npy_files import read_arrays
 from core.vector_memo import VectorMemo, seed_table, unit_rows, with_table
 from schema.text import safe_text
 
@@ -36,8 +37,17 @@ class MultilingualEncoder(Protocol):
 
     model_name: str
     dim: int
+    states_model: str  # names the token states (core/token_align.py): stored with them, compared on start
 
     async def queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    async def queries_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Query vectors and each text's token states (core/token_align.py), from one model call."""
+        ...
+
+    async def passages_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]: ...
+
+    def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]: ...
 
     async def passages(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -135,22 +145,56 @@ class E5Encoder(E5Queries):
 SEED_VECTORS = Path(__file__).parent / "data" / "seed_multilingual.npz"
 
 
+def seed_states(path: Path, states_model: str) -> dict[str, np.ndarray] | None:
+    """The shipped token states of the seed's texts (tools/seed_vectors.py), or None when the file has none
+    or was written with other states (then the model computes them)."""
+    try:
+        data = read_arrays(path, ("texts", "states", "state_lens", "states_model"))
+    except (OSError, KeyError):
+        return None
+    if str(data["states_model"]) != states_model:
+        return None
+    parts = np.split(data["states"], np.cumsum(data["state_lens"])[:-1])
+    return dict(zip(data["texts"].tolist(), parts))
+
+
 class WithPrecomputedPassages:
     """A `MultilingualEncoder` whose passage vectors for known texts come from a table shipped with
     the package (the seed knowledge base's, written by tools/seed_vectors.py), so a new data dir does
     not spend ~10 s of CPU embedding the seed with e5 on first start. Everything else goes to `inner`.
     The table is used only when it was made by the same model."""
 
-    def __init__(self, inner: MultilingualEncoder, table: dict[str, np.ndarray]):
+    def __init__(self, inner: MultilingualEncoder, table: dict[str, np.ndarray],
+                 states: dict[str, np.ndarray] | None = None):
         self.inner = inner
         self.model_name = inner.model_name
+        self.states_model = inner.states_model
         self.dim = inner.dim
         self._table = table
+        self._states = states or {}
 
     @classmethod
     def load(cls, inner: MultilingualEncoder, path: Path = SEED_VECTORS) -> MultilingualEncoder:
         table = seed_table(path, inner.model_name, inner.dim)
-        return inner if table is None else cls(inner, table)
+        return inner if table is None else cls(inner, table, seed_states(path, inner.states_model))
+
+    def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        texts = list(texts)
+        todo = [t for t in texts if t not in self._table or t not in self._states]
+        fresh: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if todo:
+            vecs, states = self.inner.passages_with_states_sync(todo)
+            fresh = {t: (vecs[i], states[i]) for i, t in enumerate(todo)}
+        rows = [(self._table[t], self._states[t]) if t not in fresh else fresh[t] for t in texts]
+        if not rows:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        return np.stack([r[0] for r in rows]), [r[1] for r in rows]
+
+    async def passages_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return await asyncio.to_thread(self.passages_with_states_sync, list(texts))
+
+    async def queries_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return await self.inner.queries_with_states(texts)
 
     def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
         return with_table(texts, self._table, self.dim, self.inner.passages_sync)

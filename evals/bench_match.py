@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import Any
+
 import numpy as np
 
 from bot.app import App, build_app
@@ -131,8 +133,10 @@ def distractors(fcs: list[FactCheck], vectors: FactCheckVectors, n: int, seed: i
 
     # Every vector field, so a field added to FactCheckVectors is filled too: the title's from the headline's
     # source, the rest from the claim's.
-    fields = {f.name: jittered(getattr(vectors, f.name), b if f.name == "title" else a, rng)
-              for f in dataclasses.fields(vectors)}
+    fields: dict[str, Any] = {f.name: jittered(getattr(vectors, f.name), b if f.name == "title" else a, rng)
+                              for f in dataclasses.fields(vectors) if f.name != "states"}
+    # Token states (one matrix per fact-check, core/token_align.py) are the claim's source's, as they are.
+    fields["states"] = [vectors.states[i] for i in a]
     return out, dataclasses.replace(vectors, **fields)
 
 

@@ -12,10 +12,12 @@ import numpy as np
 
 from core.knowledge import KnowledgeBase
 from core.multilingual import MultilingualEncoder
+from core.token_align import PROJECTION_DIM
 from core.text_embedder import TextEmbedder
 from core.use_encoder import FeatureEncoder
 
 MODELS = ("english", "multi", "multi_passages", "use")
+STATES = {"multi": "multi_states", "multi_passages": "multi_passage_states"}  # e5's token states, by text
 
 
 class Notes:
@@ -24,10 +26,15 @@ class Notes:
 
     def __init__(self, arrays: dict[str, np.ndarray] | None = None):
         self.table: dict[str, dict[str, np.ndarray]] = {m: {} for m in MODELS}
+        self.states: dict[str, dict[str, np.ndarray]] = {m: {} for m in STATES.values()}
         self.computed = 0
         for m in MODELS:
             if arrays is not None and f"{m}_texts" in arrays:
                 self.note(m, arrays[f"{m}_texts"].tolist(), arrays[m])
+        for m in self.states:
+            if arrays is not None and f"{m}_texts" in arrays:
+                parts = np.split(arrays[m], np.cumsum(arrays[f"{m}_lens"])[:-1]) if len(arrays[f"{m}_lens"]) else []
+                self.states[m].update(zip(arrays[f"{m}_texts"].tolist(), parts))
 
     def note(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
         self.table[model].update(zip(texts, np.asarray(vectors, dtype=np.float32)))
@@ -39,7 +46,37 @@ class Notes:
             texts = list(self.table[m])
             out[f"{m}_texts"] = np.array(texts, dtype=str)
             out[m] = np.stack([self.table[m][t] for t in texts]) if texts else np.zeros((0, dims[m]), np.float32)
+        for m, table in self.states.items():
+            texts = list(table)
+            out[f"{m}_texts"] = np.array(texts, dtype=str)
+            out[f"{m}_lens"] = np.array([len(table[t]) for t in texts], dtype=np.int64)
+            out[m] = np.concatenate([table[t] for t in texts]) if texts else np.zeros((0, PROJECTION_DIM), np.float16)
         return out
+
+    async def rows_with_states(self, model: str, texts: Sequence[str],
+                               compute: Callable[[list[str]], Awaitable[tuple[np.ndarray, list[np.ndarray]]]]
+                               ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Vectors and token states, both noted; a text lacking either is computed again."""
+        states = self.states[STATES[model]]
+        todo = list(dict.fromkeys(t for t in texts if t not in self.table[model] or t not in states))
+        if todo:
+            vecs, fresh = await compute(todo)
+            self.note(model, todo, vecs)
+            states.update(zip(todo, fresh))
+            self.computed += len(todo)
+        return self._rows(model, texts), [states[t] for t in texts]
+
+    def rows_with_states_sync(self, model: str, texts: Sequence[str],
+                              compute: Callable[[list[str]], tuple[np.ndarray, list[np.ndarray]]]
+                              ) -> tuple[np.ndarray, list[np.ndarray]]:
+        states = self.states[STATES[model]]
+        todo = list(dict.fromkeys(t for t in texts if t not in self.table[model] or t not in states))
+        if todo:
+            vecs, fresh = compute(todo)
+            self.note(model, todo, vecs)
+            states.update(zip(todo, fresh))
+            self.computed += len(todo)
+        return self._rows(model, texts), [states[t] for t in texts]
 
     def _missing(self, model: str, texts: Sequence[str]) -> list[str]:
         return list(dict.fromkeys(t for t in texts if t not in self.table[model]))
@@ -85,10 +122,19 @@ class NotedMultilingual:
 
     def __init__(self, real: MultilingualEncoder, notes: Notes):
         self.real, self.notes = real, notes
-        self.model_name, self.dim = real.model_name, real.dim
+        self.model_name, self.dim, self.states_model = real.model_name, real.dim, real.states_model
 
     async def queries(self, texts: Sequence[str]) -> np.ndarray:
         return await self.notes.rows("multi", texts, self.real.queries)
+
+    async def queries_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return await self.notes.rows_with_states("multi", texts, self.real.queries_with_states)
+
+    async def passages_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return await self.notes.rows_with_states("multi_passages", texts, self.real.passages_with_states)
+
+    def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self.notes.rows_with_states_sync("multi_passages", texts, self.real.passages_with_states_sync)
 
     def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
         return self.notes.rows_sync("multi", texts, self.real.queries_sync)

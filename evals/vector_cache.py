@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from core.knowledge import FactCheckVectors, KnowledgeBase
+from core.token_align import PROJECTION_DIM
 from core.matchfeatures import doc_text
 from evals.noted_encoders import Notes, noted_kb
 from schema.models import FactCheck
@@ -64,7 +65,8 @@ class VectorCache:
                 arrays = {k: data[k] for k in data.files}
         except (OSError, ValueError, zipfile.BadZipFile):  # a torn or foreign file: compute again
             return None
-        if rows is not None and any(a.shape[0] != rows for a in arrays.values()):
+        # "states" holds token states of every row end to end (their counts in "state_lens").
+        if rows is not None and any(a.shape[0] != rows for k, a in arrays.items() if k != "states"):
             return None
         self.hits.append(label)
         return arrays
@@ -111,14 +113,15 @@ class VectorCache:
         apart, so a changed model re-embeds its own only: kept as one set, a new USE made the report
         re-embed the 10,375 claims with all three models (415 s at 25 claims/s on 2 cores)."""
         ids = {"english": model_identity(kb.embedder.model_name, (await kb.embedder.embed([_PROBE]))[0]),
-               "multi": model_identity(kb.multilingual.model_name, (await kb.multilingual.passages([_PROBE]))[0]),
+               "multi": model_identity(kb.multilingual.states_model, (await kb.multilingual.passages([_PROBE]))[0]),
                "use": model_identity(kb.use.model_name, (await kb.use.encode([_PROBE]))[0])}
         texts = [f"{fc.id}\x1f{fc.claim}\x1f{fc.title}" for fc in fcs]
         paths = {m: self._path(f"{label}-{m}", [ids[m]], texts) for m in ids}
         parts = {m: self._load(paths[m], f"{label}-{m}", len(fcs)) for m in ids}
         english, multi, use = parts["english"], parts["multi"], parts["use"]
-        if english is not None and multi is not None and use is not None:
-            return FactCheckVectors(english["claim"], english["title"], multi["multi"], use["use"]), True
+        if english is not None and multi is not None and use is not None and "state_lens" in multi:
+            states = np.split(multi["states"], np.cumsum(multi["state_lens"])[:-1]) if len(fcs) else []
+            return FactCheckVectors(english["claim"], english["title"], multi["multi"], use["use"], states), True
         # The missing models' vectors through kb.embed itself (its texts, its batching), the kept ones
         # answered from notes of what they embedded.
         notes = Notes()
@@ -127,12 +130,16 @@ class VectorCache:
             notes.note("english", [fc.claim for fc in fcs], english["claim"])
             titled = [i for i, fc in enumerate(fcs) if fc.title]
             notes.note("english", [fcs[i].title for i in titled], english["title"][titled])
-        if multi is not None:
+        if multi is not None and "state_lens" in multi:
             notes.note("multi_passages", docs, multi["multi"])
+            notes.states["multi_passage_states"].update(
+                zip(docs, np.split(multi["states"], np.cumsum(multi["state_lens"])[:-1]) if len(docs) else []))
         if use is not None:
             notes.note("use", docs, use["use"])
         v = await noted_kb(kb, notes).embed(fcs)
-        fresh = {"english": {"claim": v.claim, "title": v.title}, "multi": {"multi": v.multi}, "use": {"use": v.use}}
+        fresh = {"english": {"claim": v.claim, "title": v.title}, "multi": {"multi": v.multi, "states": np.concatenate(v.states) if v.states
+                                                         else np.zeros((0, PROJECTION_DIM), np.float16),
+                                                         "state_lens": np.array([len(m) for m in v.states], np.int64)}, "use": {"use": v.use}}
         for m, arrays in fresh.items():
             if parts[m] is None:
                 self._save(paths[m], f"{label}-{m}", arrays)

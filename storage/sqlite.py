@@ -17,6 +17,7 @@ from datetime import date
 from pathlib import Path
 
 import aiosqlite
+import numpy as np
 
 from schema.models import FactCheck, Result, Verdict, utcnow
 
@@ -273,6 +274,16 @@ MIGRATIONS: tuple[str, ...] = (
     -- of 0.42 s through messages_ts and the table's pages (400-character texts)
     CREATE INDEX messages_window ON messages(ts, platform, chat_id, story_id, id);
     """,
+    """
+    -- a fact-check's token states (core/token_align.py): float16 (tokens, 64), row-major, ~4.7 KB. Read for
+    -- a Cyrillic message's candidates by id: 100 in 1.4 ms, where the same matrices read back from Qdrant
+    -- Edge as a multivector took 15.9 ms (docs/matching.md, "Token alignment").
+    CREATE TABLE factcheck_states (
+        id TEXT PRIMARY KEY,
+        model TEXT NOT NULL,  -- the encoder's states_model: states of another model are not read
+        states BLOB NOT NULL
+    );
+    """,
 )
 
 
@@ -418,6 +429,24 @@ class Database:
 
     async def count_factchecks(self) -> int:
         return await self.count("SELECT COUNT(*) FROM factchecks")
+
+    async def put_factcheck_states(self, model: str, states: dict[str, np.ndarray]) -> None:
+        """Store fact-checks' token states (float16 (tokens, dim)), replacing what they had."""
+        async with self.transaction() as conn:
+            await conn.executemany(
+                "INSERT OR REPLACE INTO factcheck_states (id, model, states) VALUES (?, ?, ?)",
+                [(i, model, np.ascontiguousarray(m, dtype=np.float16).tobytes()) for i, m in states.items()])
+
+    async def factcheck_states(self, ids: Sequence[str], model: str, dim: int) -> dict[str, np.ndarray]:
+        """The token states of those of `ids` that have them from `model`."""
+        out: dict[str, np.ndarray] = {}
+        for chunk in _chunks(list(ids), 500):
+            cur = await self._conn.execute(
+                f"SELECT id, states FROM factcheck_states WHERE model = ? AND id IN ({','.join('?' * len(chunk))})",
+                [model, *chunk])
+            for row in await cur.fetchall():
+                out[row[0]] = np.frombuffer(row[1], dtype=np.float16).reshape(-1, dim)
+        return out
 
     async def get_factchecks(self, ids: Iterable[str]) -> dict[str, FactCheck]:
         ids = list(ids)

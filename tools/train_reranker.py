@@ -47,6 +47,7 @@ from core.crosslingual_terms import load_lexicon  # noqa: E402
 from core.gloss import gloss  # noqa: E402
 from core.sparse import document_vector, query_vector, term_ids  # noqa: E402
 from core.textclean import DEFAULT_STEPS, clean_query  # noqa: E402
+from core.token_align import alignment_f  # noqa: E402
 
 csv.field_size_limit(10**9)
 
@@ -266,6 +267,27 @@ def build(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int, no_
         y = np.array([corpus.ids[i] in gold[qid] for i in cand], dtype=np.float64)
         out.append({"qid": qid, "cand": cand, "X": X, "y": y, "lists": lists, "no_match": no_match})
     return out
+
+
+def token_states(cache: Path, texts: list[str], name: str, *, query: bool) -> list[np.ndarray]:
+    """e5's token states of `texts` as the product stores them (core/token_align.py: layer TOKEN_LAYER,
+    projected, float16), computed by tools/token_alignment.py's graph and cached there."""
+    import token_alignment
+
+    from core.e5_onnx_build import TOKEN_LAYER
+    from core.token_align import project
+
+    raw = token_alignment.TokenStates(cache, layers=(TOKEN_LAYER,))(texts, name, query=query)[TOKEN_LAYER]
+    return [project(m) for m in raw]
+
+
+def fill_token_columns(items: list[dict], qstates: dict[str, np.ndarray], dstates: list[np.ndarray]) -> None:
+    """tok_f and tok_f_gap of every item's candidates, in place (zero in what `build` computed)."""
+    col = FEATURE_NAMES.index("tok_f")
+    for it in items:
+        f = alignment_f(qstates[it["qid"]], [dstates[i] for i in it["cand"].tolist()])
+        if len(f):
+            it["X"][:, col], it["X"][:, col + 1] = f, f - f.max()
 
 
 # ------------------------------------------------------------------------------------------ metrics
@@ -650,6 +672,11 @@ def main(argv=None):
                                   dup_cos=args.dup_cos, neighbours=args.topical, **kw)
                       + build_small(corpus, qids, raws, qvecs, cleans, gold, args.k, rng_topical, with_gold=False,
                                     dup_cos=args.dup_cos, neighbours=args.topical, **kw))
+        if with_gloss:  # the `cyrillic` model also reads token alignment (core/token_align.py)
+            qstates = dict(zip(qids, token_states(args.cache, cleans, f"q_{split}_{lang}", query=True)))
+            dstates = token_states(args.cache, [doc_text(c, t) for c, t in zip(corpus.claims, corpus.titles)],
+                                   "doc", query=False)
+            fill_token_columns([*items, *nomatch, *small], qstates, dstates)
         rec = float(np.mean([it["y"].sum() / len(gold[it["qid"]]) for it in items])) if items else 0.0
         recs = {n: round(float(np.mean([len({corpus.ids[i] for i in it["lists"].get(n, ())} & gold[it["qid"]])
                                         / len(gold[it["qid"]]) for it in items])), 4)
