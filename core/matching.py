@@ -243,7 +243,9 @@ class ClaimMatcher:
         cosines = hit_cosines(hits, mvec.shape[0], gloss=gvec is not None)
         if qstates is not None:
             stored = await self.kb.token_states([h.id for h in hits])
-            cosines = dataclasses.replace(cosines, tok_f=alignment_f(qstates, [stored.get(h.id) for h in hits]))
+            # Off the event loop: one BLAS product of the message's states with every candidate's.
+            tok_f = await asyncio.to_thread(alignment_f, qstates, [stored.get(h.id) for h in hits])
+            cosines = dataclasses.replace(cosines, tok_f=tok_f)
         features = features_of(query, claims, [h.payload.get("title", "") for h in hits], cosines, ranks,
                                self.kb.stats)
         latin = np.array([_claim_latin(c) for c in claims], dtype=bool)

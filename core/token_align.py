@@ -48,16 +48,17 @@ def project(states: np.ndarray) -> np.ndarray:
 
 
 def alignment_f(message: np.ndarray, docs: Sequence[np.ndarray | None]) -> np.ndarray:
-    """F of the message's token states with each doc's (0 for a doc without states), one product for all."""
+    """F of the message's token states with each doc's (0 for a doc without states): one product for all
+    the docs, the maxima by segment. ~100 candidates of ~40 states against an 80-token message: one BLAS
+    product (80 x 4,000 x 64); the per-doc maxima by `reduceat` took 0.4 ms where a loop took 6 ms."""
     out = np.zeros(len(docs))
     have = [i for i, d in enumerate(docs) if d is not None and len(d)]
     if not have or not len(message):
         return out
-    mats = [np.asarray(docs[i], dtype=np.float32) for i in have]
-    sims = np.asarray(message, dtype=np.float32) @ np.concatenate(mats).T  # (message tokens, all doc tokens)
-    bounds = np.cumsum([0, *(len(m) for m in mats)])
-    for j, i in enumerate(have):
-        block = sims[:, bounds[j]:bounds[j + 1]]
-        r, p = float(block.max(1).mean()), float(block.max(0).mean())
-        out[i] = 2 * r * p / max(r + p, 1e-9)
+    lens = np.array([len(docs[i]) for i in have])  # type: ignore[arg-type]
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    sims = np.asarray(message, dtype=np.float32) @ np.concatenate([docs[i] for i in have]).astype(np.float32).T
+    r = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)  # each message token's best, per doc
+    p = np.add.reduceat(sims.max(axis=0), starts) / lens         # each doc token's best, per doc
+    out[have] = 2 * r * p / np.maximum(r + p, 1e-9)
     return out

@@ -110,11 +110,20 @@ async def test_the_gloss_list_finds_the_english_claim(shared):
 
 @pytest.mark.parametrize("text, claim_start", [
     ("5G вышки распространяют коронавирус", FIVE_G),
-    ("Вакцины вызывают аутизм", "A CDC whistleblower revealed"),
+    ("Информатор из CDC рассказал, что агентство скрыло данные: прививка MMR резко повышает риск аутизма у "
+     "чернокожих мальчиков.", "A CDC whistleblower revealed"),
 ])
 async def test_russian_probes_inherit_the_english_verdict(shared, text, claim_start):
     top = (await shared.matcher.by_text(text, 3))[0]
     assert top.claim.startswith(claim_start[:20]) and top.tier == "auto", (text, top)
+
+
+async def test_a_general_russian_claim_is_offered_the_narrower_english_fact_check(shared):
+    """"Vaccines cause autism" is not the claim the seed's fact-check rates (a CDC whistleblower, MMR, Black
+    boys): since the token-alignment columns (core/token_align.py) the Russian message gets it as possibly
+    related (p 0.46 against `auto` 0.47), not its verdict; the retelling above still inherits it."""
+    top = (await shared.matcher.by_text("Вакцины вызывают аутизм", 3))[0]
+    assert top.claim.startswith("A CDC whistleblower") and top.tier == "suggest", top
 
 
 async def test_english_messages_score_the_same_with_and_without_the_cyrillic_model(shared):

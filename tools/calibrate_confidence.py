@@ -34,11 +34,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from core.confidence import DEFAULT_PATH, BINS, expected_calibration_error, reliability_table  # noqa: E402
-from core.matchfeatures import FEATURE_NAMES  # noqa: E402
+from core.matchfeatures import FEATURE_NAMES, doc_text  # noqa: E402
 from core.reranker import Reranker  # noqa: E402
 from core.textclean import clean_query  # noqa: E402
 from tools.train_reranker import (  # noqa: E402
-    CachedEmbedder, CachedMultilingual, CachedUse, Corpus, add_data_args, build, build_small, gloss_vectors,
+    CachedEmbedder, CachedMultilingual, CachedUse, Corpus, add_data_args, build, build_small, fill_token_columns,
+    gloss_vectors, token_states,
     load_split, load_translated,
 )
 
@@ -60,10 +61,15 @@ def mixture(corpus: Corpus, emb, multi, use, data: Path, split: str, k: int, see
     kw = dict(mvecs=mvecs, uvecs=uvecs, multilingual=translated is not None)
     if translated is not None:
         kw["gvecs"] = gloss_vectors(emb, cleans, tag)
-    return (build(corpus, qids, raws, qvecs, cleans, gold, k, **kw)
-            + build(corpus, qids, raws, qvecs, cleans, gold, k, no_match=True, dup_cos=0.85, **kw)
-            + build_small(corpus, qids, raws, qvecs, cleans, gold, k, rng, with_gold=True, **kw)
-            + build_small(corpus, qids, raws, qvecs, cleans, gold, k, rng, with_gold=False, **kw))
+    items = (build(corpus, qids, raws, qvecs, cleans, gold, k, **kw)
+             + build(corpus, qids, raws, qvecs, cleans, gold, k, no_match=True, dup_cos=0.85, **kw)
+             + build_small(corpus, qids, raws, qvecs, cleans, gold, k, rng, with_gold=True, **kw)
+             + build_small(corpus, qids, raws, qvecs, cleans, gold, k, rng, with_gold=False, **kw))
+    if translated is not None:  # the `cyrillic` model's token alignment columns, as production has them
+        docs = [doc_text(c, t) for c, t in zip(corpus.claims, corpus.titles)]
+        fill_token_columns(items, dict(zip(qids, token_states(multi.cache, cleans, tag, query=True))),
+                           token_states(multi.cache, docs, "doc", query=False))
+    return items
 
 
 def outcomes(items: list[dict], model: Reranker) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

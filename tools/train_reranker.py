@@ -272,7 +272,7 @@ def build(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int, no_
 def token_states(cache: Path, texts: list[str], name: str, *, query: bool) -> list[np.ndarray]:
     """e5's token states of `texts` as the product stores them (core/token_align.py: layer TOKEN_LAYER,
     projected, float16), computed by tools/token_alignment.py's graph and cached there."""
-    import token_alignment
+    from tools import token_alignment
 
     from core.e5_onnx_build import TOKEN_LAYER
     from core.token_align import project
