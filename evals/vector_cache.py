@@ -112,6 +112,8 @@ class VectorCache:
         """The vectors `kb.add` stores for `fcs`, and whether all came from the cache. Each model's are kept
         apart, so a changed model re-embeds its own only: kept as one set, a new USE made the report
         re-embed the 10,375 claims with all three models (415 s at 25 claims/s on 2 cores)."""
+        # e5's entry is named by its token states' model (the encoder's name and the projection's digest):
+        # the vectors and the states are kept together.
         ids = {"english": model_identity(kb.embedder.model_name, (await kb.embedder.embed([_PROBE]))[0]),
                "multi": model_identity(kb.multilingual.states_model, (await kb.multilingual.passages([_PROBE]))[0]),
                "use": model_identity(kb.use.model_name, (await kb.use.encode([_PROBE]))[0])}
@@ -137,9 +139,11 @@ class VectorCache:
         if use is not None:
             notes.note("use", docs, use["use"])
         v = await noted_kb(kb, notes).embed(fcs)
-        fresh = {"english": {"claim": v.claim, "title": v.title}, "multi": {"multi": v.multi, "states": np.concatenate(v.states) if v.states
-                                                         else np.zeros((0, PROJECTION_DIM), np.float16),
-                                                         "state_lens": np.array([len(m) for m in v.states], np.int64)}, "use": {"use": v.use}}
+        states = np.concatenate(v.states) if v.states else np.zeros((0, PROJECTION_DIM), np.float16)
+        fresh = {"english": {"claim": v.claim, "title": v.title},
+                 "multi": {"multi": v.multi, "states": states,
+                           "state_lens": np.array([len(m) for m in v.states], np.int64)},
+                 "use": {"use": v.use}}
         for m, arrays in fresh.items():
             if parts[m] is None:
                 self._save(paths[m], f"{label}-{m}", arrays)
