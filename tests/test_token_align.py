@@ -89,3 +89,21 @@ async def test_the_knowledge_base_stores_states_and_a_cyrillic_match_reads_them(
         matches = await app.engine.matcher.by_text(text)
         assert matches and matches[0].factcheck_id == best and matches[0].tier == "auto"
     assert "tok_f" in FEATURE_NAMES
+
+
+def test_the_shipped_projection_is_the_tools_fit_of_the_seed(tmp_path):
+    """tools/token_projection.py fits core/data/e5_token_projection.npy on the seed's states: rerun after the
+    seed file changes (the states' model name carries the file's digest, so data dirs follow)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from core.token_align import PROJECTION
+
+    out = tmp_path / "p.npy"
+    tool = Path(__file__).resolve().parents[1] / "tools" / "token_projection.py"
+    subprocess.run([sys.executable, str(tool), "--out", str(out)], check=True, capture_output=True, timeout=600)
+    fresh, shipped = np.load(out), np.load(PROJECTION)
+    assert fresh.shape == shipped.shape == (384, PROJECTION_DIM)
+    # Each direction up to its sign (an SVD's choice), column by column.
+    assert np.allclose(np.abs(np.sum(fresh * shipped, axis=0)), 1.0, atol=1e-3)
