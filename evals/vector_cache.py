@@ -139,11 +139,11 @@ class VectorCache:
         if use is not None:
             notes.note("use", docs, use["use"])
         v = await noted_kb(kb, notes).embed(fcs)
-        states = np.concatenate(v.states) if v.states else np.zeros((0, PROJECTION_DIM), np.float16)
-        fresh = {"english": {"claim": v.claim, "title": v.title},
-                 "multi": {"multi": v.multi, "states": states,
-                           "state_lens": np.array([len(m) for m in v.states], np.int64)},
-                 "use": {"use": v.use}}
+        packed = np.concatenate(v.states) if v.states else np.zeros((0, PROJECTION_DIM), np.float16)
+        fresh: dict[str, dict[str, np.ndarray]] = {
+            "english": {"claim": v.claim, "title": v.title},
+            "multi": {"multi": v.multi, "states": packed, "state_lens": np.array([len(m) for m in v.states], np.int64)},
+            "use": {"use": v.use}}
         for m, arrays in fresh.items():
             if parts[m] is None:
                 self._save(paths[m], f"{label}-{m}", arrays)
