@@ -1,4 +1,4 @@
-"""Does a message state the opposite of a fact-checked claim? (`contradicts`), in English and Russian.
+"""Does a message state the opposite of a fact-checked claim? (`contradicts`), in English, Russian and Ukrainian.
 
 Used by the offline verdict (core/offline_verdict.py): a message that negates a checked claim
 ("5G does NOT cause COVID" against "5G causes COVID") matches it as closely as one repeating it, and
@@ -7,11 +7,11 @@ work: "NASA never went to the moon, it was all filmed in a studio" agrees with t
 moon landings were faked…", and "vaccines don't cause autism" agrees with "Vaccines do not cause
 autism". So polarity is decided relative to the claim:
 
-1. Debunk frames flip what they frame: "it's a myth that X", "неправда, что X", "debunked: X",
-   "X — фейк", "X is a hoax"; a frame standing alone ("Fake!", "Это ложь.") flips the whole message.
+1. Debunk frames flip what they frame: "it's a myth that X", "неправда, что X", "це брехня, що X",
+   "debunked: X", "X — фейк", "X is a hoax"; a frame standing alone ("Fake!", "Это ложь.") flips the whole message.
    Frames inside a question ("Is it a myth that X?", "это правда или фейк?") assert nothing.
-2. A negation word ("not", "n't", "never", "no", "не", "никогда", "нет", "ни", …) scopes over the next
-   few content words of its clause. Several in one clause are one negation ("никогда не были", "ни одна
+2. A negation word ("not", "n't", "never", "no", "не", "никогда", "нет", "ни", "ніколи", "немає", …) scopes
+   over the next few content words of its clause. Several in one clause are one negation ("никогда не были", "ни одна
    вышка не…"). Not negations: "no," / "нет," as an interjection, "not only" / "не только", "no doubt",
    an imperative ("don't share this", "не открывайте") and a negated verb of knowing or saying
    ("they don't want you to know that X", "вам не скажут, что X") — none of these deny X.
@@ -47,6 +47,8 @@ not n't no never none nobody nothing neither nor nowhere cannot impossible dont 
 wasnt werent cant wont havent hasnt wouldnt couldnt shouldnt aint
 не нет ни никогда никто ничто ничего нигде никак никакой никакая никакое никакие никаких никакого
 никому никого нельзя невозможно отнюдь
+ні ніколи ніхто ніщо нічого ніде ніяк ніякий ніяка ніяке ніякі ніяких ніякого нікому нікого немає неможливо
+жоден жодна жодне жодні жодного жодної жодних
 """.split())
 
 # Function words: never content, so they neither align texts nor fall under a negation's scope.
@@ -62,43 +64,58 @@ one ones people lot lots much many more most say says said claim claims true rea
 он она оно они его ее её их им ей мы нас нам вы вас вам я меня мне ты тебя тебе
 был была было были быть есть будет будут является являются всё все весь вся всех всем
 да ну очень тоже также только даже просто вроде якобы говорят пишут правда ли хотя разу действительно
+і й або чи але що щоб як це цей ця ці цього цієї ті те там тут ось від із зі для при про під над без
+через він вона воно вони його її їх їм їй ми нас нам ви вас вам мене мені ти тебе тобі був була було були
+бути є буде будуть усе усі всі все весь вся всіх всім дуже теж також тільки лише навіть нібито кажуть
+пишуть справді вже ще між раз
 """.split())
 
-_BE = frozenset("is are was were be been being 's 're был была было были быть бывал бывали".split())
+_BE = frozenset("is are was were be been being 's 're был была было были быть бывал бывали "
+                "був була було були бути бував бували є".split())
 
 # A negated verb of knowing, saying or wanting is about the speaker, not the claim:
 # "they don't want you to know that…", "doctors won't tell you", "I'm not sure", "вам не скажут".
 _EPISTEMIC = re.compile(
     r"^(?:know\w*|knew|sure|tell\w*|told|say\w*|said|talk\w*|want\w*|hear\w*|mention\w*|report\w*|"
     r"understand\w*|explain\w*|знаю|знают|знает|знал\w*|знать|знаете|уверен\w*|скаж\w*|расскаж\w*|"
-    r"рассказыва\w*|говор\w*|покаж\w*|показыва\w*|хот[ия]т|хочу|хочет|понима\w*|сообща\w*|пишут|пишет)$")
-_FILLER = frozenset("please just so and then also пожалуйста и просто никогда".split())
-_RU_IMPERATIVE = re.compile(r"(?:йте|ите|ьте|ай|яй)$")
+    r"рассказыва\w*|говор\w*|покаж\w*|показыва\w*|хот[ия]т|хочу|хочет|понима\w*|сообща\w*|пишут|пишет|"
+    r"знає|знав\w*|знати|знаєте|впевнен\w*|розкаж\w*|розповіда\w*|каж\w*|показу\w*|хочуть|хоче|розумі\w*|"
+    r"повідомля\w*|пише)$")
+_FILLER = frozenset("please just so and then also пожалуйста и просто никогда і й будь ласка ніколи".split())
+# Imperatives, Russian and Ukrainian: "не открывайте", "не верьте", "не поширюйте", "не робіть", "не їжте".
+_RU_IMPERATIVE = re.compile(r"(?:йте|ите|ьте|ай|яй|іть|їть|жте)$")
 _NOT_A_NEGATION = re.compile(
     r"\b(?:not\s+only|not\s+just|no\s+doubt|no\s+wonder|no\s+surprise|or\s+not|"
-    r"не\s+только|не\s+просто|не\s+секрет|не\s+зря|не\s+случайно|не\s+так\s+ли|не\s+правда\s+ли)\b")
+    r"не\s+только|не\s+просто|не\s+секрет|не\s+зря|не\s+случайно|не\s+так\s+ли|не\s+правда\s+ли|"
+    r"не\s+лише|не\s+тільки|не\s+дарма|не\s+випадково|чи\s+не\s+так)\b")
 # Words that say an event was faked; a claim with one (un-negated) is a hoax claim (rule 4).
 _HOAX_WORD = re.compile(
     r"^(?:fake[sdr]?|faking|fakery|hoax(?:es|ed)?|staged|staging|fabricat\w*|forged|forgery|doctored|"
-    r"фейк\w*|инсцен\w*|постанов\w*|фальсиф\w*|фальшив\w*|поддел\w*|сфабрик\w*)$")
+    r"фейк\w*|инсцен\w*|постанов\w*|фальсиф\w*|фальшив\w*|поддел\w*|сфабрик\w*|інсцен\w*|підроб\w*)$")
 # An event happening or being real; denying it is the hoax side of a hoax claim (rule 4).
 _OCCURRENCE = re.compile(
     r"^(?:went|go|goes|gone|going|happen\w*|occur\w*|exist\w*|land\w*|took|visit\w*|walk\w*|real|genuine|"
     r"true|die[sd]?|dead|death\w*|kill\w*|murder\w*|massacre\w*|"
     r"был\w*|быв\w*|случ\w*|произо\w*|сущест\w*|высад\w*|высаж\w*|летал\w*|летел\w*|полет\w*|ступ\w*|"
-    r"погиб\w*|умер\w*|убит\w*|убив\w*|убил\w*|настоящ\w*|реальн\w*|правд\w*|резн\w*)$")
+    r"погиб\w*|умер\w*|убит\w*|убив\w*|убил\w*|настоящ\w*|реальн\w*|правд\w*|резн\w*|"
+    r"був\w*|бул[аои]|бува\w*|відбу\w*|стал[ао]?с[яь]|існу\w*|висадж\w*|літал\w*|політ\w*|загин\w*|помер\w*|"
+    r"вбит\w*|вбив\w*|вбил\w*|справжн\w*|різанин\w*)$")
 # "were not filmed" is a passive, not "were not (there)": the participle keeps the negation.
 _PARTICIPLE = re.compile(r"^(?:\w+(?:ed|en|wn)|born|shot|made|built|set|put|hit|shown)$")
-_THEORY = re.compile(r"^(?:conspirac\w*|theor\w*|claims?|rumou?rs?|заговор\w*|теори\w*|слух\w*|утвержден\w*)$")
+_THEORY = re.compile(r"^(?:conspirac\w*|theor\w*|claims?|rumou?rs?|заговор\w*|теори\w*|слух\w*|утвержден\w*|"
+                     r"змов\w*|теорі\w*|чутк\w*|твердженн\w*)$")
 
 # --- debunk frames (rule 1) --------------------------------------------------------------------------------
 _FAKE_EN = r"(?:fake(?:\s+news)?|a\s+fake|a\s+hoax|hoax|staged)"  # "fake" words: hoax side of a hoax claim
 _FALSE_EN = (r"(?:not\s+true|n't\s+true|untrue|false|a\s+myth|myth|a\s+lie|lies?|nonsense|rubbish|baseless|"
              r"wrong|not\s+the\s+case|misinformation|disinformation|debunked|bs|bullshit|"
              r"a\s+conspiracy\s+theory|a\s+(?:complete|total)\s+(?:lie|myth|fabrication))")
-_FAKE_RU = r"(?:фейк\w*|постановк\w*|инсценировк\w*)"
+# Russian and Ukrainian ("брехня", "міф", "вигадка", "маячня", "інсценування") in one pattern: a Telegram post
+# mixes them, and the frames around these words ("что"/"що", "это"/"це") are built alike.
+_FAKE_RU = r"(?:фейк\w*|постановк\w*|инсценировк\w*|інсценуванн\w*|інсценізаці\w*)"
 _FALSE_RU = (r"(?:неправда|не\s+правда|ложь|ложью|вран[ье]\w*|брехня|миф\w*|выдумк\w*|чушь|бред|"
-             r"утк[аой]|сказк\w*|дезинформаци\w*|не\s+так)")
+             r"утк[аой]|сказк\w*|дезинформаци\w*|не\s+так|"
+             r"міф\w*|вигадк\w*|маячн\w*|нісенітниц\w*|дезінформаці\w*|казк\w*)")
 _END = r"(?=\s*(?:[^\w\s]|$))"  # the predicate ends the clause: "is a fake." but not "is a fake app"
 
 
@@ -117,11 +134,13 @@ def _frames(fake: str, false: str, prefix: bool, template: str) -> list[_Frame]:
 _FRAMES: list[_Frame] = [
     # "it's a myth that X", "it is not true that X", "неправда, что X", "это фейк, будто X"
     *_frames(_FAKE_EN, _FALSE_EN, True, r"(?:\b(?:it|this|that)\s*(?:is|'s|was)\s+)?\b{p}\s+(?:that|to\s+say)\b"),
-    *_frames(_FAKE_RU, _FALSE_RU, True, r"(?:\bэто\s+)?\b{p}\s*,?\s*(?:что|будто|чтобы|о\s+том\s*,?\s*что)\b"),
+    *_frames(_FAKE_RU, _FALSE_RU, True, r"(?:\b(?:это|це)\s+)?\b{p}\s*,?\s*(?:что|будто|чтобы|о\s+том\s*,?\s*что|"
+             r"що|ніби|нібито|буцімто|начебто|про\s+те\s*,?\s*що)\b"),
     # "Myth: X", "Debunked: X", "Фейк: X"
     *_frames(r"(?:fake|hoax)", r"(?:myth|false|debunked|not\s+true|fact[\s-]?check\s*:\s*false)", True,
              r"^\W*{p}\s*[:!—–-]"),
-    *_frames(r"(?:фейк)", r"(?:миф|ложь|неправда|опровергнуто|опровержение)", True, r"^\W*{p}\s*[:!—–-]"),
+    *_frames(r"(?:фейк)", r"(?:миф|ложь|неправда|опровергнуто|опровержение|міф|брехня|спростовано|спростування)",
+             True, r"^\W*{p}\s*[:!—–-]"),
     # disbelief and denial: "don't believe that X", "I don't think X", "не верьте, что X", "no evidence that X"
     _Frame(re.compile(r"\b(?:do\s+not|do\s+n't|dont|never)\s+(?:believe|fall\s+for|trust)\b|"
                       r"\bi\s+(?:do\s+not|do\s+n't|dont)\s+(?:think|believe)\b|\bi\s+doubt\b|"
@@ -132,25 +151,33 @@ _FRAMES: list[_Frame] = [
                       r"\b(?:нет|никаких|не\s+существует)\s+(?:никаких\s+)?"
                       r"(?:доказательств|данных|подтверждени[йя]|свидетельств)\b|"
                       r"\bмиф\w*\s+(?:о|об|про)\b|\b(?:опроверг\w*|развенчива\w*|отрица\w*)\b"), True, False),
+    _Frame(re.compile(r"\bне\s+(?:вір(?:те|ь|ю|имо)|ведіться|думаю|вважаю)\b|\bсумніва\w*\b|"
+                      r"\b(?:немає|нема|жодних|не\s+існує)\s+(?:жодних\s+)?"
+                      r"(?:доказ\w*|даних|підтвердженн\w*|свідчен\w*)\b|"
+                      r"\bміф\w*\s+про\b|\b(?:спростов\w*|розвінчу\w*|заперечу\w*)\b"), True, False),
     # "X is a hoax", "X has been debunked", "X — фейк", "X оказалось фейком", "X не соответствует действительности"
     *_frames(_FAKE_EN, _FALSE_EN, False,
              r"\b(?:is|are|was|were|'s|'re)\s+(?:just\s+|all\s+|simply\s+|completely\s+|totally\s+)?{p}" + _END),
     _Frame(re.compile(r"\b(?:has|have|had)\s+been\s+(?:debunked|disproven|disproved|refuted)\b"), False, False),
     *_frames(_FAKE_EN, _FALSE_EN, False, r"(?:\s[—–-]+|^)\s*(?:(?:this|that|it)\s*(?:is|'s)\s+)?{p}" + _END),
-    *_frames(_FAKE_RU, _FALSE_RU, False, r"(?:[—–-]+|\bэто\b|^)\s*(?:(?:всё|все|это)\s+)?"
-             r"(?:(?:полн|наглая|очередн|абсолютн|откровенн|чист)\w*\s+)?{p}" + _END),
-    *_frames(r"(?:фейком|постановкой|инсценировкой)", r"(?:ложью|мифом|выдумкой|уткой|неправдой)", False,
-             r"\b(?:является|был[оаи]?|оказал(?:ся|ась|ось|ись))\s+{p}\b"),
+    *_frames(_FAKE_RU, _FALSE_RU, False, r"(?:[—–-]+|\b(?:это|це)\b|^)\s*(?:(?:всё|все|это|усе|це)\s+)?"
+             r"(?:(?:полн|наглая|очередн|абсолютн|откровенн|чист|повн|нахабн|черговн?|відверт)\w*\s+)?{p}" + _END),
+    *_frames(r"(?:фейком|постановкой|инсценировкой|постановкою|інсценуванням)",
+             r"(?:ложью|мифом|выдумкой|уткой|неправдой|брехнею|міфом|вигадкою|неправдою)", False,
+             r"\b(?:является|был[оаи]?|оказал(?:ся|ась|ось|ись)|є|був|бул[оаи]|виявил(?:ся|ася|ося|ися|ось))\s+{p}\b"),
     _Frame(re.compile(r"\bне\s+соответству\w+\s+действительности\b|"
-                      r"\b(?:опровергнут[оаы]?|развенчан[оаы]?|разоблачен[оаы]?)\b"), False, False),
+                      r"\b(?:опровергнут[оаы]?|развенчан[оаы]?|разоблачен[оаы]?)\b|"
+                      r"\bне\s+відповіда\w+\s+дійсності\b|\b(?:спростован[оаі]?|розвінчан[оаі]?|викрит[оаі]?)\b"),
+           False, False),
 ]
 
 # A new subject ends a negation's scope: "if you don't repay it they can seize your property".
-_SUBJECTS = frozenset("they we he she i они мы он она я".split())
-_PRONOUNS = frozenset("it this that это то всё все".split())
-_COMPLEMENTIZER = frozenset("that whether if что чтобы будто ли".split())
+_SUBJECTS = frozenset("they we he she i они мы он она я вони ми він вона".split())
+_PRONOUNS = frozenset("it this that это то всё все це те усе".split())
+_COMPLEMENTIZER = frozenset("that whether if что чтобы будто ли що щоб ніби нібито чи".split())
 _CLAUSE_WORDS = frozenset("but however although though while whereas instead because which "
-                          "а но однако зато хотя потому поэтому который которая которое которые которых".split())
+                          "а но однако зато хотя потому поэтому который которая которое которые которых "
+                          "але проте однак зате хоча тому який яка яке які яких".split())
 _SENTENCE = re.compile(r"[^.!?…\n]+[.!?…]*")
 _TOKEN = re.compile(r"n't|'s|'re|\w+|[^\w\s]")
 
@@ -336,7 +363,7 @@ def _apply_negation(toks: list[_Token], raw: list[str], i: int, hoax: _Hoax | No
     cue = toks[i]
     nxt = raw[i + 1] if i + 1 < len(raw) else ""
     prev = raw[i - 1] if i else ""
-    if cue.word in ("no", "нет") and (i + 1 == len(raw) or toks[i + 1].clause != cue.clause or nxt in _STOP):
+    if cue.word in ("no", "нет", "ні") and (i + 1 == len(raw) or toks[i + 1].clause != cue.clause or nxt in _STOP):
         return  # "No, 5G does not…", "Нет, это…": an interjection; the rest of the sentence says it
     if (cue.word in ("n't", "not") and prev == "do" and _opens_clause(toks, raw, i - 1)) or \
             (cue.word in ("dont", "never") and _opens_clause(toks, raw, i)) or \

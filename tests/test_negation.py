@@ -1,4 +1,5 @@
-"""core.negation: does a message state the opposite of the fact-checked claim? Real phrasings, both languages.
+"""core.negation: does a message state the opposite of the fact-checked claim? Real phrasings in English, Russian
+and Ukrainian.
 
 Claims are the seed's (core/data/seed_factchecks.jsonl) where one fits, else short claims of the same kind.
 """
@@ -48,6 +49,11 @@ RU_5G = "Вышки 5G распространяют коронавирус."
 RU_VACCINES = "Вакцины вызывают аутизм у детей."
 RU_NO_AUTISM = "Вакцины не вызывают аутизм."
 RU_MOON = "Высадка американцев на Луну была инсценировкой, всё сняли в павильоне."
+
+UK_5G = "Вежі 5G поширюють коронавірус."
+UK_VACCINES = "Вакцини спричиняють аутизм у дітей."
+UK_MOON = "Висадка американців на Місяць була інсценуванням, усе зняли в павільйоні."
+UK_CHIPS = "У шприцах із вакциною знайшли електронні чипи для стеження."
 
 NEGATES_EN = [
     ("5G does NOT cause COVID", "5G causes COVID"),
@@ -111,6 +117,33 @@ NEGATES_RU = [
     ("Никто не сносил вышку 5G в Кыргызстане", TRACTOR),
 ]
 
+NEGATES_UK = [
+    ("Вежі 5G не поширюють коронавірус", UK_5G),
+    ("Це неправда, що вежі 5G поширюють коронавірус", UK_5G),
+    ("Неправда, що вежі 5G поширюють коронавірус", UK_5G),
+    ("Це фейк, що вежі 5G поширюють коронавірус", UK_5G),
+    ("Брехня, що вежі 5G поширюють коронавірус", UK_5G),
+    ("Не вірте, що вежі 5G поширюють коронавірус", UK_5G),
+    ("Міф про те, що вежі 5G поширюють коронавірус", UK_5G),
+    ("Спростовано: вежі 5G поширюють коронавірус", UK_5G),
+    ("Вежі 5G поширюють коронавірус — це фейк", UK_5G),
+    ("Вежі 5G ніколи не поширювали коронавірус", UK_5G),
+    ("Немає жодного зв'язку між вежами 5G і коронавірусом", UK_5G),
+    ("Ні, вежі 5G не поширюють коронавірус.", UK_5G),
+    ("Жодна вежа 5G не поширює коронавірус", UK_5G),
+    ("Немає доказів, що вежі 5G поширюють коронавірус", UK_5G),
+    ("Кажуть, що вежі 5G поширюють коронавірус, але це не так", UK_5G),
+    ("Вежі 5G поширюють коронавірус? Ні.", UK_5G),
+    ("Вакцини не спричиняють аутизм у дітей", UK_VACCINES),
+    ("Висадка на Місяць не була інсценуванням", UK_MOON),
+    ("Неправда, що висадку на Місяць зняли в павільйоні", UK_MOON),
+    ("Чипів у шприцах із вакциною не знайшли", UK_CHIPS),
+    ("Інформація про чипи у шприцах із вакциною не відповідає дійсності", UK_CHIPS),
+    # across the two Cyrillic languages: a Ukrainian denial of the seed's Russian fact-checked claims
+    ("Це неправда, що вежі 5G поширюють коронавірус", RU_5G),
+    ("Вакцини не викликають аутизм у дітей", RU_VACCINES),
+]
+
 # Negation words, but on the claim's side: these must keep the inherited rating.
 AGREES_EN = [
     ("NASA never went to the moon, it was all filmed in a studio", APOLLO),  # the misfire of the issue
@@ -167,6 +200,26 @@ AGREES_RU = [
     ("Привитые люди взрываются от 5G, об этом молчат СМИ", EXPLODE),
 ]
 
+AGREES_UK = [
+    ("Американці ніколи не були на Місяці, все зняли в павільйоні", UK_MOON),
+    ("Американці жодного разу не висаджувалися на Місяць", UK_MOON),
+    ("Висадки на Місяць не було, це була постановка", UK_MOON),
+    ("Висадка на Місяць — фейк", UK_MOON),
+    ("Вежі 5G поширюють коронавірус, вам про це не скажуть", UK_5G),
+    ("Вежі 5G не лише поширюють коронавірус, а й викликають рак", UK_5G),
+    ("Не відкривайте це відео: вежі 5G поширюють коронавірус", UK_5G),
+    ("Не секрет, що вежі 5G поширюють коронавірус", UK_5G),
+    ("Вежі 5G поширюють коронавірус, і ніхто нічого не робить", UK_5G),
+    ("Я не знаю, чи правда, що вежі 5G поширюють коронавірус", UK_5G),
+    ("Чи правда, що вежі 5G поширюють коронавірус?", UK_5G),
+    ("Це фейк чи правда, що вежі 5G поширюють коронавірус?", UK_5G),
+    ("Лікарі приховують: вакцини спричиняють аутизм, а нам не кажуть", UK_VACCINES),
+    ("Чипи у вакцинах — не міф, їх знайшли у шприцах", UK_CHIPS),
+    ("Не будьте наївними, у шприцах із вакциною знайшли чипи для стеження", UK_CHIPS),
+    ("Резні в Бучі не було, це постановка", PESKOV),
+    ("Американці ніколи не були на Місяці, все зняли в павільйоні", RU_MOON),
+]
+
 # The claim itself negates: the same negation agrees, dropping it contradicts.
 NEGATED_CLAIMS = [
     ("vaccines don't cause autism", NO_AUTISM, False),
@@ -192,15 +245,19 @@ MIXED = [
     ("Вышки 5G распространяют коронавирус", G5, False),
     ("Вышки 5G не распространяют коронавирус", G5, True),
     ("Американцы никогда не были на Луне, всё сняли в павильоне", APOLLO, False),
+    ("Це неправда, що вежі 5G поширюють коронавірус", G5, True),
+    ("Вежі 5G поширюють коронавірус", G5, False),
+    ("Американці ніколи не були на Місяці, все зняли в павільйоні", APOLLO, False),
+    ("Кажуть, що 5G towers cause COVID, це правда?", G5, False),
 ]
 
 
-@pytest.mark.parametrize(("message", "claim"), NEGATES_EN + NEGATES_RU)
+@pytest.mark.parametrize(("message", "claim"), NEGATES_EN + NEGATES_RU + NEGATES_UK)
 def test_a_message_negating_the_claim_is_detected(message, claim):
     assert contradicts(message, claim)
 
 
-@pytest.mark.parametrize(("message", "claim"), AGREES_EN + AGREES_RU)
+@pytest.mark.parametrize(("message", "claim"), AGREES_EN + AGREES_RU + AGREES_UK)
 def test_negation_words_on_the_claims_side_are_not_a_contradiction(message, claim):
     assert not contradicts(message, claim)
 
@@ -217,14 +274,15 @@ def test_mixed_languages(message, claim, expected):
 
 def test_repeating_the_claim_is_never_a_contradiction():
     for claim in (APOLLO, G5, MMR, LIGHTNING, HONEY, WARMING, OBAMA, BUCHA, WHATSAPP, MARTINELLI, BREATH, PLYMOUTH,
-                  HCQ, FEMA, PESKOV, CHIPS, EXPLODE, TRACTOR, RU_NO_AUTISM, RU_MOON):
+                  HCQ, FEMA, PESKOV, CHIPS, EXPLODE, TRACTOR, RU_NO_AUTISM, RU_MOON, UK_5G, UK_VACCINES, UK_MOON,
+                  UK_CHIPS):
         assert not contradicts(claim, claim), claim
         assert not contradicts(claim.upper(), claim), claim
 
 
 def test_there_are_enough_cases_in_each_language():
-    assert len(NEGATES_EN) >= 15 and len(NEGATES_RU) >= 15
-    assert len(AGREES_EN) >= 15 and len(AGREES_RU) >= 15
+    assert len(NEGATES_EN) >= 15 and len(NEGATES_RU) >= 15 and len(NEGATES_UK) >= 15
+    assert len(AGREES_EN) >= 15 and len(AGREES_RU) >= 15 and len(AGREES_UK) >= 15
 
 
 # --- the offline verdict uses it ---------------------------------------------------------------------------
