@@ -14,7 +14,8 @@ autism". So polarity is decided relative to the claim:
    over the next few content words of its clause. Several in one clause are one negation ("никогда не были", "ни одна
    вышка не…"). Not negations: "no," / "нет," as an interjection, "not only" / "не только", "no doubt",
    an imperative ("don't share this", "не открывайте") and a negated verb of knowing or saying
-   ("they don't want you to know that X", "вам не скажут, что X") — none of these deny X.
+   ("they don't want you to know that X", "вам не скажут, что X"), and a negation a few words after "if"
+   ("if you don't post this notice", "якщо не опублікувати") — none of these deny X.
 3. The words one negation covers are looked up in the other text (words are aligned by prefix, so
    "Луне"/"Луну" and "caused"/"causes" are one word). It is a contradiction when the other text has
    some of them and negates none ("did not cause the coronavirus outbreak" against "5G … spread the
@@ -81,6 +82,12 @@ _EPISTEMIC = re.compile(
     r"рассказыва\w*|говор\w*|покаж\w*|показыва\w*|хот[ия]т|хочу|хочет|понима\w*|сообща\w*|пишут|пишет|"
     r"знає|знав\w*|знати|знаєте|впевнен\w*|розкаж\w*|розповіда\w*|каж\w*|показу\w*|хочуть|хоче|розумі\w*|"
     r"повідомля\w*|пише)$")
+# "if you don't post this notice", "якщо не опублікувати", "если вы не": a negation a few words after "if" is a
+# condition, not a denial. Across languages (rule 5) it flipped the whole message: "Facebook почне брати плату, якщо
+# не опублікувати заяву" lost the verdict of "Facebook is about to charge every user a monthly fee unless they post
+# a notice".
+_CONDITIONAL = frozenset("if якщо якби если ежели".split())
+CONDITION_REACH = 3  # tokens between "if" and the negation: "if you do n't", "если вы не", "якщо не"
 _FILLER = frozenset("please just so and then also пожалуйста и просто никогда і й будь ласка ніколи".split())
 # Imperatives, Russian and Ukrainian: "не открывайте", "не верьте", "не поширюйте", "не робіть", "не їжте".
 _RU_IMPERATIVE = re.compile(r"(?:йте|ите|ьте|ай|яй|іть|їть|жте)$")
@@ -369,6 +376,8 @@ def _apply_negation(toks: list[_Token], raw: list[str], i: int, hoax: _Hoax | No
             (cue.word in ("dont", "never") and _opens_clause(toks, raw, i)) or \
             (cue.word == "не" and _RU_IMPERATIVE.search(nxt) and _opens_clause(toks, raw, i)):
         return  # "Don't share this", "Never open…", "Не открывайте видео": a warning, not a denial
+    if any(raw[j] in _CONDITIONAL and toks[j].clause == cue.clause for j in range(max(0, i - CONDITION_REACH), i)):
+        return  # "if you don't post the notice": a condition
     scope = [j for j in range(i + 1, len(toks)) if toks[j].clause == cue.clause]
     head = next((j for j in scope if toks[j].content), None)
     if head is None:

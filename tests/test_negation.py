@@ -40,6 +40,7 @@ FEMA = ("The 750 dollars FEMA gives hurricane victims is a loan, and if you don'
 ZELENSKY = "In an interview Zelensky admitted that he snorts cocaine for energy in the morning."
 VACCINES = "Vaccines cause autism in children."
 NO_AUTISM = "Vaccines do not cause autism."
+FACEBOOK = "Facebook is about to charge every user a monthly fee unless they post a notice refusing it."
 
 PESKOV = "Песков заявил, что массовые убийства в Буче были умело сделанной кровавой инсценировкой."
 CHIPS = "В шприцах с вакциной для людей нашли электронные чипы для слежки."
@@ -249,6 +250,12 @@ MIXED = [
     ("Вежі 5G поширюють коронавірус", G5, False),
     ("Американці ніколи не були на Місяці, все зняли в павільйоні", APOLLO, False),
     ("Кажуть, що 5G towers cause COVID, це правда?", G5, False),
+    # a negation after "if" is a condition: the seed's Facebook notice hoax retold
+    ("Facebook почне брати щомісячну плату, якщо не опублікувати заяву", FACEBOOK, False),
+    ("Facebook начнёт брать ежемесячную плату, если не опубликовать заявление", FACEBOOK, False),
+    ("Facebook will charge every user a monthly fee if they don't post a notice refusing it", FACEBOOK, False),
+    ("Facebook не будет брать ежемесячную плату с пользователей", FACEBOOK, True),
+    ("Facebook will not charge users a monthly fee", FACEBOOK, True),
 ]
 
 
