@@ -155,6 +155,9 @@ def claim_matching_block(figures: dict, config) -> str:
     cmds += [f"{TIPLINE} eval claim-matching --claims $D/verified_claims.docs.tsv \\",
              "    --queries eval/clef2020-ru/dev/tweets.queries.tsv --qrels $D/dev/tweet-vclaim-pairs.qrels "
              "--out dev_ru.run.tsv",
+             f"{TIPLINE} eval claim-matching --claims $D/verified_claims.docs.tsv \\",
+             "    --queries eval/clef2020-uk/dev/tweets.queries.tsv --qrels $D/dev/tweet-vclaim-pairs.qrels "
+             "--out dev_uk.run.tsv",
              f"{TIPLINE} eval tatoeba --data ../shared/eval/tatoeba"]
     rows = []
     for split, q in f["quality"].items():
@@ -169,7 +172,9 @@ def claim_matching_block(figures: dict, config) -> str:
         f"{_sizes_note(figures)}{f['claims']:,} claims{limit} indexed once by the production ingest path; "
         f"every query through `ClaimMatcher.by_text`, top {f['run_depth']} kept. MAP@5 as "
         "`../shared/eval/map5.py` computes it. \"dev (Russian)\" is our own Russian translation of the dev "
-        "tweets (every 6th mixed RU/EN, `eval/clef2020-ru`) against the English claims. \"train\" is in-sample "
+        "tweets (every 6th mixed RU/EN, `eval/clef2020-ru`) against the English claims; \"dev (Ukrainian)\" the "
+        "same in Ukrainian (`eval/clef2020-uk`, every 6th mixed UK/EN; nothing was tuned on "
+        "it). \"train\" is in-sample "
         f"(the re-ranker was fitted on it): a fixed sample (seed {figures['seed']}) of its tweets, to show the gap to dev.",
         "",
         table(["split", "queries", "system", "MAP@5", "MRR", "recall@5", "MAP@5 / baseline"], rows),

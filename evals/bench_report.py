@@ -110,6 +110,8 @@ class ReportConfig:
     # Our own Russian translations of the CLEF dev tweets (eval/clef2020-ru), scored against the same qrels,
     # and the Tatoeba RU/UK-EN pairs; each is skipped when absent (the tiny smoke-test data has neither).
     translations: Path = Path("eval/clef2020-ru")
+    # The same dev tweets in Ukrainian (eval/clef2020-uk): the first users read Ukrainian channels too.
+    ukrainian: Path = Path("eval/clef2020-uk")
     tatoeba: Path = Path("../shared/eval/tatoeba")
     # Where untimed vectors of evaluation data are kept between runs (None: computed every run).
     vector_cache: Path | None = None
@@ -163,6 +165,9 @@ async def _claim_matching(app: App, config: ReportConfig, cache: VectorCache) ->
     ru_dev = config.translations / "dev" / "tweets.queries.tsv"
     if ru_dev.is_file():
         splits["dev (Russian)"] = (ru_dev, config.split("dev")[1])
+    uk_dev = config.ukrainian / "dev" / "tweets.queries.tsv"
+    if uk_dev.is_file():
+        splits["dev (Ukrainian)"] = (uk_dev, config.split("dev")[1])
     for split, (queries_path, qrels_path) in splits.items():
         queries = read_queries(queries_path)[:s.queries_limit]
         if split == "train" and s.train_sample and len(queries) > s.train_sample:
