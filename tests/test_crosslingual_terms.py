@@ -125,3 +125,30 @@ def test_an_unsorted_file_is_told_apart(tmp_path) -> None:
     with gzip.open(p, "wt", encoding="utf-8") as f:
         f.write("# comment\nя\tme\nа\tand\n")
     assert not xl.SortedLexicon(gzip.open(p, "rb").read()).is_sorted()
+
+
+def test_ukrainian_words_take_their_russian_cognates_translations() -> None:
+    """tools/build_lexicon.py's pivot: a Ukrainian word the Russian list lacks takes the translations of its
+    Russian spelling, within two changed letters; short words and other words are left as they were."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tools.build_lexicon import pivot_ukrainian, russian_spellings
+
+    assert "области" in russian_spellings("області") and "население" in russian_spellings("населення")
+    lexicon = {"области": ["area"], "население": ["population"], "рок": ["rock"], "області": ["plastering"],
+               "решение": ["solution"]}
+    russian = {"области", "население", "рок", "решение"}
+    gained = pivot_ukrainian(lexicon, russian, ["області", "населення", "рік", "рішення", "области"])
+    assert gained == 2
+    assert lexicon["області"] == ["area", "plastering"]  # the cognate's first, then its own
+    assert lexicon["населення"] == ["population"]
+    assert "рік" not in lexicon  # under five letters: "рік" (year) is not "рок" (rock)
+    assert "рішення" not in lexicon  # three letters apart from "решение"
+    assert lexicon["области"] == ["area"]  # a Russian word keeps its entry
+
+
+def test_the_shipped_lexicon_reads_ukrainian_through_russian_cognates() -> None:
+    lex = xl.load_lexicon()
+    assert "area" in lex["області"] and "population" in lex["населення"]

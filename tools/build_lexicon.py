@@ -11,6 +11,12 @@ nearest neighbours in the other language: it discounts "hub" words close to ever
 `core.sparse.terms` normalises them (lower case, accents folded, English plurals folded), so a
 translation is a BM25 term of the English fact-checks as they are indexed.
 
+Then Ukrainian words the Russian list lacks also take the translations of their Russian cognates
+(`pivot_ukrainian`): USE reads Ukrainian worse than Russian ("блискавка" -> heifer, "області" ->
+plastering), while "області" spelled the Russian way, "области", is in the lexicon as "area". Measured
+through the product on our Ukrainian dev tweets (eval/clef2020-uk): MAP@5 0.7831 -> 0.7914, 5 queries
+better and none worse; dropping the Ukrainian-only USE entries instead gave 0.7695.
+
 Tatoeba is evaluation data and is never read here; nor is CLEF.
 
 usage:
@@ -69,6 +75,51 @@ def cached(cache: Path | None, name: str, words: list[str]) -> np.ndarray:
     vecs = embed(words)
     np.save(path, vecs)
     return vecs
+
+
+# Ukrainian letters and endings and the Russian ones they most often stand for in a cognate:
+# "області"/"области", "рішення"/"решение", "дітей"/"детей", "м'ясо"/"мясо", "роботи"/"роботы".
+_UK_LETTERS = {"і": ("и", "е", "о"), "и": ("ы",), "є": ("е", "ье"), "ї": ("и", "йи"), "ґ": ("г",), "'": ("ь", ""),
+               "’": ("ь", "")}
+_UK_ENDINGS = (("ння", "ние"), ("ння", "нье"), ("ої", "ой"), ("ів", "ов"), ("ій", "ей"), ("ий", "ый"))
+PIVOT_MIN_LEN = 5  # shorter words are mostly function words, and false friends among them are many ("ніж")
+PIVOT_MAX_EDITS = 2  # letters changed: "рік" -> "рок" (year -> rock) is the kind of false friend this limits
+PIVOT_MAX_FORMS = 256  # spellings tried per word at most
+
+
+def russian_spellings(word: str) -> set[str]:
+    """The Russian spellings of a Ukrainian word, letter by letter and by ending, at most PIVOT_MAX_FORMS."""
+    import itertools
+
+    options = [(c, *_UK_LETTERS.get(c, ())) for c in word]
+    if np.prod([len(o) for o in options], dtype=np.float64) > PIVOT_MAX_FORMS:
+        return set()
+    out = {"".join(p) for p in itertools.product(*options)}
+    for uk, ru in _UK_ENDINGS:
+        if word.endswith(uk):
+            out |= {stem + ru for stem in russian_spellings(word[:-len(uk)]) or {word[:-len(uk)]}}
+    return out
+
+
+def pivot_ukrainian(lexicon: dict[str, list[str]], russian: set[str], ukrainian: list[str],
+                    top: int = 4) -> int:
+    """Give each Ukrainian word absent from the Russian list the translations of its Russian cognates (at most
+    `top`, first, then its own); returns how many words gained some."""
+    gained = 0
+    for w in ukrainian:
+        key = terms(w)
+        if w in russian or len(key) != 1 or len(key[0]) < PIVOT_MIN_LEN:
+            continue
+        k = key[0]
+        cognates = [v for v in sorted(russian_spellings(k)) if v != k and v in lexicon and v in russian
+                    and sum(a != b for a, b in zip(v, k)) + abs(len(v) - len(k)) <= PIVOT_MAX_EDITS]
+        via: list[str] = []
+        for v in cognates:
+            via += [t for t in lexicon[v] if t not in via]
+        if via:
+            lexicon[k] = via[:top] + [t for t in lexicon.get(k, []) if t not in via[:top]]
+            gained += 1
+    return gained
 
 
 def mean_topk(a: np.ndarray, b: np.ndarray, k: int, chunk: int = 2000) -> np.ndarray:
@@ -138,11 +189,16 @@ def main(argv: list[str] | None = None) -> None:
                     targets.append(t)
         if targets:
             lexicon[key[0]] = targets
+    ru_words = vocab("ru", args.ru, _CYRILLIC)
+    russian = {k[0] for k in map(terms, ru_words) if len(k) == 1} | set(ru_words)
+    gained = pivot_ukrainian(lexicon, russian, vocab("uk", args.uk, _CYRILLIC))
+    print(f"{gained} Ukrainian words took their Russian cognates' translations", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp")
     with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=9) as f:
         f.write(f"# built by tools/build_lexicon.py: USE word vectors, CSLS k={args.k}, top {args.top}, "
-                f"cos >= {args.min_cos}, within {args.within}; ru {args.ru}, uk {args.uk}, en {args.en}\n")
+                f"cos >= {args.min_cos}, within {args.within}; ru {args.ru}, uk {args.uk}, en {args.en}; "
+                "Ukrainian words pivoted through Russian cognates\n")
         for w in sorted(lexicon):
             f.write(w + "\t" + " ".join(lexicon[w]) + "\n")
     tmp.replace(args.out)
