@@ -149,9 +149,9 @@ def _log_progress(done: int, total: int) -> None:
 
 def build_llm(settings: Settings, db: Database, metrics: Metrics | None = None) -> BudgetedLLM | None:
     """The LLM path is on when a key or a base URL is set (Ollama and vLLM need no key)."""
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
-    if not key and not settings.llm_base_url:
+    if not settings.llm_configured:
         return None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
     client = OpenAICompatibleLLM(settings.llm_base_url or None, key, settings.llm_model,
                                  timeout_s=settings.llm_timeout_s)
     return BudgetedLLM(client, db, settings, observer=metrics)

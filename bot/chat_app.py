@@ -253,7 +253,7 @@ def build_chat(settings: Settings, app: App) -> ChatApp:
     from storage.reply_journal import ReplyJournal
 
     journal = ReplyJournal(settings.data_dir / "reply-refs.journal")
-    queue = JobQueue(JobStore(app.db, journal), service, workers=settings.workers, queue_max=settings.queue_max,
+    queue = JobQueue(JobStore(app.db, journal), service, workers=settings.check_workers, queue_max=settings.queue_max,
                      limiter=RateLimiter(settings.user_rate_per_minute, settings.chat_rate_per_minute),
                      progress_after=settings.progress_after_s)
     return ChatApp(app.engine, queue=queue, admins=tuple(settings.admins), add_factchecks=app.kb.add,

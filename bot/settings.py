@@ -141,7 +141,10 @@ class Settings(BaseSettings):
     stories_across_languages: bool = True
 
     # Reliability: job queue, rate limits, provider protection, LLM budget
-    workers: int = 4
+    # Checks run at once. Unset: 16 with a language model, whose checks mostly wait on it (10 REST checks at once on
+    # the fake LLM of `bench pipeline`: 11.3 s with 4 workers, 4.1 s with 16), 4 without, whose checks are CPU work
+    # (`bench burst -n 300`, offline: every Result in 11.3-12.0 s with 4, 12.5 with 16).
+    workers: int | None = Field(default=None, ge=1)
     queue_max: int = Field(default=200, description="Pending checks past which new requests are told to wait.")
     # A check still running after this many seconds gets its "🔎 Checking…" message; sooner, only the card.
     # 0 (the default): at once, then edited into the card. Measured (docs/reliability.md): with 2 s no
@@ -209,3 +212,13 @@ class Settings(BaseSettings):
     @property
     def uses_default_model(self) -> bool:
         return self.embed_model == DEFAULT_MODEL
+
+    @property
+    def llm_configured(self) -> bool:
+        """The LLM path is on when a key or a base URL is set (Ollama and vLLM need no key)."""
+        return bool(self.llm_base_url or (self.llm_api_key and self.llm_api_key.get_secret_value()))
+
+    @property
+    def check_workers(self) -> int:
+        """Checks the queue runs at once: TIPLINE_WORKERS, else 16 with a language model and 4 without."""
+        return self.workers if self.workers is not None else 16 if self.llm_configured else 4
