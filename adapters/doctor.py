@@ -202,7 +202,7 @@ def _checks(s: Settings, d: Doctor) -> list[tuple[str, str | None, Callable[[], 
     return [
         ("telegram", None if _secret(s.telegram_token) else "not configured (TIPLINE_TELEGRAM_TOKEN)", d.telegram),
         ("slack", None if slack_set else "not configured (TIPLINE_SLACK_BOT_TOKEN)", d.slack),
-        ("llm", None if (s.llm_base_url or _secret(s.llm_api_key)) else f"{off}: offline verdicts", d.llm),
+        ("llm", None if s.llm_configured else f"{off}: offline verdicts", d.llm),
         ("qdrant", None if s.qdrant_url else "embedded in the data dir (no TIPLINE_QDRANT_URL)", d.qdrant),
         ("embeddings", None if s.embed_url else f"in-process {s.embed_model} (no TIPLINE_EMBED_URL)", d.embeddings),
         ("searxng", None if s.searxng_url else off, d.searxng),

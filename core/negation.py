@@ -90,7 +90,7 @@ _CONDITIONAL = frozenset("if якщо якби если ежели".split())
 CONDITION_REACH = 3  # tokens between "if" and the negation: "if you do n't", "если вы не", "якщо не"
 _FILLER = frozenset("please just so and then also пожалуйста и просто никогда і й будь ласка ніколи".split())
 # Imperatives, Russian and Ukrainian: "не открывайте", "не верьте", "не поширюйте", "не робіть", "не їжте".
-_RU_IMPERATIVE = re.compile(r"(?:йте|ите|ьте|ай|яй|іть|їть|жте)$")
+_IMPERATIVE = re.compile(r"(?:йте|ите|ьте|ай|яй|іть|їть|жте)$")
 _NOT_A_NEGATION = re.compile(
     r"\b(?:not\s+only|not\s+just|no\s+doubt|no\s+wonder|no\s+surprise|or\s+not|"
     r"не\s+только|не\s+просто|не\s+секрет|не\s+зря|не\s+случайно|не\s+так\s+ли|не\s+правда\s+ли|"
@@ -119,8 +119,8 @@ _FALSE_EN = (r"(?:not\s+true|n't\s+true|untrue|false|a\s+myth|myth|a\s+lie|lies?
              r"a\s+conspiracy\s+theory|a\s+(?:complete|total)\s+(?:lie|myth|fabrication))")
 # Russian and Ukrainian ("брехня", "міф", "вигадка", "маячня", "інсценування") in one pattern: a Telegram post
 # mixes them, and the frames around these words ("что"/"що", "это"/"це") are built alike.
-_FAKE_RU = r"(?:фейк\w*|постановк\w*|инсценировк\w*|інсценуванн\w*|інсценізаці\w*)"
-_FALSE_RU = (r"(?:неправда|не\s+правда|ложь|ложью|вран[ье]\w*|брехня|миф\w*|выдумк\w*|чушь|бред|"
+_FAKE_CYR = r"(?:фейк\w*|постановк\w*|инсценировк\w*|інсценуванн\w*|інсценізаці\w*)"
+_FALSE_CYR = (r"(?:неправда|не\s+правда|ложь|ложью|вран[ье]\w*|брехня|миф\w*|выдумк\w*|чушь|бред|"
              r"утк[аой]|сказк\w*|дезинформаци\w*|не\s+так|"
              r"міф\w*|вигадк\w*|маячн\w*|нісенітниц\w*|дезінформаці\w*|казк\w*)")
 _END = r"(?=\s*(?:[^\w\s]|$))"  # the predicate ends the clause: "is a fake." but not "is a fake app"
@@ -141,7 +141,7 @@ def _frames(fake: str, false: str, prefix: bool, template: str) -> list[_Frame]:
 _FRAMES: list[_Frame] = [
     # "it's a myth that X", "it is not true that X", "неправда, что X", "это фейк, будто X"
     *_frames(_FAKE_EN, _FALSE_EN, True, r"(?:\b(?:it|this|that)\s*(?:is|'s|was)\s+)?\b{p}\s+(?:that|to\s+say)\b"),
-    *_frames(_FAKE_RU, _FALSE_RU, True, r"(?:\b(?:это|це)\s+)?\b{p}\s*,?\s*(?:что|будто|чтобы|о\s+том\s*,?\s*что|"
+    *_frames(_FAKE_CYR, _FALSE_CYR, True, r"(?:\b(?:это|це)\s+)?\b{p}\s*,?\s*(?:что|будто|чтобы|о\s+том\s*,?\s*что|"
              r"що|ніби|нібито|буцімто|начебто|про\s+те\s*,?\s*що)\b"),
     # "Myth: X", "Debunked: X", "Фейк: X"
     *_frames(r"(?:fake|hoax)", r"(?:myth|false|debunked|not\s+true|fact[\s-]?check\s*:\s*false)", True,
@@ -167,7 +167,7 @@ _FRAMES: list[_Frame] = [
              r"\b(?:is|are|was|were|'s|'re)\s+(?:just\s+|all\s+|simply\s+|completely\s+|totally\s+)?{p}" + _END),
     _Frame(re.compile(r"\b(?:has|have|had)\s+been\s+(?:debunked|disproven|disproved|refuted)\b"), False, False),
     *_frames(_FAKE_EN, _FALSE_EN, False, r"(?:\s[—–-]+|^)\s*(?:(?:this|that|it)\s*(?:is|'s)\s+)?{p}" + _END),
-    *_frames(_FAKE_RU, _FALSE_RU, False, r"(?:[—–-]+|\b(?:это|це)\b|^)\s*(?:(?:всё|все|это|усе|це)\s+)?"
+    *_frames(_FAKE_CYR, _FALSE_CYR, False, r"(?:[—–-]+|\b(?:это|це)\b|^)\s*(?:(?:всё|все|это|усе|це)\s+)?"
              r"(?:(?:полн|наглая|очередн|абсолютн|откровенн|чист|повн|нахабн|черговн?|відверт)\w*\s+)?{p}" + _END),
     *_frames(r"(?:фейком|постановкой|инсценировкой|постановкою|інсценуванням)",
              r"(?:ложью|мифом|выдумкой|уткой|неправдой|брехнею|міфом|вигадкою|неправдою)", False,
@@ -374,7 +374,7 @@ def _apply_negation(toks: list[_Token], raw: list[str], i: int, hoax: _Hoax | No
         return  # "No, 5G does not…", "Нет, это…": an interjection; the rest of the sentence says it
     if (cue.word in ("n't", "not") and prev == "do" and _opens_clause(toks, raw, i - 1)) or \
             (cue.word in ("dont", "never") and _opens_clause(toks, raw, i)) or \
-            (cue.word == "не" and _RU_IMPERATIVE.search(nxt) and _opens_clause(toks, raw, i)):
+            (cue.word == "не" and _IMPERATIVE.search(nxt) and _opens_clause(toks, raw, i)):
         return  # "Don't share this", "Never open…", "Не открывайте видео": a warning, not a denial
     if any(raw[j] in _CONDITIONAL and toks[j].clause == cue.clause for j in range(max(0, i - CONDITION_REACH), i)):
         return  # "if you don't post the notice": a condition

@@ -162,12 +162,9 @@ async def _claim_matching(app: App, config: ReportConfig, cache: VectorCache) ->
     docs = [f"{fc.claim} {fc.title}".strip() for fc in fcs]
     quality = {}
     splits = {name: config.split(name) for name in ("dev", "train")}
-    ru_dev = config.translations / "dev" / "tweets.queries.tsv"
-    if ru_dev.is_file():
-        splits["dev (Russian)"] = (ru_dev, config.split("dev")[1])
-    uk_dev = config.ukrainian / "dev" / "tweets.queries.tsv"
-    if uk_dev.is_file():
-        splits["dev (Ukrainian)"] = (uk_dev, config.split("dev")[1])
+    for language, root in (("Russian", config.translations), ("Ukrainian", config.ukrainian)):
+        if (translated := root / "dev" / "tweets.queries.tsv").is_file():
+            splits[f"dev ({language})"] = (translated, config.split("dev")[1])
     for split, (queries_path, qrels_path) in splits.items():
         queries = read_queries(queries_path)[:s.queries_limit]
         if split == "train" and s.train_sample and len(queries) > s.train_sample:

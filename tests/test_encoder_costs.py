@@ -1,4 +1,4 @@
-"""Smoke test of tools/encoder_costs.py (docs/multilingual_onnx.md, "What the speed goals would need"): the
+"""Smoke test of tools/encoder_costs.py (docs/multilingual_onnx.md, last section, "The bounds"): the
 product's three models on a CLEF-shaped set of eight claims, with the bounds they set on the speed goals."""
 
 from __future__ import annotations

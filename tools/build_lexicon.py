@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import re
 import sys
 import time
@@ -89,8 +90,6 @@ PIVOT_MAX_FORMS = 256  # spellings tried per word at most
 
 def russian_spellings(word: str) -> set[str]:
     """The Russian spellings of a Ukrainian word, letter by letter and by ending, at most PIVOT_MAX_FORMS."""
-    import itertools
-
     options = [(c, *_UK_LETTERS.get(c, ())) for c in word]
     if np.prod([len(o) for o in options], dtype=np.float64) > PIVOT_MAX_FORMS:
         return set()
