@@ -3,7 +3,7 @@ listens, the providers that are on. A few lines on stderr, so an operator readin
 sees at once what this process does (before, it printed nothing at all).
 
     tipline 0.1.0 · data dir /data · 1312 fact-checks
-    mode: no language model (GDELT is on: message keywords leave the machine)
+    mode: LLM gpt-5-mini at https://api.openai.com/v1; search queries go to GDELT
     telegram: long polling as @tipline_bot
     http: http://0.0.0.0:8080 (Slack /slack/events · REST API /v1/checks · /healthz · /metrics)
     evidence: knowledge base, evidence index, GDELT, linked sites
@@ -56,8 +56,11 @@ def mode_line(settings: Settings, started: Started) -> str:
         line = f"mode: LLM {settings.llm_model} at {where}"
     else:
         line = "mode: no language model (verdicts only from matching fact-checks)"
-    if outside:
+    if outside and started.llm:
         line += f"; search queries go to {', '.join(outside)}"
+    elif outside:
+        # Offline, search results would only be listed, never judged: they are not asked (core/engine.py).
+        line += f"; {', '.join(outside)} configured but used only with a language model: nothing leaves the machine"
     return line
 
 

@@ -5,15 +5,15 @@
     telegram      ok      @tipline_bot (getMe)
     slack         FAIL    auth.test: invalid_auth: the bot token (xoxb-…) was refused
     llm           ok      gpt-4o-mini is served at http://ollama:11434/v1
-    gdelt         ok      answered (keyless, on by default)
+    gdelt         off     not configured (TIPLINE_GDELT_URL)
 
 Each check is one cheap, read-only call in the service's own API (Telegram getMe, Slack auth.test, the
 LLM's GET /models, Qdrant's GET /collections, one search per provider, one embedding), all at once, each
 within `timeout_s`. Nothing here changes any state: no webhook is set, no message is sent. A service
 that is not configured is "off"; with TIPLINE_OFFLINE=true every outside provider is off and nothing is
-reached but your own servers and chat platforms. GDELT, on by default, is only a warning when it cannot
-be reached (a machine without internet access still checks from its knowledge base), so an offline
-machine with nothing else configured exits 0.
+reached but your own servers and chat platforms. Every search provider, GDELT included, is off until the
+operator sets it, so a machine without internet access and nothing configured exits 0. The last row says
+what leaves the machine and to whom.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ Status = Literal["ok", "FAIL", "warn", "off", "local"]
 OPENAI_URL = "https://api.openai.com/v1"
 TELEGRAM_URL = "https://api.telegram.org/bot"
 SLACK_URL = "https://slack.com/api/"
-GDELT_DEFAULT = Settings.model_fields["gdelt_url"].default
 
 
 @dataclass(frozen=True)
@@ -192,7 +191,7 @@ class Doctor:
             await resp.read()
         if resp.status != 200:
             raise Failed(f"HTTP {resp.status}")
-        return "answered (keyless, on by default; sees message keywords)"
+        return "answered (keyless; sees message keywords when an LLM is on)"
 
 
 def _checks(s: Settings, d: Doctor) -> list[tuple[str, str | None, Callable[[], Awaitable[str]]]]:
@@ -208,7 +207,7 @@ def _checks(s: Settings, d: Doctor) -> list[tuple[str, str | None, Callable[[], 
         ("searxng", None if s.searxng_url else off, d.searxng),
         ("brave", None if _secret(s.brave_api_key) and s.brave_url else off, d.brave),
         ("factcheck_api", None if _secret(s.factcheck_api_key) and s.factcheck_url else off, d.factcheck),
-        ("gdelt", None if s.gdelt_url else off + " (TIPLINE_GDELT_URL empty)" if not s.offline else off, d.gdelt),
+        ("gdelt", None if s.gdelt_url else off + (" (TIPLINE_GDELT_URL)" if not s.offline else ""), d.gdelt),
     ]
 
 
@@ -256,12 +255,25 @@ async def diagnose(settings: Settings, *, timeout_s: float = 10.0) -> list[Row]:
     for name, why_off, _check in checks:
         local = name in ("qdrant", "embeddings")  # not configured = in this process, which is fine
         status, detail = results.get(name, ("local" if local else "off", why_off or ""))
-        if name == "gdelt" and status == "FAIL" and settings.gdelt_url == GDELT_DEFAULT:
-            # Nobody configured it: on a machine without internet access it is not a fault of the setup.
-            status, detail = "warn", (f"{detail}; on by default, checks go on without it "
-                                      "(TIPLINE_OFFLINE=true or TIPLINE_GDELT_URL= stops trying)")
         rows.append(Row(name, status, detail))
+    rows.append(Row("privacy", "ok", leaves_machine(settings)))
     return rows
+
+
+def leaves_machine(s: Settings) -> str:
+    """What from a message leaves the machine, and to whom, in one line."""
+    search = [name for name, on in (("GDELT", s.gdelt_url), ("SearxNG", s.searxng_url),
+                                    ("Brave Search", _secret(s.brave_api_key)),
+                                    ("Google Fact Check Tools", _secret(s.factcheck_api_key))) if on]
+    if s.offline or not s.llm_configured:
+        return "nothing from messages leaves the machine" + (
+            f" ({', '.join(search)} configured, used only with an LLM)" if search and not s.offline else "")
+    parts = [f"the message text goes to the LLM at {s.llm_base_url or OPENAI_URL}"]
+    if search:
+        parts.append(f"search words (never links) to {', '.join(search)}")
+    if s.max_links > 0:
+        parts.append(f"up to {s.max_links} linked page(s) are fetched from their sites")
+    return "; ".join(parts)
 
 
 def format_table(rows: list[Row]) -> str:

@@ -116,9 +116,6 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     failed = [r for r in rows if r.status == "FAIL"]
     if settings.offline:
         print("Offline (TIPLINE_OFFLINE=true): no outside service is used, so none was reached.")
-    elif any(r.status == "warn" for r in rows) and not failed:
-        print("GDELT cannot be reached: this machine looks offline. Checks still work from the knowledge base; "
-              "set TIPLINE_OFFLINE=true to stop trying.")
     elif failed:
         print(f"{len(failed)} of {len(rows)} checks failed; the detail column says what to fix.")
     else:
@@ -164,13 +161,12 @@ def _read_message() -> str:
 
 
 def chat_mode(settings: Settings, app: Any) -> str:
-    """"offline mode" only when no LLM and no search provider is on (GDELT is, by default): the banner's
-    wording otherwise, e.g. "no language model (…); search queries go to GDELT"."""
+    """"offline mode" when nothing leaves the machine (no LLM: search providers are not asked, see
+    core/engine.py); the banner's wording otherwise, e.g. "LLM … ; search queries go to GDELT"."""
     from adapters.banner import Started, mode_line
-    from core.outside import LINKS, LOCAL
 
     sources = app.sources.names if app.sources else []
-    if settings.offline or (app.llm is None and all(s in LOCAL or s == LINKS for s in sources)):
+    if settings.offline or app.llm is None:
         return "offline mode"
     return mode_line(settings, Started(factchecks=0, evidence_sources=sources, llm=app.llm is not None,
                                        vectors="")).removeprefix("mode: ")

@@ -116,8 +116,9 @@ class Settings(BaseSettings):
     searxng_url: str | None = Field(default=None, description="SearxNG base URL (JSON API), e.g. http://127.0.0.1:8888")
     brave_api_key: SecretStr | None = None
     brave_url: str = "https://api.search.brave.com/res/v1/web/search"
-    gdelt_url: str | None = Field(default="https://api.gdeltproject.org/api/v2/doc/doc",
-                                  description="GDELT DOC 2.1 API (keyless); empty to turn news search off.")
+    # Off by default: a search provider receives words of the message, so the operator turns it on.
+    gdelt_url: str | None = Field(default=None, description="GDELT DOC 2.1 API (keyless), e.g. "
+                                  "https://api.gdeltproject.org/api/v2/doc/doc; unset: no news search.")
     factcheck_api_key: SecretStr | None = Field(default=None, description="Google Fact Check Tools API key.")
     factcheck_url: str = "https://factchecktools.googleapis.com/v1alpha1/claims:search"
     fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(

@@ -213,7 +213,7 @@ class Engine:
         judged: list[ClaimVerdict] = []
         traces: list[SourceTrace] = []
         found: list[tuple[str, list[Evidence]]] = []
-        if self.sources or llm is not None:
+        if llm is not None or any(_stays_local(s) and s.name != "knowledge" for s in self.sources):
             async with run.step("evidence") as d:
                 remaining = self.deadline_s - run.elapsed()
                 tasks = [asyncio.create_task(self._claim(c, claimed, rules)) for c in claims]
@@ -278,6 +278,10 @@ class Engine:
         # The knowledge base was already searched with the whole message; search it again only for a
         # sub-claim worded differently.
         sources = [s for s in self.sources if s.name != "knowledge" or claim.text != msg.text]
+        if llm is None:
+            # Offline only a matching fact-check decides: web/news search and linked pages would be listed,
+            # never judged, so the user does not wait on them and nothing from the message leaves the machine.
+            sources = [s for s in sources if _stays_local(s)]
         # The sufficiency loop (seed 000): judge once there are >= MIN_EVIDENCE pieces; stop when the
         # verdict is settled (`sufficient`: enough relevant evidence, not NOT_ENOUGH_EVIDENCE or
         # conflicting); otherwise widen the search and judge again, at most MAX_ROUNDS searches.
@@ -350,6 +354,10 @@ class Engine:
         task = asyncio.create_task(add())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _stays_local(source: EvidenceSource) -> bool:
+    return not source.searches_web and source.name != "links"
 
 
 def _claims_of(msg: Intake, extraction: ClaimExtraction | None) -> list[Claim]:

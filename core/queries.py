@@ -68,7 +68,17 @@ _FACTCHECK_WORDS = {"en": "fact check", "ru": "фейк проверка", "uk":
                     "fr": "fact-checking", "es": "verificación falso"}
 
 
+# Links never go to a search provider, whole or in pieces: a private document's address is not a query.
+_URLISH = re.compile(r"(?:https?://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)+/\S*|\b[\w-]+\.(?:com|org|net|ru|ua|me|io|ly|gl|be)\b",
+                     re.IGNORECASE)
+
+
+def without_links(text: str) -> str:
+    return " ".join(_URLISH.sub(" ", text).split())
+
+
 def _clean(q: str) -> str:
+    q = without_links(q)
     q = " ".join(q.replace("\n", " ").split()).strip(" \"'«»“”.")
     return q[:MAX_QUERY_CHARS].rsplit(" ", 1)[0] if len(q) > MAX_QUERY_CHARS else q
 
@@ -86,13 +96,14 @@ def _distinct(queries: list[str]) -> list[str]:
 
 
 def key_phrases(claim: str, limit: int = 10) -> str:
-    """The claim's content words in order: stop words dropped, numbers and names kept."""
-    words = [w for w in _WORD.findall(claim) if w.casefold() not in _STOP and (len(w) > 1 or w.isdigit())]
+    """The claim's content words in order: stop words dropped, numbers and names kept; links left out."""
+    words = [w for w in _WORD.findall(without_links(claim)) if w.casefold() not in _STOP and (len(w) > 1 or w.isdigit())]
     return " ".join(words[:limit])
 
 
 def offline_queries(claim: str, language: str = "en", *, entities: list[str] | None = None,
                     when: str | None = None, where: str | None = None) -> list[str]:
+    claim = without_links(claim)
     keys = key_phrases(claim)
     ents = list(entities or [])
     if not ents:  # capitalised runs not at the sentence start: names, places, organisations
@@ -118,7 +129,7 @@ async def plan_queries(claim: str, language: str = "en", *, llm: LLM | None = No
         return QueryPlan(queries=offline, note=note)
     try:
         answer = await llm.structured(SYSTEM_PROMPT + f"\nThe claim's language is probably '{language}'.",
-                                      claim, _LLMQueries, name="query_plan", max_tokens=300)
+                                      without_links(claim), _LLMQueries, name="query_plan", max_tokens=300)
     except LLMError as e:
         log.warning("query planning fell back to offline: %s", e)
         return QueryPlan(queries=offline, note=f"LLM unavailable ({e}); offline queries")

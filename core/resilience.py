@@ -357,21 +357,24 @@ async def call_with_retries(fn: Callable[[], Awaitable[T]], *, provider: str, po
                             breaker: CircuitBreaker | None = None, bucket: TokenBucket | None = None,
                             deadline: float | None = None, attempt_timeout_s: float | None = None,
                             label: str | None = None, clock: Clock = time.monotonic, sleep: Sleep = asyncio.sleep,
-                            observer: CallObserver | None = None,
+                            observer: CallObserver | None = None, slot_wait_s: float | None = None,
                             on_retry: Callable[[int, BaseException, float], None] | None = None) -> T:
     """Call `fn` under the bucket, breaker and retry policy; return its value or raise ProviderUnavailable.
 
     Each attempt counts towards the breaker. `attempt_timeout_s` bounds one attempt in real time (a slow
-    drip must not hold the check); it is further cut to what is left before `deadline`.
+    drip must not hold the check); it is further cut to what is left before `deadline`. `slot_wait_s` caps
+    the wait for a rate-limit slot (0: a rate-limited provider is skipped at once, never waited on).
     """
     attempt = 0
     while True:
         if breaker is not None and not breaker.allow():
             raise ProviderUnavailable(provider, f"circuit open (retry in {breaker.retry_in():.0f}s)", label=label)
-        if bucket is not None and not await bucket.acquire(deadline):
+        # A retry has waited its back-off already; only the first attempt is skipped for want of a slot.
+        slot_by = deadline if slot_wait_s is None or attempt else min(clock() + slot_wait_s, deadline or math.inf)
+        if bucket is not None and not await bucket.acquire(slot_by):
             if breaker is not None:
                 breaker.release()
-            raise ProviderUnavailable(provider, "rate limit: no request slot before the deadline", label=label)
+            raise ProviderUnavailable(provider, "rate limit: skipped, no request slot free", label=label)
         left = remaining(deadline, clock)
         if left <= 0:
             if breaker is not None:

@@ -300,9 +300,9 @@ def test_env_example_parses_as_settings_when_every_line_is_uncommented(tmp_path:
     assert loaded.http_port == 8080
 
 
-def test_an_empty_gdelt_url_turns_news_search_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What .env.example and docs/deploy.md say: TIPLINE_GDELT_URL= (empty) in .env, or as an empty
-    environment variable (what compose's env_file makes of that line), turns GDELT off."""
+def test_gdelt_is_off_by_default_and_an_empty_url_keeps_it_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing from a message leaves the machine by default: GDELT is built only when its URL is set;
+    TIPLINE_GDELT_URL= (empty) in .env or the environment (what compose's env_file makes of it) is off."""
     import aiohttp
 
     from core.evidence.registry import build_sources
@@ -314,13 +314,15 @@ def test_an_empty_gdelt_url_turns_news_search_off(tmp_path: Path, monkeypatch: p
     import asyncio
 
     monkeypatch.delenv(f"{PREFIX}GDELT_URL", raising=False)
-    on = asyncio.run(names(Settings(_env_file=None)))  # type: ignore[call-arg]
+    default = asyncio.run(names(Settings(_env_file=None)))  # type: ignore[call-arg]
     env = tmp_path / ".env"
     env.write_text(f"{PREFIX}GDELT_URL=\n", encoding="utf-8")
     off_file = asyncio.run(names(Settings(_env_file=env)))  # type: ignore[call-arg]
     monkeypatch.setenv(f"{PREFIX}GDELT_URL", "")
     off_env = asyncio.run(names(Settings(_env_file=None)))  # type: ignore[call-arg]
-    assert "gdelt" in on and "gdelt" not in off_file and "gdelt" not in off_env
+    monkeypatch.setenv(f"{PREFIX}GDELT_URL", "https://api.gdeltproject.org/api/v2/doc/doc")
+    on = asyncio.run(names(Settings(_env_file=None)))  # type: ignore[call-arg]
+    assert default == off_file == off_env == [] and on == ["gdelt"]
 
 
 def test_the_image_has_tesseract_with_every_default_language() -> None:

@@ -314,10 +314,9 @@ async def test_unreachable_provider_fails_fast_with_a_sentence(session):
 
 
 async def test_registry_builds_only_configured_providers(settings, fake):
-    # The test settings turn GDELT off (hermetic tests); the shipped default has it on.
     shipped = settings.model_copy(update={"gdelt_url": type(settings).model_fields["gdelt_url"].default})
     async with EvidenceSources(shipped) as default:
-        assert default.names == ["gdelt", "links"]  # keyless GDELT on by default; link expansion always
+        assert default.names == ["links"]  # no provider is on by default; link expansion (used with an LLM)
     configured = settings.model_copy(update={
         "searxng_url": fake.url("/searxng"), "brave_api_key": fake.brave_key, "brave_url": fake.url("/brave/res/v1/web/search"),
         "gdelt_url": fake.url("/gdelt/api/v2/doc/doc"), "factcheck_api_key": fake.factcheck_key,
@@ -346,8 +345,8 @@ async def test_registry_link_expansion_refuses_loopback_by_default(settings, fak
 
 
 async def test_build_sources_with_caller_owned_sessions(settings, session):
-    shipped = settings.model_copy(update={"gdelt_url": type(settings).model_fields["gdelt_url"].default})
-    sources = build_sources(shipped, api_session=session)
+    gdelt = settings.model_copy(update={"gdelt_url": "https://api.gdeltproject.org/api/v2/doc/doc"})
+    sources = build_sources(gdelt, api_session=session)
     assert [s.name for s in sources] == ["gdelt"]  # no fetch session: no link expansion
 
 

@@ -268,3 +268,15 @@ async def test_protect_sources_wraps_only_the_providers(api, session, db):
     assert info.value.sentence == "News search is temporarily unavailable."
     assert news.snapshot() == {"name": "gdelt", "breaker": "open", "calls": 1, "cache_hits": 0, "attempts": 2,
                                "retries": 1, "failures": 1, "short_circuits": 0, "cache_hit_rate": 0.0}
+
+
+async def test_a_rate_limited_provider_is_skipped_at_once_never_waited_on(api, session, db):
+    """GDELT allows one request per 5 s: the second check within that time skips it instead of waiting."""
+    settings = Settings(_env_file=None, provider_retries=1, source_timeout_s=10)
+    news = protect_sources([HTTPSearchSource(session, api.url, name="gdelt", label="news search")], settings,
+                           cache=None, rates={"gdelt": 12})[0]
+    await news.gather(q("first"), limit=3)
+    with pytest.raises(ProviderUnavailable) as info:  # waiting 5 s for a slot would have answered instead
+        await news.gather(q("second"), limit=3)
+    assert "rate limit" in info.value.reason
+    assert api.hits == 1

@@ -60,24 +60,28 @@ def test_the_card_says_offline_mode_only_when_nothing_left_the_machine() -> None
     assert _footer(no_links).endswith("· offline mode")
 
 
-async def test_a_check_sends_nothing_out_when_offline_and_says_gdelt_when_not(tmp_path: Path, model_dir: Path) -> None:
+async def test_without_an_llm_a_configured_gdelt_is_not_asked_and_offline_nothing_is(tmp_path: Path,
+                                                                                      model_dir: Path) -> None:
+    """Without an LLM web results would be listed, never judged: GDELT, though configured, gets nothing
+    and the check does not wait on it; the linked page is not fetched either."""
     search = await FakeSearchAPI().start()
     search.gdelt_articles.append(gdelt_article("https://news.example.org/eiffel", "Eiffel Tower sold for scrap"))
     gdelt = search.url("/gdelt/api/v2/doc/doc")
     try:
-        online = isolated_settings(tmp_path / "a", model_dir, gdelt_url=gdelt, provider_retries=0, seed_on_start=False)
-        async with build_app(online) as app:
-            asked = await app.engine.check(CLAIM)
-        assert search.hits("gdelt"), "GDELT was asked (it is on by default)"
-        assert _footer(asked).endswith("· no language model · sent to GDELT")
+        configured = isolated_settings(tmp_path / "a", model_dir, gdelt_url=gdelt, provider_retries=0,
+                                       seed_on_start=False, fetch_allow_hosts=["127.0.0.1"])
+        async with build_app(configured) as app:
+            assert app.sources is not None and "gdelt" in app.sources.names
+            asked = await app.engine.check(CLAIM + " " + search.url("/page"))
+        assert search.requests == []
+        assert _footer(asked).endswith("· offline mode")
 
-        before = len(search.requests)
         offline = isolated_settings(tmp_path / "b", model_dir, offline=True, gdelt_url=gdelt,
                                     seed_on_start=False)
         async with build_app(offline) as app:
             assert app.sources is not None and app.sources.names == ["knowledge", "evidence_index"]
             private = await app.engine.check(CLAIM + " https://news.example.org/eiffel")
-        assert len(search.requests) == before  # nothing at all reached the fake
+        assert search.requests == []
         assert _footer(private).endswith("· offline mode")
     finally:
         await search.stop()
@@ -100,8 +104,7 @@ def test_tipline_chat_says_offline_mode_only_when_no_provider_is_on(tmp_path: Pa
         assert proc.returncode == 0, proc.stderr
         return next(line for line in proc.stderr.splitlines() if line.startswith("Ready:"))
 
-    # GDELT's public endpoint is on by default (never reached here: nothing is checked)
-    assert "fact-checks in the knowledge base, no language model (verdicts only from matching fact-checks); " \
-           "search queries go to GDELT. Type" in ready()
-    assert ", offline mode. Type" in ready(TIPLINE_GDELT_URL="")
+    # No search provider is on by default; one configured without an LLM is never asked
+    assert ", offline mode. Type" in ready()
+    assert ", offline mode. Type" in ready(TIPLINE_GDELT_URL="http://127.0.0.1:9/gdelt")
     assert ", offline mode. Type" in ready(TIPLINE_OFFLINE="true")

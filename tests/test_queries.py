@@ -73,3 +73,13 @@ async def test_llm_failure_falls_back_to_offline(fake, llm, fault):
     plan = await plan_queries("Water boils at 50C", "en", llm=llm)
     assert plan.mode == "offline" and plan.queries == offline_queries("Water boils at 50C")
     assert "LLM unavailable" in plan.note
+
+
+def test_links_never_reach_a_search_query_whole_or_in_pieces() -> None:
+    claim = ("Anna Petrova from Elm Street says the mayor lied, see https://docs.google.com/document/d/1AbCdEf/edit "
+             "and t.me/secretchan/12 or www.example.org/x")
+    queries = offline_queries(claim, "en")
+    joined = " ".join(queries).lower()
+    assert queries and "mayor" in joined
+    for piece in ("docs", "google", "1abcdef", "edit", "secretchan", "example", "http", "t.me"):
+        assert piece not in joined.split() and piece not in joined, (piece, queries)

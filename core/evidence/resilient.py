@@ -74,7 +74,7 @@ class ResilientSource:
                  retries: RetryPolicy, cache: TTLCache | None, ttl: float, deadline_s: float | None = None,
                  attempt_timeout_s: float | None = None, label: str | None = None,
                  observer: SourceObserver | None = None, clock: Clock = time.monotonic,
-                 sleep: Sleep = asyncio.sleep):
+                 sleep: Sleep = asyncio.sleep, slot_wait_s: float | None = None):
         self.source = source
         self.name = source.name
         self.label = label or source.label
@@ -86,6 +86,7 @@ class ResilientSource:
         self.ttl = ttl
         self.deadline_s = deadline_s
         self.attempt_timeout_s = attempt_timeout_s
+        self.slot_wait_s = slot_wait_s
         self.observer = observer
         self.stats = SourceStats()
         self._clock = clock
@@ -133,7 +134,8 @@ class ResilientSource:
             found = await call_with_retries(
                 attempt, provider=self.name, policy=self.retries, breaker=self.breaker, bucket=self.bucket,
                 deadline=deadline, attempt_timeout_s=self.attempt_timeout_s, label=self.label,
-                clock=self._clock, sleep=self._sleep, observer=self.observer, on_retry=on_retry)
+                clock=self._clock, sleep=self._sleep, observer=self.observer, on_retry=on_retry,
+                slot_wait_s=self.slot_wait_s)
         except ProviderUnavailable as exc:
             self.stats.failures += 1
             self.stats.short_circuits += short_circuit
@@ -204,6 +206,9 @@ class FallbackSource:
 # Providers worth protecting, and how to name them to a user. The knowledge base is local, and link
 # expansion fetches arbitrary sites: one breaker for all of them would let a single dead site block every
 # link, so both are left unwrapped.
+SLOT_WAIT_S = 1.0
+
+
 class ProtectionSettings(Protocol):
     """The fields of bot.settings.Settings `protect_sources` reads (core/ does not import bot/)."""
 
@@ -224,7 +229,8 @@ def protect_sources(sources: Sequence[EvidenceSource], settings: ProtectionSetti
 
     `rates` overrides `provider_rate_per_minute` per provider name (a token is taken per gather attempt).
     The deadline is 90% of `source_timeout_s`, so a failure ends in our typed error before the caller's
-    timeout cancels the gather.
+    timeout cancels the gather. A provider whose next rate slot is more than `SLOT_WAIT_S` away is skipped
+    (GDELT allows one request per 5 s: a check does not wait that long for it).
     """
     out: list[EvidenceSource] = []
     for source in sources:
@@ -236,5 +242,5 @@ def protect_sources(sources: Sequence[EvidenceSource], settings: ProtectionSetti
             source, bucket=TokenBucket(rate), breaker=CircuitBreaker(settings.breaker_failures,
                                                                      settings.breaker_cooldown_s),
             retries=RetryPolicy(retries=settings.provider_retries), cache=cache, ttl=settings.cache_ttl_s,
-            deadline_s=settings.source_timeout_s * 0.9, observer=observer))
+            deadline_s=settings.source_timeout_s * 0.9, observer=observer, slot_wait_s=SLOT_WAIT_S))
     return out
