@@ -269,6 +269,8 @@ async def cmd_eval(args: argparse.Namespace) -> int:
         return await cmd_eval_evidence(args)
     if args.task == "checkability":
         return await cmd_eval_checkability(args)
+    if args.task == "realistic":
+        return await cmd_eval_realistic(args)
     from evals.claim_eval import run_claim_matching
 
     bar = ProgressBar("index claims")
@@ -311,6 +313,29 @@ async def cmd_eval_corroboration(args: argparse.Namespace) -> int:
         print(f"with the translations ({both['messages']} messages): pairwise P={both['precision']:.4f} "
               f"R={both['recall']:.4f} F1={both['f1']:.4f}; linked to their own translation "
               f"{both['linked_to_own_translation']:.4f}")
+    return 0
+
+
+async def cmd_eval_realistic(args: argparse.Namespace) -> int:
+    from core.knowledge import load_seed_factchecks
+    from evals.realistic_eval import read_rows, run_realistic
+
+    rows = read_rows(sorted(args.data.glob("*.jsonl")))
+    if not rows:
+        raise EvalDataError(f"{args.data}: no *.jsonl rows written against the seed knowledge base")
+    verdicts = {fc.url: fc.verdict for fc in load_seed_factchecks()}
+    settings = _settings(args).model_copy(update={"offline": True})
+    async with build_app(settings, one_shot=True) as app:
+        def progress(done: int, total: int) -> None:
+            if done == total or done % 100 == 0:
+                print(f"checked {done}/{total}", file=sys.stderr)
+
+        outcome = await run_realistic(app.engine.check, rows, verdicts, split=args.split, progress=progress)
+    print(outcome.table())
+    if args.failures:
+        args.failures.write_text("\n".join(json.dumps(f, ensure_ascii=False) for f in outcome.failures) + "\n",
+                                 encoding="utf-8")
+        print(f"wrote {args.failures}: {len(outcome.failures)} wrong answers")
     return 0
 
 
@@ -627,6 +652,13 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--messages", type=Path, required=True, help="TSV with a header: tweet_id, tweet_text "
                     "(a claim column, when present, is scored)")
     ck.add_argument("--out", type=Path, required=True, help="tweet_id<TAB>p_claim<TAB>label file to write")
+
+    re_ = esub.add_parser("realistic", parents=[common], help="chat-like forwards (eval/realistic): whole offline "
+                          "checks, right answers by language and kind")
+    re_.add_argument("--data", type=Path, default=Path("eval/realistic"), help="directory of *.jsonl rows")
+    re_.add_argument("--split", choices=["dev", "train", "all"], default="dev",
+                     help="rows by fact-check (one in three is dev)")
+    re_.add_argument("--failures", type=Path, help="write each wrong answer as a JSON line")
 
     ta = esub.add_parser("tatoeba", parents=[common], help="Tatoeba RU/UK-EN: does each model find a sentence's "
                          "translation among 1,000 (nearest-neighbour accuracy, both directions)")

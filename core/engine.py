@@ -38,6 +38,7 @@ from core.evidence.gather import gather_all
 from core.evidence.knowledge import match_evidence
 from core.i18n import t
 from core.intake import Intake, intake
+from core.language import language_note
 from core.llm import LLM
 from core.matching import ClaimMatcher
 from schema.models import (ClaimOutcome, EvidenceItem, LLMUsage, Result, SourceTrace, Step, Verdict,
@@ -136,6 +137,8 @@ class Engine:
             msg = intake(raw, self.max_input_chars)
             d.append(f"{len(msg.text)} chars, language {msg.language}, {len(msg.urls)} link(s)")
         run.notes.extend(msg.notes)
+        if (note := language_note(msg.language)) is not None:
+            run.notes.append(note)
         llm: LLM | None = self.llm
         if llm is not None and await self._over_budget():
             llm = None
@@ -156,7 +159,7 @@ class Engine:
         if self.claim_gate is None or msg.urls:
             return None
         t0 = time.perf_counter()
-        gate = await self.claim_gate.assess(msg.text)
+        gate = await self.claim_gate.assess(msg.claim_or_text)
         run.steps.append(Step(name="checkability", ms=round((time.perf_counter() - t0) * 1000, 2),
                               detail=f"p_claim {gate.p_claim:.2f}"))
         if gate.checkable:
@@ -169,7 +172,7 @@ class Engine:
         msg, llm = admitted.msg, admitted.llm
         # The knowledge-base match needs only the message: it runs while the LLM extracts the claims,
         # so its embedding and search are off the critical path.
-        matching = asyncio.create_task(self.matcher.match(msg.text, msg.urls))
+        matching = asyncio.create_task(self.matcher.match(msg.claim_or_text, msg.urls))
         extraction: ClaimExtraction | None = None
         if llm is not None:
             async with run.step("claims") as d:
@@ -398,7 +401,7 @@ def _judged_result(run: CheckRun, gathered: Gathered) -> tuple[Result, str]:
 def _offline_result(run: CheckRun, gathered: Gathered) -> tuple[Result, str]:
     """Offline (or nothing judged): only a matching fact-check decides; web/news found is listed, unjudged."""
     msg, lang = gathered.claimed.msg, gathered.claimed.msg.language
-    decided = decide(msg.text, gathered.claimed.matches, language=lang)
+    decided = decide(msg.claim_or_text, gathered.claimed.matches, language=lang)
     extra = [EvidenceItem(url=e.url, title=e.title, domain=e.domain, source=e.source,
                           source_type=e.source_type, claim=claim)
              for claim, evs in gathered.found for e in evs if e.source_type != "factcheck"]

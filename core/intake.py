@@ -14,6 +14,8 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from core.claims import checkworthiness, split_sentences
+from core.claim_text import claim_text
+from core.language import detect_language
 from schema.text import decode_bytes, safe_text, unreadable_share
 
 URL_RE = re.compile(r"""(?i)\b((?:https?://|www\.)[^\s<>"'«»]+)""")
@@ -21,8 +23,6 @@ _TRAILING_PUNCT = ".,;:!?)]}>'\"…"
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\u2060\ufeff]")
 _SPACES = re.compile(r"[ \t\u00a0\u3000]+")
 _BLANK_LINES = re.compile(r"\n\s*\n+")
-_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
-_LATIN = re.compile(r"[A-Za-z]")
 
 
 class EmptyInput(ValueError):
@@ -36,6 +36,11 @@ class Intake:
     language: str
     notes: list[str] = field(default_factory=list)
     truncated: bool = False
+    claim: str = ""  # the text without its wrapper (core/claim_text.py): what is matched and gated
+
+    @property
+    def claim_or_text(self) -> str:
+        return self.claim or self.text
 
 
 def extract_urls(text: str) -> list[str]:
@@ -46,21 +51,6 @@ def extract_urls(text: str) -> list[str]:
             url = "https://" + url
         seen.setdefault(url, None)
     return list(seen)
-
-
-def detect_language(text: str) -> str:
-    """'ru' or 'uk' when Cyrillic letters dominate, otherwise 'en'; mixed text follows the majority.
-    Ukrainian and Russian share most letters; each has letters of its own (і ї є ґ / ы э ё ъ), and a
-    Cyrillic text with more of Ukraine's is answered in Ukrainian, never in Russian."""
-    cyr = len(_CYRILLIC.findall(text))
-    lat = len(_LATIN.findall(text))
-    if cyr <= lat:
-        return "en"
-    return "uk" if len(_UKRAINIAN_ONLY.findall(text)) > len(_RUSSIAN_ONLY.findall(text)) else "ru"
-
-
-_UKRAINIAN_ONLY = re.compile(r"[іїєґІЇЄҐ]")
-_RUSSIAN_ONLY = re.compile(r"[ыэёъЫЭЁЪ]")
 
 
 def clean(text: str) -> str:
@@ -128,5 +118,6 @@ def intake(raw: str | bytes, max_chars: int = 4096) -> Intake:
             cut = text.rfind(" ", 0, max_chars)
             text = text[: cut if cut > max_chars * 0.8 else max_chars].rstrip()
             notes.append(f"The message was longer than {max_chars} characters; only the first {len(text)} were checked.")
-    return Intake(text=text, urls=urls, language=detect_language(text), notes=notes,
-                  truncated=truncated)
+    claim = claim_text(text)
+    return Intake(text=text, urls=urls, language=detect_language(claim), notes=notes, truncated=truncated,
+                  claim=claim)

@@ -28,6 +28,7 @@ import numpy as np
 from core.crosslingual_terms import lazy_lexicon
 from core.gloss import gloss
 from core.knowledge import KnowledgeBase
+from core.language import detect_language
 from core.matchfeatures import (
     FEATURE_NAMES, GLOSS_LIST, LISTS, CandidateCosines, features_of, latin_script, latin_share, prepare_query,
     without_english_model,
@@ -249,7 +250,11 @@ class ClaimMatcher:
         features = features_of(query, claims, [h.payload.get("title", "") for h in hits], cosines, ranks,
                                self.kb.stats)
         latin = np.array([_claim_latin(c) for c in claims], dtype=bool)
-        kind = np.where(latin == query.latin, np.where(latin, 0, 2), 3 if gvec is not None else 1)
+        across = 3 if gvec is not None else 1
+        kind = np.where(latin == query.latin, np.where(latin, 0, 2), across)
+        if query.latin and detect_language(clean) != "en":
+            # Spanish, German, Polish …: the English model cannot read them, so the multilingual scorer decides.
+            kind[kind == 0] = 1
         without_english = without_english_model(features)
         probs = np.zeros(len(hits))
         for k, scorer in enumerate(self._scorers):

@@ -115,13 +115,15 @@ _THEORY = re.compile(r"^(?:conspirac\w*|theor\w*|claims?|rumou?rs?|загово�
 # --- debunk frames (rule 1) --------------------------------------------------------------------------------
 _FAKE_EN = r"(?:fake(?:\s+news)?|a\s+fake|a\s+hoax|hoax|staged)"  # "fake" words: hoax side of a hoax claim
 _FALSE_EN = (r"(?:not\s+true|n't\s+true|untrue|false|a\s+myth|myth|a\s+lie|lies?|nonsense|rubbish|baseless|"
+             r"manipulation|propaganda|"
              r"wrong|not\s+the\s+case|misinformation|disinformation|debunked|bs|bullshit|"
              r"a\s+conspiracy\s+theory|a\s+(?:complete|total)\s+(?:lie|myth|fabrication))")
 # Russian and Ukrainian ("брехня", "міф", "вигадка", "маячня", "інсценування") in one pattern: a Telegram post
 # mixes them, and the frames around these words ("что"/"що", "это"/"це") are built alike.
 _FAKE_CYR = r"(?:фейк\w*|постановк\w*|инсценировк\w*|інсценуванн\w*|інсценізаці\w*)"
 _FALSE_CYR = (r"(?:неправда|не\s+правда|ложь|ложью|вран[ье]\w*|брехня|миф\w*|выдумк\w*|чушь|бред|"
-             r"утк[аой]|сказк\w*|дезинформаци\w*|не\s+так|"
+             r"утк[аой]|сказк\w*|дезинформаци\w*|не\s+так|манипуляци\w*|вброс\w*|пропаганд\w*|"
+             r"маніпуляці\w*|вкид\w*|"
              r"міф\w*|вигадк\w*|маячн\w*|нісенітниц\w*|дезінформаці\w*|казк\w*)")
 _END = r"(?=\s*(?:[^\w\s]|$))"  # the predicate ends the clause: "is a fake." but not "is a fake app"
 
@@ -146,7 +148,8 @@ _FRAMES: list[_Frame] = [
     # "Myth: X", "Debunked: X", "Фейк: X"
     *_frames(r"(?:fake|hoax)", r"(?:myth|false|debunked|not\s+true|fact[\s-]?check\s*:\s*false)", True,
              r"^\W*{p}\s*[:!—–-]"),
-    *_frames(r"(?:фейк)", r"(?:миф|ложь|неправда|опровергнуто|опровержение|міф|брехня|спростовано|спростування)",
+    *_frames(r"(?:фейк)", r"(?:миф|ложь|неправда|опровергнуто|опровержение|міф|брехня|спростовано|спростування|"
+             r"манипуляция|маніпуляція|вброс|вкид|бред|чушь|маячня|(?:очередной|черговий)\s+(?:вброс|вкид|фейк))",
              True, r"^\W*{p}\s*[:!—–-]"),
     # disbelief and denial: "don't believe that X", "I don't think X", "не верьте, что X", "no evidence that X"
     _Frame(re.compile(r"\b(?:do\s+not|do\s+n't|dont|never)\s+(?:believe|fall\s+for|trust)\b|"

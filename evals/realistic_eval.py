@@ -1,0 +1,138 @@
+"""`tipline eval realistic`: whole offline checks of chat-like messages against the seed knowledge base.
+
+Reads eval/realistic/*.jsonl (format: eval/realistic/FORMAT.md), keeps the rows written against the seed
+(`kb == "seed"`), splits them by fact-check (a fact-check's rows are all dev or all train; no-claim rows by
+their text) and runs each through `Engine.check`, as a user's message would go. What counts as right:
+
+- restate / question / condition: the verdict is the target fact-check's, inherited from that fact-check;
+- deny: no verdict inherited from the target (the card may show its rating as disputed);
+- near_miss: no verdict inherited at all;
+- no_claim: answered "not checkable".
+
+Also reported: precision of inherited verdicts (of all messages that got one, how many got the right one:
+near misses and denials count against it) and the coverage of restatements.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from schema.models import Result, Verdict
+
+ASSERTING = ("restate", "question", "condition")
+KINDS = (*ASSERTING, "deny", "near_miss", "no_claim")
+DEV_SHARE = 3  # one fact-check in three is dev
+
+
+@dataclass(frozen=True)
+class Row:
+    text: str
+    lang: str
+    kind: str
+    target: str
+    source: str  # the file it came from
+
+    @property
+    def split(self) -> str:
+        key = self.target or self.text
+        return "dev" if int(hashlib.sha1(key.encode()).hexdigest(), 16) % DEV_SHARE == 0 else "train"
+
+
+def read_rows(paths: Iterable[Path], kb: str = "seed") -> list[Row]:
+    rows: list[Row] = []
+    for path in paths:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            d = json.loads(line)
+            if d.get("kb", "seed") != kb or d.get("kind") not in KINDS:
+                continue
+            rows.append(Row(d["text"], d.get("lang", "?"), d["kind"], d.get("target", ""), f"{path.name}:{n}"))
+    return rows
+
+
+def inherited(result: Result) -> str | None:
+    """The url of the fact-check whose verdict the answer inherited, or None when none was."""
+    if result.verdict in (Verdict.NOT_ENOUGH_EVIDENCE, Verdict.NOT_CHECKABLE):
+        return None
+    auto = [m for m in result.matches if m.tier == "auto"]
+    return auto[0].url if auto else (result.citations[0].url if result.citations else "")
+
+
+def right(row: Row, result: Result, verdicts: dict[str, Verdict]) -> bool:
+    got = inherited(result)
+    if row.kind in ASSERTING:
+        return got == row.target and result.verdict == verdicts.get(row.target)
+    if row.kind == "deny":
+        return got != row.target and result.verdict != Verdict.NOT_CHECKABLE
+    if row.kind == "near_miss":
+        return got is None and result.verdict != Verdict.NOT_CHECKABLE
+    return result.verdict == Verdict.NOT_CHECKABLE
+
+
+@dataclass
+class Outcome:
+    rows: int = 0
+    right: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    inherited_right: int = 0
+    inherited_all: int = 0
+    not_checkable_asserting: int = 0
+    failures: list[dict[str, object]] = field(default_factory=list)
+
+    def add(self, row: Row, result: Result, ok: bool, verdicts: dict[str, Verdict]) -> None:
+        self.rows += 1
+        for key in ((row.lang, row.kind), (row.lang, "*"), ("*", row.kind), ("*", "*")):
+            self.right[key][0] += ok
+            self.right[key][1] += 1
+        got = inherited(result)
+        if got is not None:
+            self.inherited_all += 1
+            self.inherited_right += row.kind in ASSERTING and got == row.target and \
+                result.verdict == verdicts.get(row.target)
+        if row.kind in ASSERTING and result.verdict == Verdict.NOT_CHECKABLE:
+            self.not_checkable_asserting += 1
+        if not ok:
+            top = result.matches[0] if result.matches else None
+            self.failures.append({"source": row.source, "lang": row.lang, "kind": row.kind, "text": row.text,
+                                  "verdict": result.verdict.value, "target": row.target,
+                                  "top": top.url if top else None, "top_p": top.similarity if top else None,
+                                  "top_tier": top.tier if top else None})
+
+    def table(self) -> str:
+        langs = sorted({lang for lang, _ in self.right if lang != "*"})
+        lines = ["lang   " + " ".join(f"{k:>10}" for k in (*KINDS, "all"))]
+        for lang in [*langs, "*"]:
+            cells = []
+            for kind in (*KINDS, "*"):
+                ok, n = self.right.get((lang, kind), (0, 0))
+                cells.append(f"{ok:>4}/{n:<5}" if n else f"{'':>10}")
+            lines.append(f"{lang:<6} " + " ".join(cells))
+        p = self.inherited_right / self.inherited_all if self.inherited_all else 0.0
+        asserting = sum(self.right.get(("*", k), (0, 0))[1] for k in ASSERTING)
+        cov = sum(self.right.get(("*", k), (0, 0))[0] for k in ASSERTING) / asserting if asserting else 0.0
+        lines.append(f"inherited verdicts: precision {p:.3f} ({self.inherited_right}/{self.inherited_all}); "
+                     f"restatements answered right {cov:.3f}; asserting messages turned away "
+                     f"{self.not_checkable_asserting}")
+        return "\n".join(lines)
+
+
+async def run_realistic(check: Callable[[str], Awaitable[Result]], rows: list[Row],
+                        verdicts: dict[str, Verdict], *, split: str = "dev",
+                        progress: Callable[[int, int], None] | None = None) -> Outcome:
+    todo = [r for r in rows if split == "all" or r.split == split]
+    outcome = Outcome()
+    for n, row in enumerate(todo, start=1):
+        result = await check(row.text)
+        outcome.add(row, result, right(row, result, verdicts), verdicts)
+        if progress is not None:
+            progress(n, len(todo))
+    return outcome
+
+
+def counts(rows: list[Row]) -> Counter[tuple[str, str, str]]:
+    return Counter((r.split, r.lang, r.kind) for r in rows)

@@ -1,0 +1,29 @@
+"""The claim, not the wrapper (core/claim_text.py): forward headers, alarms, calls to share, hashtags,
+handles, links, emoji runs, greetings and tag questions are set aside in every language alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.claim_text import claim_text
+
+
+@pytest.mark.parametrize("message,claim", [
+    ("СРОЧНО! Вышки 5G распространяют коронавирус. Перешлите всем, пока не удалили",
+     "Вышки 5G распространяют коронавирус."),
+    ("Переслано из Readovka\n⚡️⚡️ Высадку на Луну в 1969 году сняли в павильоне #луна @readovka t.me/readovka",
+     "Высадку на Луну в 1969 году сняли в павильоне"),
+    ("Привет всем! Говорят, что вакцины вызывают аутизм. Это правда?", "Говорят, что вакцины вызывают аутизм."),
+    ("ТЕРМІНОВО!!! Вежі 5G поширюють коронавірус 😱😱 Поширте, поки не видалили! Підписуйтесь на @truexa",
+     "Вежі 5G поширюють коронавірус"),
+    ("Forwarded from Breaking911: BREAKING: Bill Gates wants to microchip everyone via vaccines. "
+     "Share before they delete it!", "Bill Gates wants to microchip everyone via vaccines."),
+    ("Правда ли, что вышки 5G распространяют коронавирус?", "Правда ли, что вышки 5G распространяют коронавирус?"),
+])
+def test_the_wrapper_is_set_aside(message: str, claim: str) -> None:
+    assert claim_text(message) == claim
+
+
+@pytest.mark.parametrize("message", ["Спасибо!", "Привет!", "⚡️⚡️", "Share this!"])
+def test_a_message_that_is_all_wrapper_comes_back_as_it_was(message: str) -> None:
+    assert claim_text(message) == message
