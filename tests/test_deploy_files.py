@@ -7,13 +7,17 @@
   the server really has, a restart policy, the Qdrant server and SearxNG under a profile;
 - every TIPLINE_* name in those files is a field of `bot.settings.Settings`, and .env.example lists
   every field, with the field's real default;
-- the Slack manifest subscribes to what adapters/slack.py listens for, with the scopes those need.
+- the Slack manifest subscribes to what adapters/slack.py listens for, with the scopes those need;
+- .dockerignore leaves out .venv, data/, .git, .env, caches, tests and eval data but nothing the Dockerfile
+  copies; requirements.lock pins every declared dependency within pyproject.toml's bounds, and scripts/setup
+  (so CI) and the image install with `-c requirements.lock`.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import posixpath
 import re
 import shlex
 import shutil
@@ -106,7 +110,7 @@ def test_the_image_copies_every_package_pyproject_installs() -> None:
     for needed in ("pyproject.toml", "README.md"):  # pip install . reads both (readme = README.md)
         assert needed in sources or any(needed in args.split() for w, args in dockerfile() if w == "COPY")
     runs = " ".join(args for word, args in dockerfile() if word == "RUN")
-    assert "pip install ." in runs
+    assert re.search(r"pip install (-c requirements\.lock )?\.(\s|$)", runs), runs
 
 
 def test_the_copied_tree_imports_without_the_rest_of_the_repo(tmp_path: Path) -> None:
@@ -174,6 +178,142 @@ def test_dockerfile_env_names_are_settings() -> None:
     assert set(names) <= FIELDS, set(names) - FIELDS
     # and each value parses as that setting
     Settings(_env_file=None, **{n[len(PREFIX):].lower(): env[n] for n in names})  # type: ignore[call-arg]
+
+
+# --- .dockerignore and requirements.lock ---------------------------------------------------------
+
+def dockerignore(text: str | None = None) -> list[tuple[re.Pattern[str], bool]]:
+    """(pattern, is an exception `!`), in order, compiled as Docker's patternmatcher does: relative to the
+    context root, `*` and `?` within one path segment, `**` any number of segments. `text` defaults to the
+    repo's .dockerignore."""
+    if text is None:
+        text = (ROOT / ".dockerignore").read_text(encoding="utf-8")
+    out = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        exception = line.startswith("!")
+        pattern = posixpath.normpath(line[1:].strip() if exception else line).lstrip("/")
+        assert not set(pattern) & set("[]\\"), f"{line!r}: character classes and escapes are not read here"
+        regex = ""
+        i = 0
+        while i < len(pattern):
+            if pattern.startswith("**", i):
+                i += 2
+                if pattern.startswith("/", i):
+                    i += 1
+                regex += ".*" if i >= len(pattern) else "(.*/)?"
+                continue
+            ch = pattern[i]
+            regex += "[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch)
+            i += 1
+        out.append((re.compile(f"^{regex}$"), exception))
+    return out
+
+
+def docker_ignores(path: str, patterns: list[tuple[re.Pattern[str], bool]] | None = None) -> bool:
+    """Is `path` (relative to the repo root) left out of the build context? The last pattern matching the
+    path or one of its parent directories decides."""
+    patterns = dockerignore() if patterns is None else patterns
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    ignored = False
+    for regex, exception in patterns:
+        if any(regex.match(p) for p in prefixes):
+            ignored = not exception
+    return ignored
+
+
+def test_dockerignore_keeps_what_the_dockerfile_copies_and_leaves_out_the_rest() -> None:
+    patterns = dockerignore()
+    checked = 0
+    for source in copied():
+        path = ROOT / source
+        assert path.exists(), f"the Dockerfile copies {source}, which is not in the repo"
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+        for file in files:
+            rel = file.relative_to(ROOT).as_posix()
+            if "__pycache__" in file.parts or file.suffix == ".pyc":
+                assert docker_ignores(rel, patterns), rel  # bytecode stays out
+                continue
+            assert not docker_ignores(rel, patterns), f"the Dockerfile copies {rel}, but .dockerignore leaves it out"
+            checked += 1
+    assert checked > 100
+    # `data` is the local data dir at the root, not core/data (the seed the image loads on first start)
+    assert not docker_ignores("core/data/seed_factchecks.jsonl", patterns)
+    assert "requirements.lock" in copied()
+    for left_out in (".venv", ".venv/bin/python", ".venv/lib/python3.11/site-packages/numpy/__init__.py",
+                 "data", "data/tipline.sqlite3", "data/qdrant-edge/catalog.json", ".git", ".git/HEAD", ".env",
+                 "tests/test_cli.py", "eval/realistic/dev.jsonl", "tools/build_lexicon.py",
+                 "core/__pycache__/engine.cpython-311.pyc", ".pytest_cache/v/cache/nodeids", ".ruff_cache/x",
+                 ".mypy_cache/3.11/x.json", "tipline.egg-info/PKG-INFO", "build/lib/core/engine.py"):
+        assert docker_ignores(left_out, patterns), f".dockerignore does not leave out {left_out}"
+    # and whatever the local data dir holds right now
+    for file in list((ROOT / "data").rglob("*"))[:200] if (ROOT / "data").is_dir() else []:
+        assert docker_ignores(file.relative_to(ROOT).as_posix(), patterns), file
+
+
+def test_the_dockerignore_matcher_reads_patterns_as_docker_does() -> None:
+    """The matcher above on patterns whose meaning Docker documents (docs.docker.com, .dockerignore)."""
+    def compiled(*lines: str) -> list[tuple[re.Pattern[str], bool]]:
+        return dockerignore("\n".join(lines))
+
+    assert docker_ignores("data/x", compiled("data")) and not docker_ignores("core/data/x", compiled("data"))
+    assert docker_ignores("a/b/__pycache__/c.pyc", compiled("**/__pycache__"))
+    assert docker_ignores("__pycache__/c.pyc", compiled("**/__pycache__"))
+    assert docker_ignores("x/temp1", compiled("*/temp*")) and not docker_ignores("x/y/temp1", compiled("*/temp*"))
+    assert docker_ignores("README.md", compiled("*.md")) and not docker_ignores("docs/a.md", compiled("*.md"))
+    assert not docker_ignores("README.md", compiled("*.md", "!README.md"))
+    assert docker_ignores("README-secret.md", compiled("*.md", "!README*.md", "README-secret.md"))
+
+
+def lock_pins() -> dict[str, tuple[str, str]]:
+    """requirements.lock: normalised name -> (version, environment marker or "")."""
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        requirement, _, marker = line.partition(";")
+        name, sep, version = requirement.strip().partition("==")
+        assert sep and version, f"requirements.lock: {line!r} is not `name==version`"
+        pins[re.sub(r"[-_.]+", "-", name).lower()] = (version.strip(), marker.strip())
+    return pins
+
+
+def test_the_lock_pins_every_declared_dependency_within_its_bounds() -> None:
+    from packaging.requirements import Requirement
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    pins = lock_pins()
+    wanted = [*config["project"]["dependencies"], *config["project"]["optional-dependencies"]["test"]]
+    stale = []
+    for line in wanted:
+        req = Requirement(line)
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        if name not in pins or not req.specifier.contains(pins[name][0], prereleases=True):
+            stale.append(f"{line} (locked: {pins.get(name, ('nothing',))[0]})")
+    assert not stale, ("requirements.lock is out of date with pyproject.toml; regenerate it with the command "
+                       f"in README.md: {stale}")
+    assert "tipline" not in pins  # the project itself is never pinned
+
+
+def test_every_install_path_installs_with_the_lock() -> None:
+    runs = " ".join(args for word, args in dockerfile() if word == "RUN")
+    assert "pip install -c requirements.lock ." in runs, "the image installs without requirements.lock"
+    setup = (ROOT / "scripts" / "setup").read_text(encoding="utf-8")
+    installs = [line for line in setup.splitlines() if re.search(r"pip install .*-e ", line)]
+    assert installs and all("-c requirements.lock" in line for line in installs), installs
+    # CI runs scripts/test, which installs through scripts/setup
+    assert "./scripts/test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "./scripts/setup" in (ROOT / "scripts" / "test").read_text(encoding="utf-8")
+    # the lock says how it was made, and the README gives that command
+    header = (ROOT / "requirements.lock").read_text(encoding="utf-8").splitlines()[:2]
+    command = header[1].lstrip("# ").strip()
+    assert "uv pip compile pyproject.toml" in command and "-o requirements.lock" in command, header
+    assert command in (ROOT / "README.md").read_text(encoding="utf-8"), f"README.md does not say {command!r}"
 
 
 # --- docker-compose.yml --------------------------------------------------------------------------
