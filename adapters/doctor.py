@@ -13,13 +13,14 @@ within `timeout_s`. Nothing here changes any state: no webhook is set, no messag
 that is not configured is "off"; with TIPLINE_OFFLINE=true every outside provider is off and nothing is
 reached but your own servers and chat platforms. Every search provider, GDELT included, is off until the
 operator sets it, so a machine without internet access and nothing configured exits 0. The last row says
-what leaves the machine and to whom.
+what leaves the machine and to whom. The first rows, "settings  warn", name each TIPLINE_* variable that is
+no setting and so is ignored (a typo such as TIPLINE_TELEGRAM_BOT_TOKEN), with the setting it likely meant.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -245,9 +246,11 @@ def _settings_rows(s: Settings) -> list[Row]:
     return rows
 
 
-async def diagnose(settings: Settings, *, timeout_s: float = 10.0) -> list[Row]:
-    """Every row of the table: the settings, then each service, reached at once where configured."""
-    rows = _settings_rows(settings)
+async def diagnose(settings: Settings, *, timeout_s: float = 10.0, warnings: Sequence[str] = ()) -> list[Row]:
+    """Every row of the table: the settings, then each service, reached at once where configured. First,
+    one "settings  warn" row per variable that is ignored (`warnings`: bot/settings.py
+    configuration_warnings, e.g. TIPLINE_TELEGRAM_BOT_TOKEN, a typo of TIPLINE_TELEGRAM_TOKEN)."""
+    rows = [Row("settings", "warn", w) for w in warnings] + _settings_rows(settings)
     async with aiohttp.ClientSession(trust_env=True, timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
         checks = _checks(settings, Doctor(settings, session))
         todo = [(name, check) for name, why_off, check in checks if why_off is None]

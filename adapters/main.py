@@ -41,7 +41,7 @@ from adapters.cli import render_card, render_json
 from bot.app import SetupError, build_app
 from bot.chat import CheckService
 from bot.render import to_reply
-from bot.settings import Settings
+from bot.settings import Settings, configuration_warnings, settings_error
 from core.embeddings import EmbeddingError
 from core.evaluation import EvalDataError
 from core.ingest import IngestFormatError
@@ -80,9 +80,25 @@ class ProgressBar:
         sys.stderr.flush()
 
 
+class BadSetting(Exception):
+    """A setting's value is refused; the message names its TIPLINE_* variable (bot/settings.py settings_error)."""
+
+
 def _settings(args: argparse.Namespace) -> Settings:
+    """The settings of this run. A TIPLINE_* variable that is no setting (a typo) is a warning on stderr
+    naming the closest setting, before anything starts; `tipline doctor` lists them in its table instead."""
     overrides = {"data_dir": args.data_dir} if args.data_dir else {}
-    return Settings(**overrides)
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as exc:
+        raise BadSetting(settings_error(exc, os.environ)) from exc
+    if args.command != "doctor":
+        for line in configuration_warnings(os.environ):
+            if getattr(args, "log_json", False):  # stderr stays one JSON object per line
+                logging.getLogger("tipline.settings").warning("%s", line)
+            else:
+                print(f"tipline: warning: {line}", file=sys.stderr, flush=True)
+    return settings
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -111,7 +127,8 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     from adapters.doctor import diagnose, format_table
 
     settings = _settings(args)
-    rows = await diagnose(settings, timeout_s=args.timeout)
+    warnings = configuration_warnings(os.environ)
+    rows = await diagnose(settings, timeout_s=args.timeout, warnings=warnings)
     print(format_table(rows))
     failed = [r for r in rows if r.status == "FAIL"]
     if settings.offline:
@@ -119,7 +136,8 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     elif failed:
         print(f"{len(failed)} of {len(rows)} checks failed; the detail column says what to fix.")
     else:
-        print("Everything configured works.")
+        print("Everything configured works." if not warnings else
+              f"Everything configured works, but {len(warnings)} variable(s) are ignored: see the settings rows.")
     return EXIT_FAILED if failed else 0
 
 
@@ -714,9 +732,12 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as exc:
         print(f"tipline: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except BadSetting as exc:
+        print(f"tipline: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ValidationError as exc:
         first = exc.errors()[0]
-        print(f"tipline: bad setting {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
+        print(f"tipline: invalid value {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("\ntipline: interrupted", file=sys.stderr)

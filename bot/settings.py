@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping
 from copy import copy
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, DotEnvSettingsSource, NoDecode, SettingsConfigDict
 
 from core.embeddings import DEFAULT_MODEL
 
@@ -223,3 +225,89 @@ class Settings(BaseSettings):
     def check_workers(self) -> int:
         """Checks the queue runs at once: TIPLINE_WORKERS, else 16 with a language model and 4 without."""
         return self.workers if self.workers is not None else 16 if self.llm_configured else 4
+
+
+# --- configuration that speaks up ---------------------------------------------------------------
+# pydantic-settings ignores a TIPLINE_* variable it has no field for, so a typo
+# (TIPLINE_TELEGRAM_BOT_TOKEN for TIPLINE_TELEGRAM_TOKEN) used to start a bot without its token and
+# say nothing. These turn such names, and a bad value, into sentences naming the variable.
+
+PREFIX = str(Settings.model_config.get("env_prefix") or "")
+_env_file = Settings.model_config.get("env_file")
+ENV_FILE: str | Path | None = _env_file if isinstance(_env_file, (str, Path)) else None  # ".env"
+# TIPLINE_* names that something other than Settings reads: never warned about.
+OTHER_VARIABLES = frozenset({"TIPLINE_TEST_WORKERS"})  # scripts/test: pytest workers
+
+
+def variable(field: str) -> str:
+    """The environment variable of a settings field: http_port -> TIPLINE_HTTP_PORT."""
+    return PREFIX + field.upper()
+
+
+def setting_variables() -> list[str]:
+    return sorted(variable(name) for name in Settings.model_fields)
+
+
+def closest_variable(name: str) -> str | None:
+    """The setting a mistyped name most likely meant (difflib), or None when none is close."""
+    # Compared without the prefix every name shares, which would make any two names look alike.
+    fields = [v.removeprefix(PREFIX) for v in setting_variables()]
+    found = difflib.get_close_matches(name.upper().removeprefix(PREFIX), fields, n=1, cutoff=0.6)
+    return PREFIX + found[0] if found else None
+
+
+def _unknown(name: str, where: str) -> str:
+    near = closest_variable(name)
+    hint = f"; did you mean {near}?" if near else " (README.md, Configuration, lists every setting)"
+    return f"{name}{where} is not a tipline setting and is ignored{hint}"
+
+
+def env_file_variables(env_file: str | Path | None = ENV_FILE) -> dict[str, str | None]:
+    """The names (upper case, as Settings matches them: case does not matter) and values in the .env file,
+    read the way Settings reads it; {} when there is none."""
+    if env_file is None or not Path(env_file).is_file():
+        return {}
+    source = DotEnvSettingsSource(Settings, env_file=Path(env_file))
+    return {name.upper(): value for name, value in source.env_vars.items()}
+
+
+def configuration_warnings(environ: Mapping[str, str], env_file: str | Path | None = ENV_FILE) -> list[str]:
+    """One sentence per variable Settings ignores although it was surely meant for it: a TIPLINE_* name
+    that is no setting (in the environment, or in the .env file when there is one), and, in the .env file,
+    a setting's name written without the TIPLINE_ prefix."""
+    known = set(setting_variables()) | OTHER_VARIABLES
+    warnings = [_unknown(name, "") for name in sorted(environ)
+                if name.upper().startswith(PREFIX) and name.upper() not in known]
+    if env_file is not None:
+        for name in env_file_variables(env_file):
+            if name.startswith(PREFIX) and name not in known:
+                warnings.append(_unknown(name, f" in {env_file}"))
+            elif not name.startswith(PREFIX) and variable(name.lower()) in known:
+                warnings.append(f"{name} in {env_file} is ignored: tipline reads {variable(name.lower())}")
+    return warnings
+
+
+def _shown_value(field: str, value: Any) -> str:
+    info = Settings.model_fields.get(field)
+    if info is not None and "Secret" in str(info.annotation):
+        return ""  # a token is never echoed
+    return f" (it is {value!r})" if isinstance(value, (str, int, float)) else ""
+
+
+def settings_error(exc: ValidationError, environ: Mapping[str, str],
+                   env_file: str | Path | None = ENV_FILE) -> str:
+    """The settings' validation errors as one sentence naming each environment variable (TIPLINE_HTTP_PORT,
+    not http_port), where it was set and what it was set to (never for a secret)."""
+    in_file = env_file_variables(env_file) if env_file is not None else {}
+    in_env = {name.upper() for name in environ}
+    parts = []
+    for error in exc.errors():
+        loc = error.get("loc") or ()
+        if not loc:  # a check of the settings as a whole: its message says which
+            parts.append(str(error.get("msg")))
+            continue
+        field = str(loc[0])
+        name = variable(field)
+        where = "" if name in in_env else f" in {env_file}" if name in in_file else ""
+        parts.append(f"{name}{where}{_shown_value(field, error.get('input'))}: {error.get('msg')}")
+    return "bad setting " + "; ".join(parts)
