@@ -4,8 +4,9 @@
         Authorization: Bearer <TIPLINE_API_TOKEN>
         body: the file itself, as `tipline ingest` reads it (ClaimReview JSON/JSON-LD, Fact Check Tools
               API JSON, CSV/TSV/JSONL, RSS/Atom); `name` gives its format by extension (sniffed otherwise)
-        -> 201 {"source", "added", "updated", "skipped", "reasons", "errors" (first 50), "summary",
-                "factchecks": total now}
+        -> 201 {"source", "added", "updated", "skipped", "reasons", "errors" (first 50), "unrated",
+                "warnings" (first 50: rows stored unrated, "line 7: unknown rating 'Banana', stored as
+                unrated"), "summary", "factchecks": total now}
         -> 400 {"error": "<one sentence>"}: nothing ingested (bad format, no usable rows, bad map)
         -> 401 · 413 past the 200 MB limit of `tipline ingest`
 

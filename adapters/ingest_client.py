@@ -78,5 +78,5 @@ class IngestClient:
             return SourceReport(source, failed=str(message or f"HTTP {status}")), None
         report = SourceReport(source, added=int(body["added"]), updated=int(body["updated"]),
                               skipped=int(body["skipped"]), errors=list(body.get("errors") or []),
-                              reasons=Counter(body.get("reasons") or {}))
+                              reasons=Counter(body.get("reasons") or {}), warnings=list(body.get("warnings") or []))
         return report, body.get("factchecks")

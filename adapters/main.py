@@ -234,7 +234,8 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
         async with build_app(settings) as app:
             for source in args.sources:
                 report = await ingest_source(app.kb, source, mapping or None, progress=ProgressBar(f"ingest {source}"),
-                                             on_row_error=lambda m: print(f"  skipped {m}", file=sys.stderr))
+                                             on_row_error=lambda m: print(f"  skipped {m}", file=sys.stderr),
+                                             on_row_warning=lambda m: print(f"  note {m}", file=sys.stderr))
                 failed += _print_report(source, report)
             print(f"Knowledge base: {await app.kb.count()} fact-checks.")
     except DataDirInUse as exc:
@@ -271,6 +272,8 @@ async def _ingest_remote(server: str, token: str | None, sources: list[str], map
         report, count = await client.send(source, mapping or None)
         for message in report.errors:
             print(f"  skipped {message}", file=sys.stderr)
+        for message in report.warnings:
+            print(f"  note {message}", file=sys.stderr)
         failed += _print_report(source, report)
         total = count if count is not None else total
     if total is not None:

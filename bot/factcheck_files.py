@@ -41,6 +41,6 @@ class FactCheckFiles:
             return t("ingest.failed", lang, name=name, error=report.failed)
         text = t("ingest.done", lang, name=name, added=report.added, updated=report.updated, skipped=report.skipped,
                  total=await self.kb.count())
-        if report.errors:
-            text += "\n" + "\n".join(report.errors[:5])
+        if report.errors or report.warnings:  # skipped rows, then rows stored unrated
+            text += "\n" + "\n".join((report.errors + report.warnings)[:5])
         return text

@@ -30,6 +30,7 @@ class RefreshReport:
     failed: dict[str, str] = field(default_factory=dict)
     bad_rows: int = 0
     skipped: Counter[str] = field(default_factory=Counter)  # why items were refused: "no rating" -> 3
+    unrated: int = 0  # items stored unrated: a rating that could not be read ("unknown rating 'Banana'")
     swapped: bool = False
 
 
@@ -54,6 +55,10 @@ class FeedRefresher:
             items += [r.factcheck for r in rows if r.factcheck is not None]
             report.bad_rows += sum(1 for r in rows if r.error)
             report.skipped.update(r.reason for r in rows if r.reason)
+            unrated = [r.warning for r in rows if r.warning and r.factcheck is not None]
+            if unrated:  # one line per feed and refresh, not one per item every hour
+                report.unrated += len(unrated)
+                log.warning("feed %s: %d item(s) stored unrated, e.g. %s", url, len(unrated), unrated[0])
         report.fetched = len(items)
         if items:
             run_id = await self.kb.db.start_ingest_run("feeds: " + ", ".join(self.feeds)[:500])
@@ -61,9 +66,10 @@ class FeedRefresher:
             report.swapped = True
             await self.kb.db.finish_ingest_run(run_id, status="done", added=report.added, skipped=report.bad_rows,
                                                errors=[f"{u}: {e}" for u, e in report.failed.items()])
-        log.info("feeds refreshed: %d items, %d new, %d feed(s) failed, %d item(s) skipped%s", report.fetched,
+        log.info("feeds refreshed: %d items, %d new, %d feed(s) failed, %d item(s) skipped%s%s", report.fetched,
                  report.added, len(report.failed), report.bad_rows,
-                 "".join(f"; {n} {why}" for why, n in report.skipped.most_common()))
+                 "".join(f"; {n} {why}" for why, n in report.skipped.most_common()),
+                 f"; {report.unrated} stored unrated (rating not understood)" if report.unrated else "")
         self.last = report
         return report
 

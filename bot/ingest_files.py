@@ -30,18 +30,28 @@ class SourceReport:
     errors: list[str] = field(default_factory=list)
     failed: str | None = None
     reasons: Counter[str] = field(default_factory=Counter)  # why rows were skipped: "no rating" -> 3
+    # Rows stored as unrated, because their rating could not be read ("unknown rating 'Banana'"): one
+    # sentence each, with its position, as errors are.
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def unrated(self) -> int:
+        return len(self.warnings)
 
     def to_json(self, max_errors: int = 50) -> dict:
-        """The report as the REST API answers it (POST /v1/factchecks); the first `max_errors` row errors."""
+        """The report as the REST API answers it (POST /v1/factchecks); the first `max_errors` row errors and
+        as many warnings."""
         return {"source": self.source, "added": self.added, "updated": self.updated, "skipped": self.skipped,
                 "reasons": dict(self.reasons.most_common()), "errors": self.errors[:max_errors],
-                "summary": self.summary()}
+                "unrated": self.unrated, "warnings": self.warnings[:max_errors], "summary": self.summary()}
 
     def summary(self) -> str:
-        """`3 new, 0 updated, 2 skipped (1 no rating, 1 rating without a source URL)`."""
+        """`3 new, 0 updated, 2 skipped (1 no rating, 1 rating without a source URL); 1 stored unrated (rating
+        not understood)`."""
         why = ", ".join(f"{n} {reason}" for reason, n in self.reasons.most_common())
         return (f"{self.added} new, {self.updated} updated, {self.skipped} skipped"
-                + (f" ({why})" if why else ""))
+                + (f" ({why})" if why else "")
+                + (f"; {self.unrated} stored unrated (rating not understood)" if self.unrated else ""))
 
 
 async def read_source(source: str, max_bytes: int = MAX_BYTES) -> tuple[str, bytes]:
@@ -71,7 +81,8 @@ async def read_source(source: str, max_bytes: int = MAX_BYTES) -> tuple[str, byt
 
 async def ingest_source(kb: KnowledgeBase, source: str, mapping: dict[str, str] | None = None,
                         progress: Progress | None = None,
-                        on_row_error: Callable[[str], None] | None = None) -> SourceReport:
+                        on_row_error: Callable[[str], None] | None = None,
+                        on_row_warning: Callable[[str], None] | None = None) -> SourceReport:
     try:
         name, data = await read_source(source)
     except IngestFormatError as exc:
@@ -79,12 +90,14 @@ async def ingest_source(kb: KnowledgeBase, source: str, mapping: dict[str, str] 
         run_id = await kb.db.start_ingest_run(source)
         await kb.db.finish_ingest_run(run_id, status="failed", added=0, skipped=0, errors=[str(exc)])
         return report
-    return await ingest_bytes(kb, source, name, data, mapping, progress=progress, on_row_error=on_row_error)
+    return await ingest_bytes(kb, source, name, data, mapping, progress=progress, on_row_error=on_row_error,
+                              on_row_warning=on_row_warning)
 
 
 async def ingest_bytes(kb: KnowledgeBase, source: str, name: str, data: bytes, mapping: dict[str, str] | None = None,
                        progress: Progress | None = None,
-                       on_row_error: Callable[[str], None] | None = None) -> SourceReport:
+                       on_row_error: Callable[[str], None] | None = None,
+                       on_row_warning: Callable[[str], None] | None = None) -> SourceReport:
     """One file's bytes (`name` for its format: .json, .csv, .tsv, …) into the knowledge base, reported as
     `source`: what `tipline ingest`, the REST API (POST /v1/factchecks) and a file sent to the Telegram
     bot share."""
@@ -105,6 +118,11 @@ async def ingest_bytes(kb: KnowledgeBase, source: str, name: str, data: bytes, m
             report.reasons[r.reason or r.error] += 1
             if on_row_error:
                 on_row_error(msg)
+        elif r.warning:  # stored, as unrated
+            msg = f"{source}:{r.line}: {r.warning}" if r.line else f"{source}: {r.warning}"
+            report.warnings.append(msg)
+            if on_row_warning:
+                on_row_warning(msg)
     report.skipped = len(report.errors)
     unique = len({fc.id for fc in good})
     report.added = await kb.add(good, run_id=run_id, progress=progress)

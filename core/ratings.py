@@ -19,7 +19,8 @@ Decisions (tiplines differ; these follow the common practice and are documented 
   satire" is REFUTED: the satire is being passed around as fact, and as fact it is false.
 - "Baseless" / "Infondé" are REFUTED (the checker says there is nothing behind it), while "Unproven",
   "Unsupported", "No evidence" are NOT_ENOUGH_EVIDENCE (the checker could not settle it).
-- Unknown words are NOT_ENOUGH_EVIDENCE: we never guess a verdict from words we do not know.
+- Unknown words are NOT_ENOUGH_EVIDENCE: we never guess a verdict from words we do not know. At ingest,
+  such a rating (with no readable number either) is reported and stored unrated (core/ingest/fields.py).
 """
 
 from __future__ import annotations

@@ -26,6 +26,9 @@ class ParsedRow:
     line: int | None
     factcheck: FactCheck | None
     error: str | None
+    # Stored, but the person importing should know: "line 7: unknown rating 'Banana', stored as unrated".
+    # Written as errors are, "<where>: <what>".
+    warning: str | None = None
 
     @property
     def reason(self) -> str | None:

@@ -79,8 +79,9 @@ def _host(url: str) -> str:
     return host.removeprefix("www.")
 
 
-def parse_record(obj: dict) -> FactCheck:
-    """One ClaimReview object -> FactCheck; RowError when it lacks the claim."""
+def parse_record(obj: dict, notes: list[str] | None = None) -> FactCheck:
+    """One ClaimReview object -> FactCheck; RowError when it lacks the claim. `notes` gets what the importer
+    should hear of a stored record (a rating we cannot read: build_factcheck)."""
     item = _first(obj.get("itemReviewed"))
     item = item if isinstance(item, dict) else {}
     rating = _first(obj.get("reviewRating"))
@@ -109,6 +110,7 @@ def parse_record(obj: dict) -> FactCheck:
         claimant=_name(item.get("author")),
         appearances=list(dict.fromkeys(appearances)),
         source_id=obj.get("@id") if not str(obj.get("@id", "")).startswith("_:") else "",
+        notes=notes,
     )
 
 
@@ -117,8 +119,10 @@ def parse_document(doc: Any) -> Iterator[ParsedRow]:
     found = False
     for index, obj in enumerate(find_claimreviews(doc), start=1):
         found = True
+        notes: list[str] = []
         try:
-            yield ParsedRow(index, parse_record(obj), None)
+            factcheck = parse_record(obj, notes)
+            yield ParsedRow(index, factcheck, None, f"ClaimReview #{index}: {notes[0]}" if notes else None)
         except RowError as exc:
             yield ParsedRow(index, None, f"ClaimReview #{index}: {exc}")
         except ValueError as exc:  # pydantic validation of odd field types

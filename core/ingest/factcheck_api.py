@@ -37,6 +37,7 @@ def _rows_for_claim(index: int, claim: Any) -> Iterator[ParsedRow]:
             continue
         raw_publisher = review.get("publisher")
         publisher: dict[str, Any] = raw_publisher if isinstance(raw_publisher, dict) else {}
+        notes: list[str] = []
         try:
             factcheck = build_factcheck(
                 claim=claim.get("text"),
@@ -48,13 +49,14 @@ def _rows_for_claim(index: int, claim: Any) -> Iterator[ParsedRow]:
                 rating_text=review.get("textualRating", ""),
                 language=review.get("languageCode"),
                 claimant=claim.get("claimant", ""),
+                notes=notes,
             )
         except RowError as exc:
             yield ParsedRow(index, None, f"{where}: {exc}")
         except ValueError as exc:
             yield ParsedRow(index, None, f"{where}: invalid field ({exc.__class__.__name__})")
         else:
-            yield ParsedRow(index, factcheck, None)
+            yield ParsedRow(index, factcheck, None, f"{where}: {notes[0]}" if notes else None)
 
 
 def parse_document(doc: Any) -> Iterator[ParsedRow]:

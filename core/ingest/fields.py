@@ -14,8 +14,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from core.ingest.base import RowError
-from schema.models import FactCheck
-from core.ratings import normalize_rating
+from schema.models import FactCheck, Verdict
+from core.ratings import match_rating, verdict_from_score
 
 _SCRIPT_STYLE = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<[^>]*>")
@@ -163,6 +163,23 @@ NO_RATING = "no rating"
 # pasted into the wrong column, and would be embedded and stored whole.
 MAX_CLAIM_CHARS = 5_000
 NO_URL = "rating without a source URL"
+UNRATED = "stored as unrated"
+_SHOWN_RATING_CHARS = 60
+
+
+def rating_of(rating: str, value: float | None, best: float | None, worst: float | None) -> Verdict | None:
+    """The verdict of a fact-checker's rating: its words if we know them (core/ratings.py), else its number
+    on its scale, else None: we do not know what the fact-checker said."""
+    verdict = match_rating(rating) if rating else None
+    return verdict if verdict is not None else verdict_from_score(value, best, worst)
+
+
+def _unrated_note(rating: str, value: Any) -> str:
+    """Why a record is stored unrated: "unknown rating 'Banana', stored as unrated"."""
+    if rating:
+        shown = rating if len(rating) <= _SHOWN_RATING_CHARS else rating[:_SHOWN_RATING_CHARS - 1] + "…"
+        return f"unknown rating {shown!r}, {UNRATED}"
+    return f"rating value {clean_text(value)!r} is not on its scale, {UNRATED}"
 
 
 def build_factcheck(
@@ -180,8 +197,14 @@ def build_factcheck(
     claimant: Any = "",
     appearances: Any = None,
     source_id: Any = "",
+    notes: list[str] | None = None,
 ) -> FactCheck:
-    """The one place raw field values become a FactCheck; raises RowError for an unusable record."""
+    """The one place raw field values become a FactCheck; raises RowError for an unusable record.
+
+    A rating we cannot read (words not in core/ratings.py and no usable number: "Banana") is stored as
+    unrated: the verdict NOT_ENOUGH_EVIDENCE and no rating words, so a card never inherits or quotes it
+    (it used to say `Unverified … rated "Banana"`); the sentence saying so is appended to `notes`, for the
+    parser to report with the row's position."""
     claim_text = clean_text(claim)
     if not claim_text:
         raise RowError("missing claim text")
@@ -196,6 +219,11 @@ def build_factcheck(
     source_url = clean_text(url)
     if not source_url:
         raise RowError(NO_URL)
+    verdict = rating_of(rating, as_float(rating_value), as_float(best_rating), as_float(worst_rating))
+    if verdict is None:
+        if notes is not None:
+            notes.append(_unrated_note(rating, rating_value))
+        rating, verdict = "", Verdict.NOT_ENOUGH_EVIDENCE
     fields: dict[str, Any] = dict(
         claim=claim_text,
         title=clean_text(title),
@@ -203,7 +231,7 @@ def build_factcheck(
         publisher=clean_text(publisher),
         published_at=parse_date(published_at),
         rating_text=rating,
-        verdict=normalize_rating(rating, as_float(rating_value), as_float(best_rating), as_float(worst_rating)),
+        verdict=verdict,
         claimant=clean_text(claimant),
         appearances=split_urls(appearances) if appearances else [],
         source_id=clean_text(source_id),

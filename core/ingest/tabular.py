@@ -96,7 +96,8 @@ def resolve_columns(columns: Iterable[str], mapping: Mapping[str, str] | None, *
     return resolved
 
 
-def _record_to_factcheck(record: Mapping[str, Any], columns: Mapping[str, str]) -> FactCheck:
+def _record_to_factcheck(record: Mapping[str, Any], columns: Mapping[str, str],
+                         notes: list[str] | None = None) -> FactCheck:
     values: dict[str, Any] = {}
     for field, column in columns.items():
         value = record.get(column)
@@ -104,12 +105,16 @@ def _record_to_factcheck(record: Mapping[str, Any], columns: Mapping[str, str]) 
             raise RowError(f"column {column!r} holds an object, not a value")
         values[field] = value
     values.setdefault("claim", None)  # a JSONL record without the key: "missing claim text"
-    return build_factcheck(**values)
+    return build_factcheck(**values, notes=notes)
 
 
 def _row(line: int, where: str, build: Any, *args: Any) -> ParsedRow:
+    """`build(*args, notes=[...])`'s FactCheck as a row at `line`; its note ("unknown rating 'Banana', stored
+    as unrated") the row's warning, its RowError the row's error."""
+    notes: list[str] = []
     try:
-        return ParsedRow(line, build(*args), None)
+        factcheck = build(*args, notes=notes)
+        return ParsedRow(line, factcheck, None, f"{where} {line}: {notes[0]}" if notes else None)
     except RowError as exc:
         return ParsedRow(line, None, f"{where} {line}: {exc}")
     except ValueError as exc:  # pydantic rejected a field type
