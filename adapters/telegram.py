@@ -35,6 +35,8 @@ from telegram.constants import ChatAction, MessageLimit, ParseMode
 from telegram.error import BadRequest
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
+from adapters.telegram_flood import FloodControl
+
 if TYPE_CHECKING:
     from aiohttp import web
 
@@ -668,6 +670,18 @@ def _chat_admin_check(bot: Any, message: Message, user_id: int | str | None) -> 
     return is_chat_admin
 
 
+def build_application(config: TelegramConfig) -> Application:
+    """PTB's Application for `config`: every request its bot makes (replies, digests, alerts, review notices)
+    goes through flood control (adapters/telegram_flood.py: RetryAfter waited out and retried, sends paced)."""
+    builder = ApplicationBuilder().token(config.token).rate_limiter(FloodControl())
+    if config.base_url:
+        builder = builder.base_url(config.base_url)
+    if config.base_file_url:
+        builder = builder.base_file_url(config.base_file_url)
+    # The getUpdates HTTP read timeout must outlast the long poll.
+    return builder.get_updates_read_timeout(config.poll_timeout + 10).build()
+
+
 class TelegramBot(_DurableIntake):
     """A PTB `Application` that hands every routed message to the shared `ChatApp` (with a queue, every
     check request is persisted before the update is confirmed: see `_DurableIntake`)."""
@@ -676,14 +690,7 @@ class TelegramBot(_DurableIntake):
         self.config = config
         self.chat = chat
         self.files = files  # fact-check files admins send in a private chat (bot/factcheck_files.py)
-        builder = ApplicationBuilder().token(config.token)
-        if config.base_url:
-            builder = builder.base_url(config.base_url)
-        if config.base_file_url:
-            builder = builder.base_file_url(config.base_file_url)
-        # The getUpdates HTTP read timeout must outlast the long poll.
-        builder = builder.get_updates_read_timeout(config.poll_timeout + 10)
-        self.application: Application = builder.build()
+        self.application: Application = build_application(config)
         self.application.add_handler(TypeHandler(Update, self._on_update))
         self.application.add_error_handler(self._on_error)
         self.username: str = ""

@@ -14,6 +14,7 @@ import itertools
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,9 @@ class FakeTelegram(LoopbackFake):
     # file_id -> (file_path, bytes): what users sent, served by getFile and /file/bot<token>/<file_path>
     files: dict[str, tuple[str, bytes]] = field(default_factory=dict)
     downloads: list[str] = field(default_factory=list)  # file paths downloaded, in order
+    # Flood control as Telegram answers it: (method, params) -> seconds to wait, or None to serve the call.
+    # A positive answer is a 429 with `parameters.retry_after`, recorded in `calls` like any other answer.
+    flood: Callable[[str, dict[str, Any]], int | None] | None = None
 
     def __post_init__(self) -> None:
         self._update_ids = itertools.count(1)
@@ -130,7 +134,7 @@ class FakeTelegram(LoopbackFake):
 
     async def queue_message(self, message: dict[str, Any]) -> int:
         key = "channel_post" if message["chat"]["type"] == "channel" else "message"
-        update = {"update_id": next(self._update_ids), key: message}
+        update: dict[str, Any] = {"update_id": next(self._update_ids), key: message}
         async with self._changed:
             self.updates.append(update)
             self._changed.notify_all()
@@ -195,7 +199,11 @@ class FakeTelegram(LoopbackFake):
             return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
         params = await self._params(request)
         handler = getattr(self, f"api_{method}", None)
-        if handler is None:
+        wait = self.flood(method, params) if self.flood is not None else None
+        if wait:
+            body, status = {"ok": False, "error_code": 429, "description": f"Too Many Requests: retry after {wait}",
+                            "parameters": {"retry_after": wait}}, 429
+        elif handler is None:
             body, status = {"ok": False, "error_code": 404, "description": "Not Found: method not found"}, 404
         else:
             try:
