@@ -181,7 +181,8 @@ def attach_retention(app: App, stop: asyncio.Event, stack: AsyncExitStack) -> No
 
 def attach_background(settings: Settings, app: App, chat: ChatApp, stop: asyncio.Event,
                       stack: AsyncExitStack) -> None:
-    """The queue-depth gauge, feed refresh, cache expiry, digests and alerts, as background tasks."""
+    """The queue-depth gauge, feed refresh, cache expiry, digests and alerts, the watched channels' poller,
+    as background tasks."""
     from bot.feeds import FeedRefresher
     from storage.cache import TTLCache
 
@@ -207,6 +208,12 @@ def attach_background(settings: Settings, app: App, chat: ChatApp, stop: asyncio
     if settings.feeds:
         refresher = FeedRefresher(app.kb, settings.feeds, interval_minutes=settings.feed_refresh_minutes)
         tasks.append(asyncio.create_task(refresher.run_forever(stop), name="tipline-feeds"))
+    from bot.watch import build_watch
+
+    watch = build_watch(settings, app.corroborator)
+    if watch is not None:  # watched public channels (/watch): their poller, and the service /watch reaches
+        chat.attach_watch(watch)
+        tasks.append(asyncio.create_task(watch.run(stop), name="tipline-watch"))
 
     async def end() -> None:
         for t in tasks:

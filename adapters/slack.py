@@ -44,6 +44,7 @@ from bot.evidence import (EVIDENCE_USAGE, UNKNOWN_CHECK, evidence_arg, evidence_
 from bot.notify import Asker, ReviewNotice, notice_text
 from bot.render import AlsoReportedLine, Reply, Reporter
 from bot.review import ReviewRequest
+from bot.watch_commands import WatchRequest, parse as parse_watch
 from core.image_limits import ImageLimits, NotAnImage, mime_is_image
 from schema.models import Result
 
@@ -74,6 +75,8 @@ SLACK_HELP = (
     "other channels reported the same story (`/forget` deletes them), `/auto on|off` lets me answer messages "
     "that match a known fact-check, `/stats` shows usage, `/digest on|off|now` and `/trending [hours]` post what "
     "spread in the tracked channels, `/alerts on N` tells you once per false story that reached N of them.\n"
+    "• Admins: `/watch add @channel` (or a t.me link) reads a public Telegram channel's posts from its web preview, "
+    "so cards and digests count it too; `/watch list`, `/watch remove @channel`.\n"
     "I answer in the thread with a verdict, my confidence and the sources. The checked text and the "
     "verdict are stored with a check id so the result can be reviewed. Verdicts are automatic and can "
     "be wrong: always read the sources."
@@ -656,6 +659,7 @@ class SlackBot:
         self.app.command("/domains")(self._on_domains_command)
         self.app.command("/evidence")(self._on_evidence_command)
         self.app.command("/review")(self._on_review_command)
+        self.app.command("/watch")(self._on_watch_command)
         self.app.shortcut(SHORTCUT_CHECK)(self._on_check_shortcut)
         for name in CHAT_COMMANDS:
             self.app.command(f"/{name}")(self._on_chat_command)
@@ -949,6 +953,26 @@ class SlackBot:
                                   command=name, args=slack_to_plain(command.get("text", "")).strip(),
                                   title=command.get("channel_name", ""))
         await ack(text=esc(await self.chat.answer(req)), response_type="ephemeral")
+
+    async def _on_watch_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
+        """`/watch add|list|remove …` (configured admins), answered to the user alone. Adding reads each channel
+        once, which can outlast Slack's 3 s: acked at once, the answer follows through the response_url."""
+        channel, user = command.get("channel_id", ""), command.get("user_id", "")
+        req = WatchRequest(platform="slack", chat_id=channel, target_id=command.get("trigger_id", ""), user_id=user,
+                           args=slack_to_plain(command.get("text", ""), links="url").strip())
+        if parse_watch(req.args)[0] != "add" or not self.chat.watch_commands.admins.is_admin("slack", user):
+            await ack(text=esc(await self.chat.answer(req)), response_type="ephemeral")
+            return
+        await ack(text="⏳ Reading the channels…", response_type="ephemeral")
+        response_url = command.get("response_url")
+
+        async def answer() -> None:
+            text = esc(await self.chat.answer(req))
+            if response_url:
+                await respond_ephemeral(response_url, text)
+            else:
+                await client.chat_postEphemeral(channel=channel, user=user, text=text)
+        self.chat.service.spawn(self._quietly(answer(), "watch command"), name="tipline-slack-watch")
 
     async def _on_digest_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
         """`/digest …`, `/trending [hours]`, `/alerts …`: configured admins only (no per-channel admin role

@@ -22,6 +22,7 @@ from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest
 from bot.digest_commands import DIGEST_COMMANDS, DigestRequest
 from bot.domains import GLOBAL, DomainsRequest, chat_scope, command_args
 from bot.review import ReviewRequest
+from bot.watch_commands import WATCH_COMMAND, WatchRequest
 from bot.evidence import EvidenceRequest, evidence_arg
 from bot.images import ImageReader, ImageRef, NoTextInImage, combine, refusal_text
 from bot.render import Reply, to_reply
@@ -104,7 +105,7 @@ class Info:
 
 
 Action = (CheckRequest | Info | DomainsRequest | EvidenceRequest | ChatSettingsRequest | ReviewRequest | DigestRequest
-          | None)
+          | WatchRequest | None)
 
 
 class Addressed(Protocol):
@@ -133,6 +134,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("digest", "Admins: /digest on [daily HH:MM | every N h] [top K], off, now: what spread in tracked chats"),
     ("trending", "Admins: /trending [hours] the stories spreading in tracked chats now"),
     ("alerts", "Admins: /alerts on N: one message per false story reaching N tracked chats"),
+    ("watch", "Admins: /watch add @channel reads a public channel's posts (list, remove)"),
 ]
 
 _COMMAND = re.compile(r"^/(?P<cmd>[A-Za-z0-9_]{1,32})(?:@(?P<bot>[A-Za-z0-9_]{3,64}))?(?=\s|$)")
@@ -207,6 +209,9 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
                 return None  # the queue holds other people's messages: admins use it in a private chat
             return ReviewRequest(platform=msg.platform, chat_id=msg.chat_id, target_id=msg.message_id,
                                  user_id=msg.sender_id, args=text[m.end():].strip(), thread_id=msg.thread_id)
+        if cmd == WATCH_COMMAND:
+            return WatchRequest(platform=msg.platform, chat_id=msg.chat_id, target_id=msg.message_id,
+                                user_id=msg.sender_id, args=text[m.end():].strip(), thread_id=msg.thread_id)
         if cmd in CHAT_COMMANDS:
             return ChatSettingsRequest(platform=msg.platform, chat_id=msg.chat_id, chat_kind=msg.chat_kind,
                                        target_id=msg.message_id, user_id=msg.sender_id, command=cmd,
@@ -353,11 +358,14 @@ HELP_TEXT = (
     "• /digest on [daily HH:MM | every N h] [top K] posts what spread in the tracked chats (/digest now, "
     "/digest off); /trending [hours] posts it at once; /alerts on N tells you once per false story that "
     "reached N tracked chats.\n"
+    "• /watch add @channel (or a t.me link) reads a public Telegram channel's posts from its web preview, with no "
+    "admin rights in it, so 'also reported by' and digests count it too; /watch list, /watch remove @channel.\n"
     "• /review (in a private chat) lists the checks waiting for a person; /review <check id> <rating> <url> "
     "records a verdict, and everyone who asked about that claim gets it as a reply where they asked.\n\n"
     "Privacy\n"
     "I only look at messages you send me or ask me to check, and at messages of groups and channels "
-    "whose admins turned /track on. The checked text and the verdict are stored with a check id so the "
+    "whose admins turned /track on, and at the public web preview of channels the bot's admins /watch. "
+    "The checked text and the verdict are stored with a check id so the "
     "result can be reviewed. Other chats see a tracked chat's name and message link in 'Also reported by' "
     "lines; digests and alerts, which admins set up, also quote a message of a story once it has spread "
     "to two or more tracked chats. "

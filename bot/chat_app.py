@@ -33,6 +33,7 @@ from bot.notify import Notifier
 from bot.progress_delay import Presence
 from bot.queue import JobQueue, ResponderFactory
 from bot.review import AddFactChecks, ReviewCommands, ReviewRequest
+from bot.watch_commands import WatchCommands, WatchRequest
 from core.engine import Engine
 from schema.models import Result
 from core.tracking import Corroborator, TrackedMessage
@@ -41,6 +42,7 @@ from storage.sqlite import Database
 if TYPE_CHECKING:
     from bot.app import App
     from bot.settings import Settings
+    from bot.watch import WatchService
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +100,10 @@ class ChatApp:
         # Digests, /trending and alerts (bot/digest_schedule.py); None where tracking is off.
         self.digests = digests
         self.digest_commands = DigestCommands(self.db, digests, Admins(admins))
+        # Watched public channels (bot/watch.py), attached by `tipline run` (`attach_watch`); until then
+        # /watch answers that it is not available.
+        self.watch: WatchService | None = None
+        self.watch_commands = WatchCommands(self.db, None, Admins(admins))
         self.info: dict[str, Mapping[str, str]] = {}
         # One handler per kind of command (python-telegram-bot's way), for every platform.
         self._answer: dict[type, Callable[[Any, ChatAdminCheck | None], Awaitable[str]]] = {
@@ -105,10 +111,12 @@ class ChatApp:
             ChatSettingsRequest: lambda req, admin: self.chat_commands.handle(req, is_chat_admin=admin),
             ReviewRequest: lambda req, admin: self.review.handle(req),
             DigestRequest: lambda req, admin: self.digest_commands.handle(req, is_chat_admin=admin),
+            WatchRequest: lambda req, admin: self.watch_commands.handle(req),
         }
         self._handlers: dict[type, Handler] = {
             Info: self._info, EvidenceRequest: self._evidence_request, DomainsRequest: self._reply,
             ChatSettingsRequest: self._chat_settings, ReviewRequest: self._reply, DigestRequest: self._digest,
+            WatchRequest: self._reply,
         }
 
     def register(self, platform: str, *, responders: ResponderFactory | None = None,
@@ -157,7 +165,8 @@ class ChatApp:
 
     # --- commands ----------------------------------------------------------------------------
 
-    async def answer(self, request: DomainsRequest | ChatSettingsRequest | ReviewRequest | DigestRequest, *,
+    async def answer(self, request: DomainsRequest | ChatSettingsRequest | ReviewRequest | DigestRequest
+                     | WatchRequest, *,
                      is_chat_admin: ChatAdminCheck | None = None) -> str:
         """The sentence a command produces, or an apology if it failed; never raises."""
         try:
@@ -191,7 +200,7 @@ class ChatApp:
                                 _: object) -> None:
         await self.evidence(request.check_id, responder)
 
-    async def _reply(self, platform: str, request: DomainsRequest | ReviewRequest | ChatSettingsRequest,
+    async def _reply(self, platform: str, request: DomainsRequest | ReviewRequest | ChatSettingsRequest | WatchRequest,
                      responder: CommandResponder, is_chat_admin: ChatAdminCheck | None) -> None:
         await responder.answer(await self.answer(request, is_chat_admin=is_chat_admin))
 
@@ -236,8 +245,15 @@ class ChatApp:
             log.exception("could not send the evidence of check %r", check_id)
             return False
 
+    def attach_watch(self, watch: WatchService) -> None:
+        """Watched public channels: /watch reaches `watch` (its poller is a task of `tipline run`)."""
+        self.watch = watch
+        self.watch_commands.service = watch
+
     async def aclose(self) -> None:
         await self.service.aclose()
+        if self.watch is not None:
+            await self.watch.aclose()
 
 
 def build_chat(settings: Settings, app: App) -> ChatApp:

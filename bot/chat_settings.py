@@ -226,4 +226,12 @@ class CheckExtras:
                 also = None
         if also is None:
             return result
+        if any(r.chat_id.startswith("@") for r in also.items):  # watched channels (bot/watch.py): their views
+            from bot.watch import with_views
+            from storage.watched import WatchStore
+
+            try:
+                also = await with_views(also, WatchStore(self.db))
+            except Exception:  # an extra on an extra
+                log.warning("could not add the watched channels' views to check %s", result.id, exc_info=True)
         return result.model_copy(update={"also_reported": also})

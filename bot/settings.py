@@ -143,6 +143,14 @@ class Settings(BaseSettings):
     # 81 ms instead of 26 (docs/benchmarks.md). Off: English-model stories only, for English-only trackers.
     stories_across_languages: bool = True
 
+    # Watched public Telegram channels, read from their web preview (bot/watch.py, docs/watch.md)
+    telegram_preview_url: str = Field(default="https://t.me", description="Where public channels' web previews "
+                                      "(/s/<name>) are read: Telegram, a mirror, or a test server.")
+    watch_interval_s: float = Field(default=600.0, gt=0, description="Seconds between two reads of a watched "
+                                    "channel's preview.")
+    watch_backfill_pages: int = Field(default=5, ge=0, le=50, description="Older preview pages (~20 posts each) "
+                                      "read per channel to catch up after downtime.")
+
     # Reliability: job queue, rate limits, provider protection, LLM budget
     # Checks run at once. Unset: 16 with a language model, whose checks mostly wait on it (10 REST checks at once on
     # the fake LLM of `bench pipeline`: 11.3 s with 4 workers, 4.1 s with 16), 4 without, whose checks are CPU work

@@ -618,18 +618,21 @@ class Corroborator:
         found = await self._find(clean, vec, multi, t, chats)
         skip = {n.lower().lstrip("@") for n in exclude_names if n}
         per_chat: list[tuple[_Hit, float, float]] = []  # (chat's first message of the story, best score, credibility)
+        origin: list[tuple[_Hit, float, float]] = []  # the chat a forward came from: not "also", but where it started
         for h, score in found.per_chat.values():
             platform, _, chat_id = h.chat.partition(":")
             known = await self.store.chat(platform, chat_id)  # cached
-            if skip and known and {n.lower().lstrip("@") for n in (known.title, known.handle) if n} & skip:
-                continue  # a forward names its origin by title or @handle
             cred = CHANNEL_CREDIBILITY if known and known.kind == "channel" else GROUP_CREDIBILITY
+            if skip and known and {n.lower().lstrip("@") for n in (known.title, known.handle) if n} & skip:
+                origin.append((h, score, cred))  # a forward names its origin by title or @handle
+                continue
             per_chat.append((h, score, cred))
         if not per_chat and not outlets:
             return None
-        # Only the shown rows are read from SQLite: the top 3 and where the story was first seen.
+        # Only the shown rows are read from SQLite: the top 3 and where the story was first seen (which may be
+        # the forward's origin: "Also reported by: @b · first seen 3 h ago in @a" for a forward from @a).
         per_chat.sort(key=lambda x: (-x[2], x[0].ts))
-        first = min(per_chat, key=lambda x: x[0].ts) if per_chat else None
+        first = min(per_chat + origin, key=lambda x: x[0].ts) if per_chat else None
         shown = per_chat[:TOP_ITEMS] + ([first] if first is not None else [])
         stored = await self.store.get(x[0].key for x in shown)
 
