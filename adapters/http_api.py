@@ -10,6 +10,8 @@
     `Idempotent-Replayed: true`) instead of running it again, across restarts too; 422 if the key is
     reused for a different text. A 429/503 is not remembered: retry with the same key.
     GET  /healthz          -> 200 {"status": "ok", "factchecks": N}
+    POST /v1/forget        {"user": "telegram:4242"} -> 200 {"checks", "votes", "jobs", "messages"} deleted:
+                           what `/forget me` does, for `tipline forget --user` while the bot holds the data dir
 
 Every check goes through the durable job queue (bot/queue.py), like a chat message: the same workers
 (`TIPLINE_WORKERS`), queue cap and rate limits. Before, a request with an Idempotency-Key ran its
@@ -61,6 +63,7 @@ class HttpApi:
     def __init__(self, chat: ChatApp, token: str | None,
                  count_factchecks: Callable[[], Awaitable[int]] | None = None, *, wait_s: float = WAIT_S):
         self.queue = chat.queue
+        self.privacy = chat.privacy
         self.wait_s = wait_s
         self.checks = chat.service  # runs, stores and counts (metrics) each check
         # An API check cut short by a crash is finished by a worker; the client's retry finds it.
@@ -75,6 +78,7 @@ class HttpApi:
             app.router.add_post("/v1/checks", self.create_check)
             app.router.add_get("/v1/checks/{check_id}", self.get_check)
             app.router.add_get("/v1/jobs/{job_id}", self.get_job)
+            app.router.add_post("/v1/forget", self.forget)
 
     def _authorised(self, request: web.Request) -> bool:
         header = request.headers.get("Authorization", "")
@@ -170,6 +174,22 @@ class HttpApi:
             return web.json_response({"status": "running" if job.status == "running" else "queued", "job": job.id},
                                      status=202, headers={"Retry-After": "2"})
         return await self._finished_response(job, created=False)
+
+    async def forget(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            return _error(401, "missing or wrong bearer token")
+        try:
+            payload = loads_bounded((await request.content.read(MAX_BODY_BYTES)).decode("utf-8"),
+                                    limit=BODY_JSON_DEPTH)
+        except (JSONTooDeep, UnicodeDecodeError, json.JSONDecodeError):
+            payload = None
+        user = payload.get("user") if isinstance(payload, dict) else None
+        platform, sep, uid = user.partition(":") if isinstance(user, str) else ("", "", "")
+        if not sep or not platform.strip() or not uid.strip():
+            return _error(400, 'the body must be JSON like {"user": "telegram:4242"}')
+        done = await self.privacy.forget(platform.strip().lower(), uid.strip())
+        return web.json_response({"checks": done.checks, "votes": done.votes, "jobs": done.jobs,
+                                  "messages": len(done.messages)})
 
     async def get_check(self, request: web.Request) -> web.Response:
         if not self._authorised(request):

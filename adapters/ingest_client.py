@@ -80,3 +80,17 @@ class IngestClient:
                               skipped=int(body["skipped"]), errors=list(body.get("errors") or []),
                               reasons=Counter(body.get("reasons") or {}), warnings=list(body.get("warnings") or []))
         return report, body.get("factchecks")
+
+
+async def forget_remote(server: str, token: str, user: str, timeout_s: float = 300.0) -> dict[str, int]:
+    """`tipline forget --user` through a running bot (`POST /v1/forget`): what it deleted."""
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http, \
+                http.post(f"{server.rstrip('/')}/v1/forget", json={"user": user},
+                          headers={"Authorization": f"Bearer {token}"}) as resp:
+            body = await resp.json(content_type=None)
+            if resp.status != 200:
+                raise SetupError(f"{server} refused to forget {user}: {resp.status} {body.get('error', '')}")
+            return {k: int(body.get(k, 0)) for k in ("checks", "votes", "jobs", "messages")}
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        raise SetupError(f"could not ask {server} to forget {user}: {exc}") from exc

@@ -8,6 +8,7 @@ failure a user can cause ends in one sentence and a non-zero exit.
     tipline check [--json] TEXT          one check; '-' reads the text from standard input
     tipline check --image PATH [TEXT]    the text of a screenshot (OCR), with TEXT as its caption
     tipline ingest PATH_OR_URL...        load previously fact-checked claims (--server URL: into a running bot)
+    tipline forget --user PLATFORM:ID    delete one person's checks, votes and tracked messages (bot/personal.py)
     tipline eval claim-matching ...      CLEF-2020 Task 2 run file + MAP@5
     tipline eval corroboration ...       same-story detection over CLEF tweets as a message stream
     tipline eval evidence --data PATH    CLIMATE-FEVER: evidence retrieval and the verdict policy
@@ -252,6 +253,62 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return await _ingest_remote(server, token, args.sources, mapping)
     return EXIT_FAILED if failed else 0
+
+
+async def cmd_forget(args: argparse.Namespace) -> int:
+    """`tipline forget --user telegram:4242`: what `/forget me` does for that person, from the command line (a
+    right-to-erasure request that came by mail). A running bot holding the data dir does it through its REST
+    API (`POST /v1/forget`), as `tipline ingest` hands files over."""
+    platform, sep, user = args.user.partition(":")
+    if not sep or not platform.strip() or not user.strip():
+        print(f"tipline: --user takes PLATFORM:ID (telegram:4242, slack:U0123ABC), not {args.user!r}", file=sys.stderr)
+        return EXIT_USAGE
+    platform, user = platform.strip().lower(), user.strip()
+    settings = _settings(args)
+    token = args.token or (settings.api_token.get_secret_value() if settings.api_token else None)
+    from bot.app import check_data_dir, edge_dir
+    from bot.personal import Privacy
+    from storage.message_vectors import MessageVectors
+    from storage.sqlite import Database
+    from storage.vector_backends import open_vector_store
+
+    check_data_dir(settings.data_dir)
+    try:
+        # The dimensions only shape new collections; forgetting deletes from the ones there are.
+        vectors = await open_vector_store(
+            dim=1, path=edge_dir(settings), legacy_path=settings.qdrant_path, url=settings.qdrant_url,
+            api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None, load_all=False)
+    except DataDirInUse as exc:
+        from adapters.ingest_client import answers, forget_remote, local_server
+
+        server = local_server(settings)
+        if not token or not await answers(server):
+            raise SetupError(f"the data dir {settings.data_dir} is in use by another tipline process (a running "
+                             "`tipline run`?): give it TIPLINE_API_TOKEN so this command can ask it, ask the person "
+                             "to send /forget me, or stop it first") from exc
+        print(f"tipline: the data dir is in use by a running tipline; asking it at {server}", file=sys.stderr)
+        done = await forget_remote(server, token, f"{platform}:{user}")
+        print(_forgotten_line(args.user, done))
+        return 0
+    try:
+        db = await Database.open(settings.sqlite_path)
+        try:
+            names = await vectors.collection_names() + list(await vectors.aliases())
+            messages = MessageVectors(vectors, settings.messages_collection) \
+                if settings.messages_collection in names else None
+            forgotten = await Privacy(db, messages=messages, running_wait_s=0).forget(platform, user)
+        finally:
+            await db.close()
+    finally:
+        await vectors.aclose()
+    print(_forgotten_line(args.user, {"checks": forgotten.checks, "votes": forgotten.votes, "jobs": forgotten.jobs,
+                                      "messages": len(forgotten.messages)}))
+    return 0
+
+
+def _forgotten_line(who: str, done: dict[str, int]) -> str:
+    return (f"Deleted everything stored of {who} (checks: {done['checks']}, votes: {done['votes']}, queued requests: "
+            f"{done['jobs']}, tracked messages: {done['messages']}); no copy is left in the data dir.")
 
 
 def _print_report(source: str, report: Any) -> int:
@@ -641,6 +698,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "e.g. http://127.0.0.1:8080) instead of the data dir; automatic when the data dir is in use")
     i.add_argument("--token", help="that server's TIPLINE_API_TOKEN (default: TIPLINE_API_TOKEN)")
 
+    f = sub.add_parser("forget", parents=[common], help="delete one person's checks, votes, queued requests and "
+                       "tracked messages, leaving no copy in the data dir (what /forget me does)")
+    f.add_argument("--user", required=True, metavar="PLATFORM:ID", help="e.g. telegram:4242 or slack:U0123ABC")
+    f.add_argument("--token", help="a running bot's TIPLINE_API_TOKEN, when it holds the data dir "
+                   "(default: TIPLINE_API_TOKEN)")
+
     e = sub.add_parser("eval", parents=[common], help="evaluate against public data sets")
     esub = e.add_subparsers(dest="task", required=True)
     cm = esub.add_parser("claim-matching", parents=[common], help="CLEF-2020 CheckThat! Task 2: TREC run file "
@@ -703,7 +766,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    handlers = {"run": cmd_run, "doctor": cmd_doctor, "check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "eval": cmd_eval, "bench": cmd_bench,
+    handlers = {"run": cmd_run, "doctor": cmd_doctor, "check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "forget": cmd_forget, "eval": cmd_eval, "bench": cmd_bench,
                 "vectors": cmd_vectors}
     return await handlers[args.command](args)
 

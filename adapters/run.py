@@ -120,7 +120,7 @@ async def run(settings: Settings, stop: asyncio.Event | None = None, *, wait_unc
             adapters.push_async_callback(chat.aclose)
             queue = chat.queue
             assert queue is not None
-            attach_retention(app, stop, adapters)
+            attach_retention(app, chat, stop, adapters)
             attach_background(settings, app, chat, stop, adapters)
             tg_bot = None
             if tg_config is not None:
@@ -167,15 +167,17 @@ async def run(settings: Settings, stop: asyncio.Event | None = None, *, wait_unc
             loop.remove_signal_handler(number)
 
 
-def attach_retention(app: App, stop: asyncio.Event, stack: AsyncExitStack) -> None:
-    """The periodic deletion of tracked messages past their retention."""
-    if app.corroborator is None:
-        return
-    retention = asyncio.create_task(app.corroborator.run_retention(stop), name="tipline-retention")
+def attach_retention(app: App, chat: ChatApp, stop: asyncio.Event, stack: AsyncExitStack) -> None:
+    """The periodic deletion of checks (with their votes) and tracked messages past their retention
+    (TIPLINE_CHECK_RETENTION_DAYS, TIPLINE_RETENTION_DAYS; bot/personal.py)."""
+    tasks = [asyncio.create_task(chat.privacy.run_retention(stop), name="tipline-check-retention")]
+    if app.corroborator is not None:
+        tasks.append(asyncio.create_task(app.corroborator.run_retention(stop), name="tipline-retention"))
 
     async def end_retention() -> None:
-        retention.cancel()
-        await asyncio.gather(retention, return_exceptions=True)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     stack.push_async_callback(end_retention)
 
 

@@ -78,8 +78,9 @@ SLACK_HELP = (
     "• Admins: `/watch add @channel` (or a t.me link) reads a public Telegram channel's posts from its web preview, "
     "so cards and digests count it too; `/watch list`, `/watch remove @channel`.\n"
     "I answer in the thread with a verdict, my confidence and the sources. The checked text and the "
-    "verdict are stored with a check id so the result can be reviewed. Verdicts are automatic and can "
-    "be wrong: always read the sources."
+    "verdict are stored with a check id so the result can be reviewed, for a limited time; `/forget me` "
+    "deletes every check you asked for, your votes and your messages in tracked channels. Verdicts are "
+    "automatic and can be wrong: always read the sources."
 )
 SHORTCUT_CHECK = "tipline_check_message"  # the message shortcut's callback id (README: Slack setup)
 NOTHING_TO_CHECK = "There's no text in that message I can check."
@@ -942,9 +943,10 @@ class SlackBot:
         await self.chat.observe("slack", tracked, req, SlackResponder(client, str(msg.chat_id), thread_ts),
                                 auto=not mentioned)
 
-    async def _on_chat_command(self, ack: Any, command: dict[str, Any]) -> None:
+    async def _on_chat_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:
         """`/track on|off`, `/auto on|off`, `/forget`, `/stats` in a channel: configured admins only
-        (Slack has no per-channel admin role to ask); answered ephemerally in the ack."""
+        (Slack has no per-channel admin role to ask); answered ephemerally in the ack. `/forget me` (anyone,
+        their own data): acked at once and answered privately when done (it can outlast Slack's 3 s)."""
         name = command.get("command", "").lstrip("/").lower()
         channel = command.get("channel_id", "")
         kind = "private" if command.get("channel_name") == "directmessage" or channel.startswith("D") else "group"
@@ -952,6 +954,18 @@ class SlackBot:
                                   target_id=command.get("trigger_id", ""), user_id=command.get("user_id"),
                                   command=name, args=slack_to_plain(command.get("text", "")).strip(),
                                   title=command.get("channel_name", ""))
+        if name == "forget" and req.args.lower() == "me":
+            await ack(text=esc("Deleting what I keep about you…"), response_type="ephemeral")
+            response_url, user = command.get("response_url"), command.get("user_id", "")
+
+            async def answer() -> None:
+                text = esc(await self.chat.answer(req))
+                if response_url:
+                    await respond_ephemeral(response_url, text)
+                else:
+                    await client.chat_postEphemeral(channel=channel, user=user, text=text)
+            self.chat.service.spawn(self._quietly(answer(), "forget me"), name="tipline-slack-forget")
+            return
         await ack(text=esc(await self.chat.answer(req)), response_type="ephemeral")
 
     async def _on_watch_command(self, ack: Any, command: dict[str, Any], client: Any) -> None:

@@ -85,6 +85,9 @@ class CheckRequest:
     requested_by: int | str | None = None
     scope: str = GLOBAL  # whose source rules apply: global, or a group chat's own
     image: ImageRef | None = None
+    # Where it came from ("telegram", "slack"): with `requested_by`, whose check it is (the stored check
+    # keeps their pseudonym, for /forget me). Set by ChatApp and the queue's workers, not by the adapters.
+    platform: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text", safe_text(self.text))
@@ -129,7 +132,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("review", "Admins: checks waiting for a verdict; /review <id> <rating> <url> records one"),
     ("track", "Admins: /track on|off stores this chat's messages for 'also reported by'"),
     ("auto", "Admins: /auto on|off answers group messages that match a known fact-check"),
-    ("forget", "Admins: delete this chat's stored messages"),
+    ("forget", "/forget me: delete your checks, votes and messages. Admins: /forget: this chat's messages"),
     ("stats", "Admins: checks, verdict mix, match rate, tracked chats"),
     ("digest", "Admins: /digest on [daily HH:MM | every N h] [top K], off, now: what spread in tracked chats"),
     ("trending", "Admins: /trending [hours] the stories spreading in tracked chats now"),
@@ -366,7 +369,8 @@ HELP_TEXT = (
     "I only look at messages you send me or ask me to check, and at messages of groups and channels "
     "whose admins turned /track on, and at the public web preview of channels the bot's admins /watch. "
     "The checked text and the verdict are stored with a check id so the "
-    "result can be reviewed. Other chats see a tracked chat's name and message link in 'Also reported by' "
+    "result can be reviewed, for a limited time. /forget me deletes every check you asked for, your votes "
+    "and your messages in tracked chats. Other chats see a tracked chat's name and message link in 'Also reported by' "
     "lines; digests and alerts, which admins set up, also quote a message of a story once it has spread "
     "to two or more tracked chats. "
     "Verdicts are automatic and can be wrong: always read the sources."
@@ -502,9 +506,12 @@ class CheckService:
         return await self.check(combine(caption, reading.text), image_text=reading.text)
 
     async def _keep(self, result: Result, request: CheckRequest | None, started: float) -> Result:
+        asker = None
         if request is not None:
             result = await self._enrich(request, result)
-        await self.db.save_check(result)
+            if request.platform is not None and request.requested_by is not None:
+                asker = self.db.pseudonym(request.platform, request.requested_by)
+        await self.db.save_check(result, asker=asker)
         if self.on_result is not None:
             self.on_result(result, time.monotonic() - started)
         return result

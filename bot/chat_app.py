@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.chat import ERROR_TEXT, INFO_TEXT, CheckRequest, CheckService, Info, Responder
@@ -30,6 +30,7 @@ from bot.domains import DomainCommands, DomainsRequest
 from bot.images import ImageFetcher, ImageReader
 from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, load_check
 from bot.notify import Notifier
+from bot.personal import Privacy
 from bot.progress_delay import Presence
 from bot.queue import JobQueue, ResponderFactory
 from bot.review import AddFactChecks, ReviewCommands, ReviewRequest
@@ -79,7 +80,8 @@ class ChatApp:
     def __init__(self, engine: Engine, *, queue: JobQueue | None = None, service: CheckService | None = None,
                  admins: Sequence[str] = (), add_factchecks: AddFactChecks | None = None,
                  corroborator: Corroborator | None = None, db: Database | None = None,
-                 digests: DigestService | None = None, images: ImageReader | None = None):
+                 digests: DigestService | None = None, images: ImageReader | None = None,
+                 privacy: Privacy | None = None):
         self.engine = engine
         self.db = db if db is not None else engine.db
         self.queue = queue
@@ -92,7 +94,9 @@ class ChatApp:
             # No platform: one service serves every adapter (the extras exclude the asking chat on each).
             self.service.extras = CheckExtras(self.db, None, corroborator)
         self.domains = DomainCommands(self.db, admins)
-        self.chat_commands = ChatCommands(self.db, admins, corroborator)
+        # Retention and /forget me (bot/personal.py): one, so two forgets never rewrite the vectors at once.
+        self.privacy = privacy or Privacy(self.db, corroborator=corroborator)
+        self.chat_commands = ChatCommands(self.db, admins, corroborator, privacy=self.privacy)
         # Per platform: how to tell an asker their claim was reviewed; shared, so a verdict recorded on
         # one platform reaches askers on the others.
         self.notifiers: dict[str, Notifier] = queue.notifiers if queue is not None else {}
@@ -151,8 +155,11 @@ class ChatApp:
                       responder: Responder, *, auto: bool = True) -> None:
         """An ordinary group message: stored if its chat is tracked; with /auto on (and `auto`), checked
         silently and answered only for a strong match."""
+        req = replace(req, platform=platform)
         try:
             if self.corroborator is not None and message is not None:
+                if req.requested_by is not None:  # its author, by pseudonym: /forget me deletes it
+                    message = replace(message, sender=self.db.pseudonym(platform, req.requested_by))
                 await self.corroborator.ingest(message)
         except Exception:
             log.exception("could not store message %s of chat %s", req.target_id, req.chat_id)
@@ -181,7 +188,7 @@ class ChatApp:
         chats and on platforms without chat admins) lets a chat's own admins change its settings;
         `ticket` is how a check request is persisted (the other requests are answered at once)."""
         if isinstance(request, CheckRequest):
-            await self.submit(request, responder, ticket)
+            await self.submit(replace(request, platform=platform), responder, ticket)
             return
         self.service.spawn(self._command(platform, request, responder, is_chat_admin),
                            name=f"tipline-{type(request).__name__}")
@@ -274,7 +281,8 @@ def build_chat(settings: Settings, app: App) -> ChatApp:
                      progress_after=settings.progress_after_s)
     return ChatApp(app.engine, queue=queue, admins=tuple(settings.admins), add_factchecks=app.kb.add,
                    corroborator=app.corroborator, db=app.db, digests=build_digests(settings, app),
-                   images=app.images)
+                   images=app.images, privacy=Privacy(app.db, corroborator=app.corroborator,
+                                                      check_retention_days=settings.check_retention_days))
 
 
 def build_digests(settings: Settings, app: App, clock: Clock | None = None) -> DigestService | None:

@@ -4,11 +4,14 @@
                     storage at once, stored messages stay until /forget or retention)
     /auto on|off    in a group, answer ordinary messages on my own — only for strong ("auto") matches
     /forget         delete this chat's stored messages
+    /forget me      anyone, anywhere but a channel: delete every check they asked for, their votes and
+                    their messages in tracked chats (bot/personal.py)
     /stats          checks, verdict mix, match rate, repeats, tracked chats, messages stored
 
 Rights: a configured admin (TIPLINE_ADMINS) anywhere; for /track, /auto and /forget also the chat's own
 administrators (Telegram; a post in a channel is by definition by one of its admins). /stats covers
-every chat, so it is for configured admins only. Every change and refusal goes to the audit log.
+every chat, so it is for configured admins only. Every change and refusal goes to the audit log (a
+/forget me under the person's pseudonym, not their id).
 
 Also here: `CheckExtras`, the bot-layer hook around `Engine.check` that reuses stored verdicts for
 repeat forwards and attaches "also reported by" (the engine itself is not touched), and
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from bot.admins import Admins
+from bot.personal import Privacy, forgotten_text
 from bot.repeats import RepeatTracker
 from schema.models import Repetition, Result
 from storage.domains import DomainStore
@@ -78,13 +82,14 @@ def _on_off(args: str) -> bool | None:
 
 class ChatCommands:
     def __init__(self, db: Database, admins: Iterable[str] = (), corroborator: Corroborator | None = None,
-                 store: MessageStore | None = None):
+                 store: MessageStore | None = None, privacy: Privacy | None = None):
         self.db = db
         self.admins = Admins(admins)
         self.is_admin = self.admins.is_admin
         self.corroborator = corroborator
         self.store = store or (corroborator.store if corroborator else MessageStore(db))
         self.audit_log = DomainStore(db)
+        self.privacy = privacy or Privacy(db, corroborator=corroborator)
 
 
     async def _allowed(self, req: ChatSettingsRequest, is_chat_admin: ChatAdminCheck | None) -> bool:
@@ -104,9 +109,13 @@ class ChatCommands:
 
     async def handle(self, req: ChatSettingsRequest, *, is_chat_admin: ChatAdminCheck | None = None) -> str:
         cmd = req.command
+        if cmd == "forget" and req.args.strip().lower() == "me":
+            return await self.forget_me(req)
         if cmd in ("track", "auto") and _on_off(req.args) is None:
             return f"Usage: /{cmd} on or /{cmd} off"
         if cmd in ("track", "auto", "forget") and req.chat_kind == "private":
+            if cmd == "forget":
+                return "/forget works in groups and channels: send it there. /forget me deletes what I keep about you."
             return f"/{cmd} works in groups and channels: send it there."
         if cmd == "auto" and req.chat_kind == "channel":
             return "I never post in channels, so auto mode is for groups."
@@ -118,8 +127,7 @@ class ChatCommands:
         if cmd in ("track", "forget") and self.corroborator is None:
             return NOT_AVAILABLE
         if cmd == "forget":
-            assert self.corroborator is not None
-            n = await self.corroborator.forget(req.platform, req.chat_id)
+            n = await self.privacy.forget_chat(req.platform, req.chat_id)
             await self._audit(req, "forget", f"deleted={n}")
             return f"Deleted {n} stored message{'s' if n != 1 else ''} of this chat."
         on = bool(_on_off(req.args))
@@ -136,6 +144,18 @@ class ChatCommands:
         if on:
             return "Auto mode is on: I answer messages here on my own, but only when they match a known fact-check."
         return "Auto mode is off: I answer only /check and mentions."
+
+    async def forget_me(self, req: ChatSettingsRequest) -> str:
+        """`/forget me`: whoever sends it, their own data (bot/personal.py)."""
+        if req.user_id is None or req.chat_kind == "channel":
+            return "In a channel I cannot tell who you are: send /forget me to me in a private chat."
+        done = await self.privacy.forget(req.platform, req.user_id)
+        # A private chat's id is the person's own id on Telegram: not kept either.
+        await self.audit_log.audit(platform=req.platform, chat_id=None if req.chat_kind == "private" else req.chat_id,
+                                   user_id=self.db.pseudonym(req.platform, req.user_id), action="forget.me",
+                                   detail=f"checks={done.checks} votes={done.votes} jobs={done.jobs} "
+                                          f"messages={len(done.messages)}")
+        return forgotten_text(done)
 
     async def stats(self) -> str:
         week = datetime.fromtimestamp(time.time() - 7 * 86400, timezone.utc).isoformat()

@@ -348,7 +348,7 @@ class JobQueue:
     async def _run(self, job: Job) -> None:
         factory = self._factories[job.platform]
         try:
-            req = request_from_payload(job.payload)
+            req = replace(request_from_payload(job.payload), platform=job.platform)  # whose check: the job's
             where = _where(job)
             job = await self._reconcile(job, factory, where)
             tracked = _Tracked(factory.build(where, job.reply_ref), factory, self.store, job)

@@ -134,6 +134,12 @@ class Settings(BaseSettings):
                                                   "re-ingested by `tipline run`.")
     feed_refresh_minutes: float = 60.0
 
+    # Retention (bot/personal.py): a check's text and Result and the votes on it are deleted this many days
+    # after the check (0 = kept for ever); tracked messages after `retention_days`. /forget me deletes a
+    # person's at once.
+    check_retention_days: float = Field(default=90.0, ge=0, description="Days a check (the checked text, its "
+                                        "Result and the votes on it) is kept; 0 = for ever.")
+
     # Corroboration ("also reported by")
     messages_collection: str = "messages"
     retention_days: float = 30.0

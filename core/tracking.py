@@ -110,6 +110,7 @@ class TrackedMessage:
     permalink: str = ""
     language: str = ""
     kind: str = "group"  # "channel" | "group" (credibility prior)
+    sender: str | None = None  # the author's pseudonym (storage/sqlite.py Database.pseudonym), for /forget me
 
     @property
     def key(self) -> str:
@@ -434,7 +435,8 @@ class Corroborator:
         if p.keep:
             rows = [StoredMessage(id=m.key, platform=m.platform, chat_id=str(m.chat_id), message_id=str(m.message_id),
                                   text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
-                                  language=m.language or detect_language(m.text), story_id=p.stories[m.key])
+                                  language=m.language or detect_language(m.text), story_id=p.stories[m.key],
+                                  sender=m.sender)
                     for m in p.keep]
             for into, others in p.merges:
                 await self.store.merge_stories(into, others)
@@ -451,7 +453,7 @@ class Corroborator:
         stories = list(stories) if stories is not None else [m.key for m in messages]
         rows = [StoredMessage(id=m.key, platform=m.platform, chat_id=str(m.chat_id), message_id=str(m.message_id),
                               text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
-                              language=m.language, story_id=s) for m, s in zip(messages, stories)]
+                              language=m.language, story_id=s, sender=m.sender) for m, s in zip(messages, stories)]
         await self.store.add(rows)
         start: dict[str, float] = dict(starts or {})
         if starts is None:
@@ -713,6 +715,16 @@ class Corroborator:
         stored = await self.vectors.of_chat(f"{platform}:{chat_id}")
         await self._drop(stored)
         return len(set(keys) | {m.key for m in stored})
+
+    async def forget_keys(self, keys: Sequence[str]) -> None:
+        """Delete the vectors of messages whose rows are gone already (/forget me, storage/personal.py) and
+        rewrite the collection's files without them (`VectorStore.purge`)."""
+        if not keys:
+            return
+        stored = await self.vectors.scoring_data(keys)
+        await self.vectors.delete(list(keys))
+        await asyncio.to_thread(self._count_many, [m.terms for m in stored.values()], -1)
+        await self.vectors.purge()
 
     async def cleanup(self) -> int:
         """Delete messages older than the retention period; returns how many."""

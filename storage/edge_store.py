@@ -593,7 +593,9 @@ class EdgeVectorStore(VectorStore):
                 self._building.discard(name)
         self._wrote(name, 0)  # what was written during the build may be due already
 
-    async def _build_aside(self, name: str, *, threads: int = 1) -> None:
+    async def _build_aside(self, name: str, *, threads: int = 1, rewrite: bool = False) -> None:
+        """`rewrite`: the child writes the live points into a new shard instead of optimizing a copy
+        (`purge`), whatever the collection's size."""
         lock = self._lock_of(name)
         async with lock:
             with self._guard:
@@ -604,13 +606,16 @@ class EdgeVectorStore(VectorStore):
                 generation = int(entry.get("generation", 0)) + 1
                 shard.users += 1  # the copy reads its files
             try:
-                if await asyncio.to_thread(shard.edge.count, qe.CountRequest(exact=False)) < self.optimize_at:
+                if not rewrite and \
+                        await asyncio.to_thread(shard.edge.count, qe.CountRequest(exact=False)) < self.optimize_at:
                     shard.written = 0  # small enough for full scan; counting starts again
                     return
                 built = self.root / "collections" / f"{name}.g{generation}"
+                copy = built.with_name(built.name + ".src") if rewrite else built
                 shutil.rmtree(built, ignore_errors=True)
+                shutil.rmtree(copy, ignore_errors=True)
                 await asyncio.to_thread(shard.edge.flush)
-                await asyncio.to_thread(shutil.copytree, shard.path, built)
+                await asyncio.to_thread(shutil.copytree, shard.path, copy)
                 shard.written = 0
                 shard.replay = []
             finally:
@@ -619,10 +624,12 @@ class EdgeVectorStore(VectorStore):
         proc: asyncio.subprocess.Process | None = None
         try:
             args = [str(built)]
-            if threads > 1:
+            if threads > 1 or rewrite:
                 args += ["--threads", str(threads), "--spec",
                          json.dumps({"dense": entry["dense"], "sparse": entry["sparse"], "optimize_at": self.optimize_at,
-                                     "unindexed": entry.get("unindexed", [])})]
+                                     "unindexed": entry.get("unindexed", []), "indexes": entry.get("indexes", {})})]
+            if rewrite:
+                args += ["--rewrite", str(copy)]
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "storage.edge_build", *args,
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
@@ -662,7 +669,38 @@ class EdgeVectorStore(VectorStore):
                 await proc.wait()
             if not (self._shards.get(name) is not shard and self._dir(name) == built):
                 shutil.rmtree(built, ignore_errors=True)
+            if rewrite:
+                shutil.rmtree(copy, ignore_errors=True)
             raise
+
+    async def purge(self, name: str) -> None:
+        """Leave no trace of deleted points in `name`'s files. Edge keeps a deleted point's payload in its
+        segment and its write in the shard's write-ahead log (a preallocated file rewritten only as it wraps
+        round), so the collection is written anew: a copy goes to a child process (as an index build does,
+        module doc), which writes the live points into a new shard, optimizes it and removes the copy; the
+        new shard is swapped in with the writes made meanwhile, and the old directory is removed. Costs a
+        copy and a rewrite of the collection (bot/personal.py calls it after forgetting someone)."""
+        physical = self._physical(name)
+        await self._loaded(physical)
+        while True:  # after a build already running (it copied the shard before the delete)
+            with self._guard:
+                shard = self._shards.get(physical)
+                if shard is None:
+                    return
+                if physical not in self._building:
+                    self._building.add(physical)
+                    break
+            await asyncio.sleep(0.05)
+        try:
+            await self._build_aside(physical, rewrite=True)
+        finally:
+            with self._guard:
+                self._building.discard(physical)
+        for _ in range(600):  # the old shard is removed when the last search using it ends (_Shard.dispose)
+            if not await asyncio.to_thread(shard.path.exists) or self._shards.get(physical) is shard:
+                return
+            await asyncio.sleep(0.05)
+        raise VectorStoreError(f"the old files of {name} are still in use after 30 s")
 
     async def indexed_vectors(self, name: str) -> int:
         """Vectors in indexed (HNSW) segments; the rest are searched by full scan."""

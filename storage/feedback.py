@@ -20,7 +20,7 @@ UNMATCHED_REASON = "thumbs down on an unmatched check"
 class Vote:
     check_id: str
     platform: str
-    user_id: str
+    user_id: str  # the voter's pseudonym (Database.pseudonym)
     vote: int
     at: str
 
@@ -48,6 +48,7 @@ class FeedbackStore:
 
     async def record(self, check_id: str, platform: str, user_id: object, vote: int) -> bool:
         """Store (or replace) `user_id`'s vote (+1/-1) on a stored check; True if it was queued for review.
+        The voter is stored as their pseudonym (`Database.pseudonym`), never the id itself.
 
         Raises KeyError for an unknown check id and ValueError for a vote other than ±1.
         """
@@ -62,7 +63,7 @@ class FeedbackStore:
             await conn.execute(
                 "INSERT INTO feedback (check_id, platform, user_id, vote, at) VALUES (?,?,?,?,?) "
                 "ON CONFLICT(check_id, platform, user_id) DO UPDATE SET vote = excluded.vote, at = excluded.at",
-                (check_id, platform, str(user_id), vote, now))
+                (check_id, platform, self.db.pseudonym(platform, user_id), vote, now))
             if queue:
                 await conn.execute(
                     "INSERT OR IGNORE INTO review_queue (check_id, reason, added_at) VALUES (?,?,?)",

@@ -180,6 +180,10 @@ class MessageVectors:
     async def delete(self, keys: Sequence[str]) -> None:
         await self.store.delete(self.name, [point_id(k) for k in keys])
 
+    async def purge(self) -> None:
+        """No copy of deleted messages' payloads left in the collection's files (`VectorStore.purge`)."""
+        await self.store.purge(self.name)
+
     async def nearest(self, vector: np.ndarray, *, t: float | None, window_s: float,
                       exclude_chats: Sequence[str] = (), floor: float, limit: int, using: str = VECTOR,
                       script: str | None = None) -> list[StoredMessageVector]:

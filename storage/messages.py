@@ -47,6 +47,7 @@ class StoredMessage:
     permalink: str = ""
     language: str = ""
     story_id: str | None = None
+    sender: str | None = None  # the author's pseudonym (Database.pseudonym), for /forget me; None: unknown
 
     def __post_init__(self) -> None:
         # A tracked post is stored before anything reads it: SQLite refuses lone surrogates.
@@ -146,9 +147,9 @@ class MessageStore:
             return
         async with self.db.transaction() as conn:
             await conn.executemany(
-                f"INSERT OR REPLACE INTO messages ({_COLS}, at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR REPLACE INTO messages ({_COLS}, at, sender) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(m.id, m.platform, m.chat_id, m.message_id, m.text, m.ts, m.author, m.permalink, m.language,
-                  m.story_id, m.at.isoformat()) for m in messages])
+                  m.story_id, m.at.isoformat(), m.sender) for m in messages])
 
     async def merge_stories(self, into: str, others: Iterable[str]) -> None:
         """Record that the stories `others` are now story `into` (union-find, persisted as aliases:

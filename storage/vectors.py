@@ -237,6 +237,12 @@ class VectorStore(abc.ABC):
     @abc.abstractmethod
     async def delete(self, name: str, ids: Sequence[str]) -> None: ...
 
+    async def purge(self, name: str) -> None:
+        """Rewrite `name`'s files so that deleted points leave no copy of their payloads behind (forgetting a
+        person, storage/edge_store.py). Nothing here: a Qdrant server's files are the server's, and its
+        vacuum optimizer drops deleted points on its own schedule (docs/deploy.md, Privacy)."""
+        return None
+
     @abc.abstractmethod
     async def delete_where(self, name: str, where: Where) -> None: ...
 

@@ -96,7 +96,9 @@ async def test_a_later_vote_replaces_the_earlier_one(db):
     await store.record(r.id, "telegram", 7, -1)
     await store.record(r.id, "slack", "7", 1)  # same user id, other platform: a separate vote
     votes = await store.votes(r.id)
-    assert [(v.platform, v.user_id, v.vote) for v in votes] == [("slack", "7", 1), ("telegram", "7", -1)]
+    # Kept under each voter's pseudonym (storage/personal.py), never the id itself.
+    assert [(v.platform, v.user_id, v.vote) for v in votes] == [("slack", db.pseudonym("slack", 7), 1),
+                                                                ("telegram", db.pseudonym("telegram", "7"), -1)]
     with pytest.raises(KeyError):
         await store.record("nope", "telegram", 7, 1)
     with pytest.raises(ValueError):
@@ -191,7 +193,7 @@ async def test_telegram_card_has_buttons_and_thumbs_down_is_stored_and_queued(tg
                                             if c.params["callback_query_id"] == qid])
     assert answer.params["text"] == FEEDBACK_THANKS
     [vote] = await FeedbackStore(db).votes(check_id)
-    assert (vote.platform, vote.user_id, vote.vote) == ("telegram", "4242", -1)
+    assert (vote.platform, vote.user_id, vote.vote) == ("telegram", db.pseudonym("telegram", 4242), -1)
     assert [i.check_id for i in await FeedbackStore(db).open_reviews()] == [check_id]
 
     qid = await fake.press_button(card, f"fb:up:{check_id}")  # changing one's mind replaces the vote
@@ -295,7 +297,7 @@ async def test_slack_card_has_actions_and_signed_block_actions_store_the_vote(sl
     assert eph.params["text"] == FEEDBACK_THANKS and eph.params["user"] == "U0ALICE"
     assert eph.params["channel"] == ev["channel"] and eph.result["ok"]
     [vote] = await FeedbackStore(db).votes(check_id)
-    assert (vote.platform, vote.user_id, vote.vote) == ("slack", "U0ALICE", -1)
+    assert (vote.platform, vote.user_id, vote.vote) == ("slack", db.pseudonym("slack", "U0ALICE"), -1)
     assert [i.check_id for i in await FeedbackStore(db).open_reviews()] == [check_id]
 
     # a forged interaction is refused and changes nothing
