@@ -13,7 +13,8 @@ within `timeout_s`. Nothing here changes any state: no webhook is set, no messag
 that is not configured is "off"; with TIPLINE_OFFLINE=true every outside provider is off and nothing is
 reached but your own servers and chat platforms. Every search provider, GDELT included, is off until the
 operator sets it, so a machine without internet access and nothing configured exits 0. The last row says
-what leaves the machine and to whom. The first rows, "settings  warn", name each TIPLINE_* variable that is
+what leaves the machine and to whom; before it, one "watch @name" row per watched public channel with the
+status of its last read (docs/watch.md). The first rows, "settings  warn", name each TIPLINE_* variable that is
 no setting and so is ignored (a typo such as TIPLINE_TELEGRAM_BOT_TOKEN), with the setting it likely meant.
 """
 
@@ -259,7 +260,24 @@ async def diagnose(settings: Settings, *, timeout_s: float = 10.0, warnings: Seq
         local = name in ("qdrant", "embeddings")  # not configured = in this process, which is fine
         status, detail = results.get(name, ("local" if local else "off", why_off or ""))
         rows.append(Row(name, status, detail))
+    rows += watch_rows(settings)
     rows.append(Row("privacy", "ok", leaves_machine(settings)))
+    return rows
+
+
+def watch_rows(s: Settings, now: float | None = None) -> list[Row]:
+    """One row per watched public channel (bot/watch.py) with the status of its last read, from the data dir's
+    database as the running poller left it (read-only; nothing is fetched): warn when it cannot be read."""
+    import time
+
+    from bot.watch import describe
+    from storage.watched import read_channels
+
+    rows = []
+    for ch in read_channels(s.sqlite_path):
+        status: Status = "off" if s.offline else "ok" if ch.status in ("ok", "new") else "warn"
+        detail = describe(ch, time.time() if now is None else now).split(" — ", 1)[-1]
+        rows.append(Row(f"watch @{ch.name}", status, detail + (" (not read: TIPLINE_OFFLINE=true)" if s.offline else "")))
     return rows
 
 

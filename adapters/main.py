@@ -17,6 +17,7 @@ failure a user can cause ends in one sentence and a non-zero exit.
     tipline bench cold [--repeats N]     CPU, wall and peak RSS of a cold `tipline check` (fresh processes)
     tipline bench ocr [--quick]          screenshots: OCR character error rate and time per image
     tipline bench report [--quick]       every documented figure, written into docs/benchmarks.md
+    tipline watch add|list|remove @NAME  public Telegram channels read from their web preview (docs/watch.md)
     tipline schema [PATH]                write the Result JSON schema
 """
 
@@ -559,6 +560,12 @@ async def cmd_vectors(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_watch(args: argparse.Namespace) -> int:
+    from adapters.watch_cli import watch_command
+
+    return await watch_command(args.action, getattr(args, "channels", []), _settings(args))
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     schema = json.dumps(Result.model_json_schema(), indent=2, ensure_ascii=False) + "\n"
     if args.path == "-":
@@ -760,6 +767,14 @@ def build_parser() -> argparse.ArgumentParser:
     vp.add_argument("--url", help="the server (default TIPLINE_QDRANT_URL)")
     vp.add_argument("--api-key", help="the server's API key (default TIPLINE_QDRANT_API_KEY)")
     vp.add_argument("--replace", action="store_true", help="overwrite collections the server already has")
+    w = sub.add_parser("watch", parents=[common], help="public Telegram channels read from their web preview, "
+                       "without admin rights (docs/watch.md)")
+    wsub = w.add_subparsers(dest="action", required=True)
+    for action, what in (("add", "watch channels: each is read at once"),
+                         ("remove", "stop watching; their stored posts are deleted")):
+        wa = wsub.add_parser(action, parents=[common], help=what)
+        wa.add_argument("channels", nargs="+", help="@name or a t.me link")
+    wsub.add_parser("list", parents=[common], help="the watched channels and how each was last read")
     s = sub.add_parser("schema", parents=[common], help="write the Result JSON schema")
     s.add_argument("path", nargs="?", default="docs/result.schema.json")
     return p
@@ -767,7 +782,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _dispatch(args: argparse.Namespace) -> int:
     handlers = {"run": cmd_run, "doctor": cmd_doctor, "check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "forget": cmd_forget, "eval": cmd_eval, "bench": cmd_bench,
-                "vectors": cmd_vectors}
+                "vectors": cmd_vectors, "watch": cmd_watch}
     return await handlers[args.command](args)
 
 

@@ -376,3 +376,69 @@ async def test_watched_channels_are_also_reported_by_and_in_the_digest(tg, app, 
 async def test_watch_needs_the_service(app):
     chat = ChatApp(app.engine, service=CheckService(app.engine), corroborator=app.corroborator, admins=("1",))
     assert await chat.answer(WatchRequest("telegram", 1, 1, 1, "list")) == NOT_AVAILABLE
+
+
+async def test_the_cli_and_doctor_while_the_bot_holds_the_data_dir(app, tme, capsys):
+    """`tipline watch` while this module's app holds the data dir (as `tipline run` would): only rows change,
+    and `tipline doctor` shows each channel's status from them."""
+    from adapters.doctor import watch_rows
+    from adapters.watch_cli import watch_command
+
+    settings = app.settings.model_copy(update={"telegram_preview_url": tme.base_url})
+    ch, person = name(), name("person")
+    fill(tme, ch, 2)
+    tme.channel(person, "Иван", mode="no_preview")
+    code = await watch_command("add", [f"@{ch}", f"t.me/{person}", "https://t.me/+Secret1"], settings)
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1 and out[0] == f"Watching @{ch}: the running tipline reads it within 30 s."
+    assert out[1].startswith(f"@{person} not added: no public preview") and "not added: private" in out[2]
+    assert (await WatchStore(app.db).get(ch)).status == "new"
+    assert await watch_command("list", [], settings) == 0
+    assert f"@{ch} — not read yet" in capsys.readouterr().out
+    rows = {r.service: r for r in watch_rows(settings)}
+    assert rows[f"watch @{ch}"].status == "ok" and rows[f"watch @{ch}"].detail == "not read yet"
+    vanished = name("vanished")
+    await WatchStore(app.db).add(vanished, by="test", now=time.time())
+    await WatchStore(app.db).record(vanished, status="not_found", detail="HTTP 404", now=time.time())
+    row = {r.service: r for r in watch_rows(settings)}[f"watch @{vanished}"]
+    assert row.status == "warn" and row.detail.startswith("not found (no public channel by that name") and \
+        "[HTTP 404]; read just now" in row.detail
+    assert await watch_command("remove", [f"@{ch}", "@never_watched"], settings) == 0
+    out = capsys.readouterr().out
+    assert f"Stopped watching @{ch}; the running tipline deletes" in out and "@never_watched is not watched." in out
+    assert (await WatchStore(app.db).get(ch)).removed
+
+
+async def test_slack_watch_slash_command(app, tme):
+    """`/watch` on Slack: configured admins only, answered to the admin alone; `add` is acked at once and the
+    outcome follows (here through chat.postEphemeral: the request has no response_url)."""
+    import json
+
+    from adapters.slack import SlackBot, SlackConfig
+    from tests.fakes.slack_api import FakeSlack
+    from tests.test_slack import SECRET, post
+    from tests.test_tracking_chat import slash
+
+    fake = await FakeSlack().start()
+    chat = ChatApp(app.engine, service=CheckService(app.engine), corroborator=app.corroborator, admins=("U0BOSS",))
+    chat.attach_watch(watcher(app, tme))
+    bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0), chat)
+    await bot.start()
+    ch = name()
+    fill(tme, ch, 3)
+    form = "application/x-www-form-urlencoded"
+    try:
+        status, body = await post(bot, slash("/watch", f"add <https://t.me/{ch}>", "C0NEWS", "U0BOB"), content_type=form)
+        assert status == 200 and json.loads(body)["text"] == REFUSED
+        status, body = await post(bot, slash("/watch", f"add <https://t.me/{ch}>", "C0NEWS", "U0BOSS"),
+                                  content_type=form)
+        assert json.loads(body)["text"] == "⏳ Reading the channels…"
+        [told] = await fake.wait_for(lambda: fake.called("chat.postEphemeral"))
+        assert told.params["user"] == "U0BOSS" and told.params["text"].startswith(f"Watching @{ch}: 3 posts stored")
+        status, body = await post(bot, slash("/watch", "list", "C0NEWS", "U0BOSS"), content_type=form)
+        assert f"@{ch} (Канал {ch}) — ok: last post" in json.loads(body)["text"]
+        assert await stored(app, ch) == 3
+    finally:
+        await bot.stop()
+        await chat.aclose()
+        await fake.stop()
