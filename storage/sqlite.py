@@ -300,6 +300,39 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX jobs_user ON jobs(platform, user_id);
     CREATE INDEX check_repeats_check ON check_repeats(check_id);
     """,
+    # 12: watched public Telegram channels and the posts read from their web preview (storage/watched.py,
+    # bot/watch.py); IF NOT EXISTS: a development data dir may have made them on first use before.
+    """
+    CREATE TABLE IF NOT EXISTS watched_channels (
+        name TEXT PRIMARY KEY,  -- the channel's public name, lowercase, without the @
+        title TEXT NOT NULL DEFAULT '',
+        added_by TEXT,
+        added_at REAL NOT NULL,
+        removed INTEGER NOT NULL DEFAULT 0,  -- removed by `tipline watch remove` while another process ran
+        last_post_id INTEGER NOT NULL DEFAULT 0,
+        last_post_at REAL,
+        last_poll_at REAL,
+        last_ok_at REAL,
+        status TEXT NOT NULL DEFAULT 'new',
+        detail TEXT NOT NULL DEFAULT '',
+        retry_at REAL,  -- not read before this (HTTP 429 Retry-After)
+        posts INTEGER NOT NULL DEFAULT 0  -- posts stored since it was added
+    );
+    CREATE TABLE IF NOT EXISTS watched_posts (
+        key TEXT PRIMARY KEY,  -- the tracked message's key, "telegram:@<name>:<id>"
+        channel TEXT NOT NULL,
+        post_id INTEGER NOT NULL,
+        ts REAL NOT NULL,
+        views INTEGER,
+        forwarded_from TEXT NOT NULL DEFAULT '',
+        forwarded_link TEXT NOT NULL DEFAULT '',
+        origin TEXT NOT NULL DEFAULT '',  -- "<channel>/<id>" of the post it is or repeats: a forward chain once
+        stored INTEGER NOT NULL DEFAULT 1  -- 0: not a tracked message (a repeat, a service post, no text, too old)
+    );
+    CREATE INDEX IF NOT EXISTS watched_posts_channel ON watched_posts(channel, post_id);
+    CREATE INDEX IF NOT EXISTS watched_posts_origin ON watched_posts(origin);
+    CREATE INDEX IF NOT EXISTS watched_posts_ts ON watched_posts(ts);
+    """,
 )
 
 # A pseudonym: PSEUDONYM_PREFIX and 32 hex digits (128 bits of an HMAC-SHA256).

@@ -10,8 +10,7 @@ the posts read from their web preview.
 
 The posts themselves (text, time, link) are tracked messages (storage/messages.py) of the chat
 ("telegram", "@<name>"), so "also reported by", digests, /trending and alerts read them with every other
-tracked chat. The tables are created on first use (`WatchStore.ensure`, idempotent), which keeps this
-feature out of the numbered migrations other features append to.
+tracked chat. The tables are migration 12 (storage/sqlite.py).
 """
 
 from __future__ import annotations
@@ -22,38 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storage.sqlite import Database
-
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS watched_channels (
-        name TEXT PRIMARY KEY,  -- the channel's public name, lowercase, without the @
-        title TEXT NOT NULL DEFAULT '',
-        added_by TEXT,
-        added_at REAL NOT NULL,
-        removed INTEGER NOT NULL DEFAULT 0,  -- removed by `tipline watch remove` while another process ran
-        last_post_id INTEGER NOT NULL DEFAULT 0,
-        last_post_at REAL,
-        last_poll_at REAL,
-        last_ok_at REAL,
-        status TEXT NOT NULL DEFAULT 'new',
-        detail TEXT NOT NULL DEFAULT '',
-        retry_at REAL,  -- not polled before this (HTTP 429 Retry-After)
-        posts INTEGER NOT NULL DEFAULT 0  -- posts stored since it was added
-    )""",
-    """CREATE TABLE IF NOT EXISTS watched_posts (
-        key TEXT PRIMARY KEY,  -- the tracked message's key, "telegram:@<name>:<id>"
-        channel TEXT NOT NULL,
-        post_id INTEGER NOT NULL,
-        ts REAL NOT NULL,
-        views INTEGER,
-        forwarded_from TEXT NOT NULL DEFAULT '',
-        forwarded_link TEXT NOT NULL DEFAULT '',
-        origin TEXT NOT NULL DEFAULT '',
-        stored INTEGER NOT NULL DEFAULT 1
-    )""",
-    "CREATE INDEX IF NOT EXISTS watched_posts_channel ON watched_posts(channel, post_id)",
-    "CREATE INDEX IF NOT EXISTS watched_posts_origin ON watched_posts(origin)",
-    "CREATE INDEX IF NOT EXISTS watched_posts_ts ON watched_posts(ts)",
-)
 
 _CHANNEL_COLS = ("name, title, added_by, added_at, removed, last_post_id, last_post_at, last_poll_at, last_ok_at, "
                  "status, detail, retry_at, posts")
@@ -106,21 +73,11 @@ class WatchedPost:
 class WatchStore:
     def __init__(self, db: Database):
         self.db = db
-        self._ready = False
-
-    async def ensure(self) -> None:
-        if self._ready:
-            return
-        async with self.db.transaction() as conn:
-            for statement in SCHEMA:
-                await conn.execute(statement)
-        self._ready = True
 
     # --- channels --------------------------------------------------------------------------------
 
     async def add(self, name: str, *, by: object, now: float) -> bool:
         """Watch `name`; False when it was watched already (a removal still pending is undone)."""
-        await self.ensure()
         async with self.db.transaction() as conn:
             cur = await conn.execute("SELECT removed FROM watched_channels WHERE name = ?", (name,))
             row = await cur.fetchone()
@@ -134,27 +91,23 @@ class WatchStore:
         return True
 
     async def get(self, name: str) -> WatchedChannel | None:
-        await self.ensure()
         row = await self.db.fetchone(f"SELECT {_CHANNEL_COLS} FROM watched_channels WHERE name = ?", (name,))
         return None if row is None else _channel(row)
 
     async def channels(self, *, removed: bool = False) -> list[WatchedChannel]:
         """The watched channels (or, with `removed`, those whose removal is pending), by name."""
-        await self.ensure()
         rows = await self.db.fetchall(f"SELECT {_CHANNEL_COLS} FROM watched_channels WHERE removed = ? ORDER BY name",
                                       (int(removed),))
         return [_channel(r) for r in rows]
 
     async def mark_removed(self, name: str) -> bool:
         """Stop watching `name` now; the process that owns the vectors deletes its posts (`delete`)."""
-        await self.ensure()
         async with self.db.transaction() as conn:
             cur = await conn.execute("UPDATE watched_channels SET removed = 1 WHERE name = ? AND removed = 0", (name,))
             return cur.rowcount > 0
 
     async def delete(self, name: str) -> None:
         """Forget the channel and its post rows (its tracked messages are the corroborator's to delete)."""
-        await self.ensure()
         async with self.db.transaction() as conn:
             await conn.execute("DELETE FROM watched_posts WHERE channel = ?", (name,))
             await conn.execute("DELETE FROM watched_channels WHERE name = ?", (name,))
@@ -163,7 +116,6 @@ class WatchStore:
                      title: str | None = None, last_post_id: int | None = None, last_post_at: float | None = None,
                      retry_at: float | None = None, stored: int = 0) -> None:
         """The outcome of one poll. Fields given as None keep their value; `retry_at` is always replaced."""
-        await self.ensure()
         async with self.db.transaction() as conn:
             await conn.execute(
                 """UPDATE watched_channels SET status = ?, detail = ?, last_poll_at = ?, retry_at = ?,
@@ -189,7 +141,6 @@ class WatchStore:
         """Record posts read; a post read again keeps its row and gets the views now shown."""
         if not posts:
             return
-        await self.ensure()
         async with self.db.transaction() as conn:
             await conn.executemany(
                 """INSERT INTO watched_posts (key, channel, post_id, ts, views, forwarded_from, forwarded_link, origin,
@@ -202,7 +153,6 @@ class WatchStore:
         rows = [(v, k) for k, v in views]
         if not rows:
             return
-        await self.ensure()
         async with self.db.transaction() as conn:
             await conn.executemany("UPDATE watched_posts SET views = ? WHERE key = ?", rows)
 
@@ -210,7 +160,6 @@ class WatchStore:
         """Which of `origins` ("<channel>/<id>") some watched channel's stored post already is or repeats."""
         wanted = sorted({o for o in origins if o})
         found: set[str] = set()
-        await self.ensure()
         for i in range(0, len(wanted), 500):
             chunk = wanted[i:i + 500]
             rows = await self.db.fetchall(f"SELECT DISTINCT origin FROM watched_posts WHERE stored = 1 AND origin IN "
@@ -223,7 +172,6 @@ class WatchStore:
         out: dict[str, WatchedPost] = {}
         if not wanted:
             return out
-        await self.ensure()
         for i in range(0, len(wanted), 500):
             chunk = wanted[i:i + 500]
             rows = await self.db.fetchall(
@@ -237,7 +185,6 @@ class WatchStore:
 
     async def delete_older(self, ts: float) -> int:
         """Post rows older than `ts` (the retention period, as for tracked messages)."""
-        await self.ensure()
         async with self.db.transaction() as conn:
             cur = await conn.execute("DELETE FROM watched_posts WHERE ts < ?", (ts,))
             return cur.rowcount
