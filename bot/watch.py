@@ -50,6 +50,7 @@ TICK_S = 30.0  # how often the poller looks for channels due (a channel added fr
 REQUEST_GAP_S = 1.0  # between two page requests to Telegram
 MAX_AT_ONCE = 20  # channels one /watch add takes
 MAX_CHANNELS = 1000
+LIST_CHARS = 3500  # /watch list fits one chat message (Telegram: 4,096 characters)
 REFUSED_AT_ADD = frozenset({"not_found", "private", "no_preview", "restricted"})
 
 STATUS_TEXT = {
@@ -193,14 +194,25 @@ class WatchService:
             lines.append(f"Stopped watching @{name}; its {n} stored post{'s' if n != 1 else ''} deleted.")
         return lines
 
-    async def listing(self) -> str:
+    async def listing(self, limit: int = LIST_CHARS) -> str:
+        """Every watched channel with its status, those that cannot be read first; cut to `limit` characters
+        (one chat message), the rest counted."""
         channels = await self.store.channels()
         if not channels:
             return ("No channels are watched. /watch add @channel (or a t.me link; several at once) reads a public "
                     "channel's posts from its web preview, with no admin rights in it.")
         head = (f"Watched channels ({len(channels)}), read from their public web preview every "
                 f"{_every(self.interval_s)}" + ("" if self.enabled else " (not read: TIPLINE_OFFLINE=true)") + ":")
-        return "\n".join([head] + [f"• {self.describe(ch)}" for ch in channels])
+        lines, size = [head], len(head)
+        ordered = sorted(channels, key=lambda c: (c.status in ("ok", "new"), c.name))
+        for i, ch in enumerate(ordered):
+            line = f"• {self.describe(ch)}"
+            if size + len(line) + 1 > limit - 80:
+                lines.append(f"(+{len(ordered) - i} more: `tipline watch list` shows every channel)")
+                break
+            lines.append(line)
+            size += len(line) + 1
+        return "\n".join(lines)
 
     def describe(self, ch: WatchedChannel, now: float | None = None) -> str:
         """`@name (Title) — ok: last post 12 min ago, read 3 min ago; 20 posts stored`."""

@@ -257,6 +257,11 @@ async def test_watch_commands_are_for_the_bots_admins(app, tme):
     listing = await cmds.handle(WatchRequest("telegram", 1, 13, 1, ""))
     assert listing.startswith("Watched channels (") and f"• @{ch} (Канал {ch}) — ok: last post" in listing
     assert (await cmds.handle(WatchRequest("slack", "D1", "t", "1", "bogus"))).startswith("Usage:")
+    short = await w.listing(limit=400)  # one chat message: cut, the rest counted, those in trouble first
+    assert len(short) <= 400 and short.splitlines()[-1].startswith("(+") and "more: `tipline watch list`" in short
+    everyone = (await w.listing(limit=100_000)).splitlines()[1:]
+    ok_at = [i for i, line in enumerate(everyone) if " — ok:" in line]
+    assert ok_at and all(" — ok:" in line for line in everyone[ok_at[0]:])
     removed = await cmds.handle(WatchRequest("telegram", 1, 14, 1, f"remove t.me/{ch}"))
     assert removed == f"Stopped watching @{ch}; its 2 stored posts deleted."
     assert await stored(app, ch) == 0 and not await app.corroborator.store.is_tracked("telegram", f"@{ch}")
