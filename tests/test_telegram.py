@@ -94,7 +94,7 @@ async def test_private_message_gets_progress_then_verdict_card(fake, bot, tg_app
     # commands registered and webhook removed on start
     cmds = fake.called("setMyCommands")[0].params["commands"]
     assert [c["command"] for c in cmds] == ["start", "help", "check", "evidence", "domains", "review", "track", "auto",
-                                           "forget", "stats", "digest", "trending", "alerts"]
+                                           "forget", "stats", "digest", "trending", "alerts", "watch"]
     assert fake.called("deleteWebhook")
 
 
