@@ -115,7 +115,7 @@ class ChatApp:
             ChatSettingsRequest: lambda req, admin: self.chat_commands.handle(req, is_chat_admin=admin),
             ReviewRequest: lambda req, admin: self.review.handle(req),
             DigestRequest: lambda req, admin: self.digest_commands.handle(req, is_chat_admin=admin),
-            WatchRequest: lambda req, admin: self.watch_commands.handle(req),
+            WatchRequest: lambda req, admin: self.watch_commands.handle(req, is_chat_admin=admin),
         }
         self._handlers: dict[type, Handler] = {
             Info: self._info, EvidenceRequest: self._evidence_request, DomainsRequest: self._reply,

@@ -5,8 +5,10 @@
     /watch list  (or /watch)             every watched channel with its status
     /watch remove @channel […]           stop watching; what was stored of it is deleted
 
-Configured admins only (TIPLINE_ADMINS), in any chat: what is watched feeds every chat's "also reported
-by", digests and alerts, so no chat's own admins decide it. Every change and refusal goes to the audit log.
+Rights, as for /track: a configured admin (TIPLINE_ADMINS) anywhere, and a Telegram group's own
+administrators in their group (Slack has no per-channel admin role: configured admins only). What is
+watched is one list for the whole deployment, feeding every chat's "also reported by", digests and
+alerts, as a tracked chat does. Every change and refusal goes to the audit log.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.admins import Admins
+from bot.chat_settings import ChatAdminCheck
 from storage.domains import DomainStore
 from storage.sqlite import Database
 
@@ -26,7 +29,7 @@ if TYPE_CHECKING:  # bot/chat.py routes /watch: a `tipline check` must not load 
 log = logging.getLogger(__name__)
 
 WATCH_COMMAND = "watch"
-REFUSED = "Only the bot's admins can change or list the watched channels."
+REFUSED = "Only admins can change or list the watched channels."
 NOT_AVAILABLE = "Watching channels is not available on this deployment (it needs tracking, which is off here)."
 USAGE = ("Usage:\n"
          "/watch add @channel — read a public Telegram channel from its web preview (a t.me link works too; "
@@ -71,11 +74,24 @@ class WatchCommands:
         self.admins = admins
         self.audit_log = DomainStore(db)
 
-    async def handle(self, req: WatchRequest) -> str:
+    async def _allowed(self, req: WatchRequest, is_chat_admin: ChatAdminCheck | None) -> bool:
+        if self.admins.is_admin(req.platform, req.user_id):
+            return True
+        if is_chat_admin is None or req.user_id is None:
+            return False
+        try:
+            return await is_chat_admin()
+        except Exception:
+            log.warning("could not check chat admin rights of %s in %s", req.user_id, req.chat_id, exc_info=True)
+            return False
+
+    async def handle(self, req: WatchRequest, *, is_chat_admin: ChatAdminCheck | None = None) -> str:
+        """`is_chat_admin`: whether the sender administers the group the command came from (None: a private
+        chat, or a platform without chat admins)."""
         op, names = parse(req.args)
         if op == "usage":
             return USAGE
-        if not self.admins.is_admin(req.platform, req.user_id):
+        if not await self._allowed(req, is_chat_admin):
             await self._audit(req, f"watch.{op}.refused", " ".join(names))
             return REFUSED
         if self.service is None:

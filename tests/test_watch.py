@@ -243,7 +243,7 @@ async def test_each_status_is_shown_logged_once_and_never_stops_the_poller(app, 
     await w.aclose()
 
 
-async def test_watch_commands_are_for_the_bots_admins(app, tme):
+async def test_watch_commands_are_for_admins(app, tme):
     w = watcher(app, tme)
     cmds = WatchCommands(app.db, w, Admins(["1"]))
     ch = name()
@@ -253,6 +253,14 @@ async def test_watch_commands_are_for_the_bots_admins(app, tme):
     assert await cmds.handle(WatchRequest("telegram", 2, 11, 2, "list")) == REFUSED
     audit = [(e.action, e.detail) for e in await DomainStore(app.db).audit_entries(2)]
     assert audit == [("watch.list.refused", ""), ("watch.add.refused", f"@{ch}")]
+    async def yes() -> bool:
+        return True
+
+    async def no() -> bool:
+        return False
+    group = WatchRequest("telegram", -100777, 16, 3, "list")
+    assert await cmds.handle(group, is_chat_admin=no) == REFUSED  # a group's member
+    assert (await cmds.handle(group, is_chat_admin=yes)).startswith(("Watched channels", "No channels"))  # its admin
     assert (await cmds.handle(WatchRequest("telegram", 1, 12, 1, f"add @{ch}"))).startswith(f"Watching @{ch}")
     listing = await cmds.handle(WatchRequest("telegram", 1, 13, 1, ""))
     assert listing.startswith("Watched channels (") and f"• @{ch} (Канал {ch}) — ok: last post" in listing
