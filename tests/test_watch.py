@@ -164,6 +164,15 @@ async def test_a_forward_chain_counts_once_and_service_and_photo_posts_are_not_s
     assert rows[f"telegram:@{c}:1"].forwarded_from == "Херсон онлайн" and rows[f"telegram:@{c}:1"].stored
     assert not rows[f"telegram:@{a}:2"].stored and not rows[f"telegram:@{a}:3"].stored  # service, photo only
     assert (await w.store.get(a)).last_post_id == 3  # read all the same: never read again
+
+    # A channel the bot reads as its admin (/track on, under its numeric id) is not stored a second time.
+    own = name("own")
+    await app.corroborator.store.set_flag("telegram", "-1009990099", "tracking", True, kind="channel",
+                                          handle=f"@{own}")
+    tme.channel(own, "Свой канал")
+    tme.post(own, "Свежая новость, которую бот уже получает как администратор канала")
+    assert (await w.add([own]))[0].startswith(f"Watching @{own}: 0 posts stored")
+    assert await stored(app, own) == 0
     await w.aclose()
 
 
