@@ -295,6 +295,12 @@ class WatchService:
         if ch.last_post_id and min(seen) > ch.last_post_id + 1:
             pages, missed = await self._back(ch, seen)
         fresh = sorted((p for p in seen.values() if p.post_id > ch.last_post_id), key=lambda p: p.post_id)
+        if max(seen) < ch.last_post_id:
+            # Every post is older than the last one read: its latest posts were deleted, or the name now
+            # belongs to a new channel whose ids start again. Posts never read before are new all the same.
+            known = await self.store.posts(message_key(name, i) for i in seen)
+            fresh = sorted((p for p in seen.values() if message_key(name, p.post_id) not in known),
+                           key=lambda p: p.post_id)
         stored, upto = await self._store(name, fresh)
         await self.store.update_views((message_key(name, p.post_id), p.views) for p in seen.values()
                                       if p.post_id <= ch.last_post_id and p.views is not None)

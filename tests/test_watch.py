@@ -114,6 +114,13 @@ async def test_the_first_read_takes_the_first_page_then_only_new_posts(app, tme)
     assert (newer.read, newer.stored) == (2, 2) and await stored(app, ch) == 22
     assert (await w.store.posts([f"telegram:@{ch}:30"]))[f"telegram:@{ch}:30"].views == 45_100
     assert (await w.add([f"@{ch}"]))[0].startswith(f"@{ch} is already watched: @{ch} (Канал {ch}) — ok: last post")
+
+    # The name now belongs to a new channel, whose post ids start again: its posts are new all the same.
+    tme.channels[ch].posts.clear()
+    fill(tme, ch, 3)
+    reborn = await w.poll(ch)
+    assert (reborn.read, reborn.stored) == (3, 3) and await stored(app, ch) == 25
+    assert (await w.poll(ch)).stored == 0
     await w.aclose()
 
 
