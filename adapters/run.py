@@ -114,7 +114,13 @@ async def run(settings: Settings, stop: asyncio.Event | None = None, *, wait_unc
         if announce is not None:  # at once: loading the models and the knowledge base takes seconds
             announce([f"tipline {tipline_version()}: starting; loading the models and the knowledge base "
                       f"in {settings.data_dir}…"])
+        # Loaded beside the models, in a thread: every request's intake reads the language, and the first
+        # one would otherwise load the classifier on the event loop (core/language.py `preload`).
+        from core.language import preload
+
+        languages = asyncio.ensure_future(asyncio.to_thread(preload))
         async with build_app(settings) as app, AsyncExitStack() as adapters:
+            await languages
             # Callbacks run in reverse: intake stops first, then the queue drains, then adapters close.
             chat = build_chat(settings, app)
             adapters.push_async_callback(chat.aclose)
@@ -205,6 +211,8 @@ def attach_background(settings: Settings, app: App, chat: ChatApp, stop: asyncio
                 await asyncio.wait_for(stop.wait(), 15)
 
     tasks.append(asyncio.create_task(housekeeping(), name="tipline-housekeeping"))
+    if app.metrics is not None:  # event-loop stalls, on /metrics (what /healthz and every reply wait behind)
+        tasks.append(asyncio.create_task(app.metrics.watch_event_loop(stop), name="tipline-loop-lag"))
     if chat.digests is not None:  # scheduled digests and alerts (bot/digest_schedule.py)
         tasks.append(asyncio.create_task(chat.digests.run(stop), name="tipline-digests"))
     if settings.feeds:

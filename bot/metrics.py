@@ -19,6 +19,9 @@ What is exported (all names prefixed `tipline_`):
 - `cache_requests_total{provider,result="hit"|"miss"}` and `cache_hit_rate{provider}`;
 - `circuit_state{provider}`: 0 closed, 1 half-open, 2 open;
 - `queue_depth`;
+- `event_loop_lag_seconds` histogram and `event_loop_lag_max_seconds`: how late the event loop woke a 50 ms
+  timer, i.e. how long something blocked it (`watch_event_loop`, a task of `tipline run`): /healthz, every
+  webhook and every reply wait that long;
 - `llm_tokens_total{kind="prompt"|"completion"}`, `llm_calls_total{name}`, `llm_cost_usd_total`.
 """
 
@@ -26,8 +29,9 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+import asyncio
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -39,6 +43,9 @@ CIRCUIT_VALUES: dict[BreakerState, int] = {"closed": 0, "half_open": 1, "open": 
 # Stages run from milliseconds (intake) to the per-source timeout (gather, LLM), hence the wide spread.
 _STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40)
 _PROVIDER_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30)
+# An event-loop stall: 100 ms is the goal for /healthz under a burst, 500 ms the bar (docs/reliability.md).
+LOOP_LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+LOOP_TICK_S = 0.05
 
 
 class Metrics:
@@ -73,6 +80,10 @@ class Metrics:
         self.llm_tokens = Counter("tipline_llm_tokens", "LLM tokens used.", ["kind"], registry=r)
         self.llm_calls = Counter("tipline_llm_calls", "LLM calls, by structured-output name.", ["name"], registry=r)
         self.llm_cost_usd = Counter("tipline_llm_cost_usd", "Estimated LLM cost in US dollars.", registry=r)
+        self.loop_lag = Histogram("tipline_event_loop_lag_seconds", "How long the event loop was blocked: how "
+                                  "late it woke a timer (sampled every 50 ms).", buckets=LOOP_LAG_BUCKETS, registry=r)
+        self.loop_lag_max = Gauge("tipline_event_loop_lag_max_seconds", "The longest event-loop stall since start.",
+                                  registry=r)
         # Plain counts behind the ratio gauges (prometheus_client counters are not meant to be read back).
         self._cache_counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # provider -> [hits, total]
         self._checks_total = 0
@@ -134,6 +145,20 @@ class Metrics:
     def track_queue_depth(self, depth: Callable[[], float]) -> None:
         """Read the depth at scrape time instead (the callable must be cheap and non-blocking)."""
         self.queue_depth.set_function(depth)
+
+    async def watch_event_loop(self, stop: asyncio.Event, tick_s: float = LOOP_TICK_S) -> None:
+        """Until `stop`: sleep `tick_s` and record how much later than asked the loop woke up (a task of
+        `tipline run`; 20 wake-ups a second, microseconds each)."""
+        worst = 0.0
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            with suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), tick_s)
+            lag = max(0.0, time.perf_counter() - t0 - tick_s)
+            self.loop_lag.observe(lag)
+            if lag > worst:
+                worst = lag
+                self.loop_lag_max.set(lag)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

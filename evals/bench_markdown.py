@@ -420,7 +420,22 @@ def burst_block(figures: dict, config) -> str:
         f"{f['peak_rss_mib']:.0f} MiB.",
         "",
         table(["", "n", "p50 s", "p95 s", "max s"], rows),
+        *_burst_stalls(f),
     ])
+
+
+def _burst_stalls(f: dict) -> list[str]:
+    """/healthz against its goal (100 ms) and bar (500 ms), and the server's event-loop stalls (figures from
+    before these were measured have neither)."""
+    from evals.bench_burst import format_stalls
+
+    h, lines = f["healthz_s"], []
+    if "over_goal" in h:
+        lines.append(f"/healthz polls over 100 ms (the goal: none): {h['over_goal']}; over 500 ms (the bar): "
+                     f"{h['over_bar']}.")
+    if stalls := format_stalls(f.get("loop_stalls") or {}):
+        lines.append(stalls[0].upper() + stalls[1:] + " (`tipline_event_loop_lag_seconds` on /metrics).")
+    return ["", " ".join(lines)] if lines else []
 
 
 _RENDER = {"burst": burst_block, "cold": cold_block, "run": run_block, "claim-matching": claim_matching_block, "match": match_block, "ingest": ingest_block,

@@ -314,6 +314,9 @@ def test_bench_burst(tipline) -> None:
     assert report["result_s"]["n"] == 4 and report["healthz_s"]["n"] >= 1
     assert 0 < report["first_answer_s"]["p50"] <= report["first_answer_s"]["max"] <= report["result_s"]["max"]
     assert report["peak_rss_mib"] > 50
+    # /healthz against its goal and bar, and the server's own event-loop stalls (read from its /metrics).
+    assert {"over_goal", "over_bar"} <= set(report["healthz_s"])
+    assert report["loop_stalls"]["samples"] >= 1 and report["loop_stalls"]["over_bar"] >= 0
 
 
 def test_bench_report_quick(tipline, tmp_path: Path) -> None:
