@@ -153,7 +153,8 @@ def build_llm(settings: Settings, db: Database, metrics: Metrics | None = None) 
         return None
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
     client = OpenAICompatibleLLM(settings.llm_base_url or None, key, settings.llm_model,
-                                 timeout_s=settings.llm_timeout_s)
+                                 timeout_s=settings.llm_timeout_s, reasoning_effort=settings.llm_reasoning_effort,
+                                 reasoning_tokens=settings.llm_reasoning_tokens)
     return BudgetedLLM(client, db, settings, observer=metrics)
 
 

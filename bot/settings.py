@@ -85,8 +85,19 @@ class Settings(BaseSettings):
     # LLM (optional; without it the engine runs in offline mode)
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
-    llm_model: str = "gpt-4o-mini"
+    # A GPT-5-family model by default: OpenAI's current generation, cheaper on our input-heavy calls than
+    # gpt-4.1-mini ($0.25 vs $0.40 per million input tokens), and the family the client must speak anyway
+    # (core/llm.py: no temperature, max_completion_tokens, minimal reasoning; docs/deploy.md#an-llm).
+    llm_model: str = "gpt-5-mini"
     llm_timeout_s: float = 20.0
+    llm_reasoning_effort: str = Field(
+        default="auto", description="reasoning_effort sent to reasoning models: auto = minimal for gpt-5, "
+        "gpt-5-mini and gpt-5-nano, none for later gpt-5.x, low for o1/o3/o4 and nothing for other models; a "
+        "value (minimal, low, medium, high, ...) is sent with every call; empty = never sent. A model that "
+        "refuses it is called without it.")
+    llm_reasoning_tokens: int = Field(
+        default=1024, ge=0, description="Tokens added to each call's answer budget on reasoning models, whose "
+        "hidden reasoning counts against max_completion_tokens.")
     check_deadline_s: float = Field(default=60.0, description="A check answers with what it has by then.")
 
     # Telegram (python-telegram-bot, long polling)
@@ -176,8 +187,8 @@ class Settings(BaseSettings):
     breaker_failures: int = 5
     breaker_cooldown_s: float = 60.0
     cache_ttl_s: float = 6 * 3600
-    llm_input_usd_per_mtok: float = 0.15
-    llm_output_usd_per_mtok: float = 0.60
+    llm_input_usd_per_mtok: float = 0.25  # gpt-5-mini's prices
+    llm_output_usd_per_mtok: float = 2.00
     llm_daily_warn_usd: float | None = None
     llm_monthly_cap_usd: float | None = None
 

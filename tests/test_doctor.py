@@ -82,7 +82,7 @@ async def test_doctor_reaches_everything_configured(tmp_path: Path, model_dir: P
         assert code == 0, out + err
         assert rows["telegram"] == ("ok", "@tipline_bot (getMe); privacy mode on (groups: /check and mentions)")
         assert rows["slack"][0] == "ok" and "Tipline Test" in rows["slack"][1]
-        assert rows["llm"] == ("ok", f"gpt-4o-mini is served at {llm.base_url}")
+        assert rows["llm"] == ("ok", f"gpt-5-mini is served at {llm.base_url}")
         assert rows["qdrant"] == ("ok", f"{qdrant.url}: 1 collections")
         assert rows["embeddings"] == ("ok", f"sentence-transformers/all-MiniLM-L6-v2 at {emb.base_url}: 384 dimensions")
         for name in ("searxng", "brave", "factcheck_api", "gdelt", "data_dir", "rest_api"):

@@ -266,3 +266,42 @@ async def test_not_checkable_is_explained_in_the_users_language(settings, llm_fa
         result = await app.engine.check("Пицца вкуснее бургеров")
     assert result.verdict == Verdict.NOT_CHECKABLE
     assert result.label == "Не проверяется" and "мнение" in result.reasoning
+
+
+async def test_the_llm_path_completes_against_a_server_that_behaves_like_gpt5_mini(settings, llm_fake, search_fake):
+    """The fake refuses what gpt-5-mini refuses (max_tokens, temperature 0, OpenAI's 400 bodies): the default
+    model's calls are spelled right from the first one, and the check is judged by the LLM."""
+    search_fake.searx_results.extend(WATER)
+    script_water_claim(llm_fake)
+    llm_fake.respond("adjudication", lambda body: {"verdict": "REFUTED", "confidence": 0.9,
+                                                   "reasoning": "Water boils at 100 °C at sea level [1][2]."})
+    assert Settings.model_fields["llm_model"].default == "gpt-5-mini"
+    async with build_app(llm_settings(settings, llm_fake, search_fake, llm_model="gpt-5-mini")) as app:
+        result = await app.engine.check("Water boils at 50C at sea level")
+    assert result.mode == "llm" and result.verdict == Verdict.REFUTED
+    assert not any("Could not use" in n for n in result.notes), result.notes
+    names = {r["response_format"]["json_schema"]["name"] for r in llm_fake.requests}
+    assert {"claim_extraction", "query_plan", "stance", "adjudication"} <= names
+    for req in llm_fake.requests:
+        assert "max_tokens" not in req and "temperature" not in req
+        assert req["reasoning_effort"] == "minimal" and req["max_completion_tokens"] > 1024
+
+
+async def test_an_azure_deployment_of_gpt5_mini_is_refused_once_per_parameter_in_a_whole_check(
+        settings, llm_fake, search_fake):
+    """Its name says nothing of the model: the first call is refused (max_tokens), and no later call of the check,
+    concurrent stance batches included, sends a refused parameter again."""
+    llm_fake.api_key = "azure-key"
+    llm_fake.deployments["checks"] = "gpt-5-mini"
+    search_fake.searx_results.extend(WATER)
+    script_water_claim(llm_fake)
+    llm_fake.respond("adjudication", lambda body: {"verdict": "REFUTED", "confidence": 0.9,
+                                                   "reasoning": "Water boils at 100 °C at sea level [1][2]."})
+    url = f"http://127.0.0.1:{llm_fake.port}/openai/deployments/checks?api-version=2024-10-21"
+    s = llm_settings(settings, llm_fake, search_fake, llm_model="checks", llm_api_key=SecretStr("azure-key"))
+    async with build_app(s.model_copy(update={"llm_base_url": url})) as app:
+        result = await app.engine.check("Water boils at 50C at sea level")
+    assert result.mode == "llm" and result.verdict == Verdict.REFUTED
+    assert sum("max_tokens" in r for r in llm_fake.requests) == 1
+    assert sum("temperature" in r for r in llm_fake.requests) == 1
+    assert len(llm_fake.requests) >= 5  # claims, queries, stance, adjudication, and the one refused

@@ -12,9 +12,28 @@ message{role, content, refusal}, finish_reason, usage). Each test scripts the an
     fake.reply_no_choices()                     # choices: []
 
 With nothing scripted it answers 500 "fake: nothing scripted", so a missing script fails loudly.
-Like a real server it honours `max_tokens`: content longer than that many tokens (counted as one token
-per 4 characters, the usual rule of thumb) is cut there with `finish_reason: "length"`.
-Every request body is recorded in `requests` (with its Authorization header in `auth`).
+Like a real server it honours `max_completion_tokens` (else `max_tokens`): content longer than that many
+tokens (counted as one token per 4 characters, the usual rule of thumb) is cut there with
+`finish_reason: "length"`. Every request body is recorded in `requests` (with its Authorization header in
+`auth`), refused ones too.
+
+It plays OpenAI's models by the request's model name, refusing what they refuse with OpenAI's own 400
+bodies (`model_refusal`), before any script is used:
+
+- reasoning models (gpt-5*, o1*, o3*, o4*): `max_tokens` ("Unsupported parameter: 'max_tokens' is not
+  supported with this model. Use 'max_completion_tokens' instead."), a temperature other than 1, and a
+  `reasoning_effort` the model does not take (gpt-5/-mini/-nano: minimal..high; gpt-5.1 and later:
+  none..xhigh; o-series: low..high). Their hidden reasoning (`reasoning_tokens`, by effort; medium when none
+  is sent, none for gpt-5.1+) is spent from the limit before the answer, and reported in
+  `usage.completion_tokens_details.reasoning_tokens`;
+- other OpenAI names (gpt-4o*, gpt-4.1*, ...): `reasoning_effort`;
+- models without structured outputs (gpt-3.5-turbo, gpt-4, gpt-4-turbo, o1-mini, o1-preview):
+  `response_format` of type json_schema (gpt-4 and the o1 previews: json_object too).
+
+Any other name (fake-model, llama3.1, ...) takes everything, like Ollama and llama.cpp, which ignore what they
+do not know. Azure OpenAI's deployment route is served too: `/openai/deployments/{name}/chat/completions`
+wants an `api-version` query (404 without) and, with `api_key` set, that key in an `api-key` header (401);
+`deployments` maps a deployment to the model it plays.
 
 A pipeline makes several different calls; scripts can be keyed by the structured-output name
 (`response_format.json_schema.name`) so their order does not matter:
@@ -31,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -38,6 +58,10 @@ from typing import Any, Callable
 from aiohttp import web
 
 from tests.fakes.loopback import serve_on_loopback
+
+
+# Hidden reasoning tokens a reasoning model spends before answering, per reasoning_effort (illustrative).
+REASONING_TOKENS = {"none": 0, "minimal": 0, "low": 128, "medium": 512, "high": 2048, "xhigh": 4096}
 
 
 @dataclass
@@ -70,6 +94,7 @@ class FakeOpenAI:
     async def start(self) -> FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._azure_completions)
         app.router.add_get("/v1/models", self._models)
         self._runner, self.port = await serve_on_loopback(app, shutdown_timeout=1.0)
         return self
@@ -85,8 +110,12 @@ class FakeOpenAI:
 
     # --- scripting -------------------------------------------------------------------------
 
-    models: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o")  # what GET /v1/models lists
+    models: tuple[str, ...] = ("gpt-5-mini", "gpt-4.1-mini", "gpt-4o-mini", "gpt-4o")  # what GET /v1/models lists
     api_key: str | None = None  # set: GET /v1/models wants it as the bearer token, like OpenAI
+    deployments: dict[str, str] = field(default_factory=dict)  # Azure deployment -> the model it plays
+    # Hidden reasoning a reasoning model spends per effort before it answers (illustrative sizes).
+    reasoning_tokens: dict[str, int] = field(default_factory=lambda: dict(REASONING_TOKENS))
+    urls: list[str] = field(default_factory=list)  # path and query of every chat completion request
 
     async def _models(self, request: web.Request) -> web.Response:
         """OpenAI's model list: {"object": "list", "data": [{"id", "object": "model", "created", "owned_by"}]}."""
@@ -138,10 +167,27 @@ class FakeOpenAI:
 
     # --- handler ---------------------------------------------------------------------------
 
-    async def _completions(self, request: web.Request) -> web.Response:
+    async def _azure_completions(self, request: web.Request) -> web.Response:
+        """Azure OpenAI's deployment API: the deployment in the path names the model, the body's is ignored."""
+        if "api-version" not in request.query:
+            return web.json_response({"error": {"code": "404", "message": "Resource not found"}}, status=404)
+        if self.api_key is not None and request.headers.get("api-key") != self.api_key:
+            return web.json_response({"error": {"code": "401", "message": "Access denied due to invalid "
+                                      "subscription key or wrong API endpoint. Make sure to provide a valid key "
+                                      "for an active subscription and use a correct regional API endpoint for "
+                                      "your resource."}}, status=401)
+        deployment = request.match_info["deployment"]
+        return await self._completions(request, model=self.deployments.get(deployment, deployment))
+
+    async def _completions(self, request: web.Request, model: str | None = None) -> web.Response:
         body = await request.json()
         self.requests.append(body)
         self.auth.append(request.headers.get("Authorization"))
+        self.urls.append(request.path_qs)
+        model = model if model is not None else str(body.get("model", ""))
+        refused = model_refusal(model, body)
+        if refused is not None:
+            return web.json_response({"error": refused}, status=400)
         s = self._next(body)
         if s is None:
             return self._error(500, "fake: nothing scripted for this request", "server_error")
@@ -154,9 +200,14 @@ class FakeOpenAI:
             kind = "rate_limit_exceeded" if s.status == 429 else "server_error"
             return self._error(s.status, f"fake HTTP {s.status}", kind)
         content, finish, completion_tokens = s.content, "stop", s.completion_tokens
-        limit = body.get("max_tokens")
-        if content is not None and isinstance(limit, int) and len(content) > 4 * limit:
-            content, finish, completion_tokens = content[:4 * limit], "length", limit
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        thinking = self._reasoning(model, body)
+        if isinstance(limit, int) and thinking >= limit:  # it reasoned until the limit: no answer at all
+            content, finish, completion_tokens, thinking = "", "length", 0, limit
+        elif isinstance(limit, int):
+            limit -= thinking
+            if content is not None and len(content) > 4 * limit:
+                content, finish, completion_tokens = content[:4 * limit], "length", limit
         choices = [] if s.no_choices else [{
             "index": 0,
             "message": {"role": "assistant", "content": content, "refusal": s.refusal},
@@ -169,14 +220,89 @@ class FakeOpenAI:
             "created": int(time.time()),
             "model": body.get("model", "fake-model"),
             "choices": choices,
-            "usage": {"prompt_tokens": s.prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": s.prompt_tokens + completion_tokens},
+            "usage": {"prompt_tokens": s.prompt_tokens, "completion_tokens": completion_tokens + thinking,
+                      "total_tokens": s.prompt_tokens + completion_tokens + thinking,
+                      "completion_tokens_details": {"reasoning_tokens": thinking}},
         })
+
+    def _reasoning(self, model: str, body: dict[str, Any]) -> int:
+        if not REASONING.match(_bare(model)):
+            return 0
+        effort = body.get("reasoning_effort") or default_effort(model)
+        return self.reasoning_tokens.get(str(effort), 0)
 
     @staticmethod
     def _error(status: int, message: str, code: str) -> web.Response:
         return web.json_response({"error": {"message": message, "type": code, "param": None, "code": code}},
                                  status=status)
+
+
+# --- what OpenAI's models refuse -----------------------------------------------------------------
+
+REASONING = re.compile(r"^(gpt-5|o[1-9])")
+_GPT5_FIRST = re.compile(r"^gpt-5(-mini|-nano)?(-\d{4}-\d{2}-\d{2})?$")
+_OPENAI_NAME = re.compile(r"^(gpt-|chatgpt-|o[1-9])")
+_NO_JSON_SCHEMA = re.compile(r"^(gpt-3\.5-turbo|gpt-4-turbo|gpt-4(-0314|-0613)?$|gpt-4o-2024-05-13$|o1-mini|o1-preview)")
+_NO_JSON_OBJECT = re.compile(r"^(gpt-4(-0314|-0613)?$|o1-mini|o1-preview)")
+
+
+def _bare(model: str) -> str:
+    return model.rsplit("/", 1)[-1].strip().lower()
+
+
+def efforts(model: str) -> tuple[str, ...]:
+    """The reasoning_effort values a reasoning model takes."""
+    name = _bare(model)
+    if _GPT5_FIRST.match(name):
+        return ("minimal", "low", "medium", "high")
+    if name.startswith("gpt-5"):
+        return ("none", "low", "medium", "high", "xhigh")
+    return ("low", "medium", "high")
+
+
+def default_effort(model: str) -> str:
+    name = _bare(model)
+    return "none" if name.startswith("gpt-5") and not _GPT5_FIRST.match(name) else "medium"
+
+
+def _listed(values: tuple[str, ...]) -> str:
+    quoted = [f"'{v}'" for v in values]
+    return ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
+
+
+def _refusal(message: str, param: str | None, code: str | None) -> dict[str, Any]:
+    return {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+
+
+def model_refusal(model: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The `error` object OpenAI answers with (HTTP 400) when `model` refuses something in `body`."""
+    name = _bare(model)
+    if not _OPENAI_NAME.match(name):
+        return None  # a local model's server: it ignores what it does not know
+    if REASONING.match(name):
+        if "max_tokens" in body:
+            return _refusal("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                            "Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+        if "temperature" in body and body["temperature"] is not None and body["temperature"] != 1:
+            return _refusal(f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+                            "model. Only the default (1) value is supported.", "temperature", "unsupported_value")
+        effort = body.get("reasoning_effort")
+        if effort is not None and effort not in efforts(name):
+            return _refusal(f"Unsupported value: 'reasoning_effort' does not support {effort!r} with this model. "
+                            f"Supported values are: {_listed(efforts(name))}.", "reasoning_effort",
+                            "unsupported_value")
+    elif body.get("reasoning_effort") is not None:
+        return _refusal("Unsupported parameter: 'reasoning_effort' is not supported with this model.",
+                        "reasoning_effort", "unsupported_parameter")
+    kind = (body.get("response_format") or {}).get("type")
+    if kind == "json_schema" and _NO_JSON_SCHEMA.match(name):
+        return _refusal("Invalid parameter: 'response_format' of type 'json_schema' is not supported with this "
+                        "model. Learn more about supported models at the Structured Outputs guide: "
+                        "https://platform.openai.com/docs/guides/structured-outputs", None, None)
+    if kind == "json_object" and _NO_JSON_OBJECT.match(name):
+        return _refusal("Invalid parameter: 'response_format' of type 'json_object' is not supported with this "
+                        "model.", "response_format", None)
+    return None
 
 
 def schema_name(body: dict[str, Any]) -> str | None:
