@@ -16,6 +16,7 @@ from bot.images import ImageReader
 from bot.settings import Settings
 from core.budget import BudgetedLLM
 from core.checkability import CheckabilityModel, ClaimGate
+from core.same_claim import default_same_claim
 from core.embeddings import Embedder
 from core.text_embedder import TextEmbedder
 from core.engine import Engine
@@ -140,7 +141,8 @@ def build_matcher(kb: KnowledgeBase, settings: Settings) -> ClaimMatcher:
     same knowledge base read through kept query vectors)."""
     return ClaimMatcher(kb, Reranker.load_default(), Reranker.load_multilingual(), Reranker.load_same_script(),
                         Reranker.load_cyrillic(), candidates=settings.match_candidates,
-                        auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold)
+                        auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold,
+                        same_claim=default_same_claim(), sentence_spans=settings.match_sentence_spans)
 
 
 def _log_progress(done: int, total: int) -> None:

@@ -64,11 +64,13 @@ class Settings(BaseSettings):
     qdrant_api_key: SecretStr | None = None
     factchecks_collection: str = "factchecks"
 
-    # Claim matching: probabilities from the calibrated re-ranker. None = use the calibrated values
-    # shipped with the re-ranker weights (docs/matching.md says how they were chosen).
+    # Claim matching: same-claim probabilities (core/same_claim.py). None = the values trained with the
+    # shipped model (docs/matching.md says how they were chosen).
     match_auto_threshold: float | None = None
     match_suggest_threshold: float | None = None
     match_candidates: int = 40
+    match_sentence_spans: int = Field(default=0, ge=0, description="Also match this many sentences of a "
+                                      "longer message on their own.")
 
     # Intake
     max_input_chars: int = 4096

@@ -144,12 +144,6 @@ class Engine:
             llm = None
             run.notes.append(BudgetExceeded.user_message)
 
-        if llm is None:
-            # Offline, a message with no factual claim ("hello", an opinion, an advert) is answered
-            # NOT_CHECKABLE before any search (core/checkability.py); with an LLM, the LLM decides.
-            refused = await self._offline_gate(run, msg)
-            if refused is not None:
-                return refused
         return Admitted(msg, llm)
 
     async def _offline_gate(self, run: CheckRun, msg: Intake) -> Result | None:
@@ -190,13 +184,6 @@ class Engine:
                 return _not_checkable(run, msg, extraction)
             if extraction.mode != "llm":
                 extraction = None  # the whole message is the claim, as offline
-                # The LLM failed: its classification is missing, so the offline gate decides as it does
-                # with no LLM ("hello" was searched and answered "Unverified" when the LLM was down).
-                refused = await self._offline_gate(run, msg)
-                if refused is not None:
-                    matching.cancel()
-                    await asyncio.gather(matching, return_exceptions=True)
-                    return refused
 
         async with run.step("match") as d:
             matches = await matching
@@ -207,6 +194,13 @@ class Engine:
                 d.append(f"{len(matches) - len(kept)} from denied domains left out")
                 run.notes.append(f"{len(matches) - len(kept)} fact-check(s) from domains an admin denied were "
                                  "left out.")
+        if extraction is None and not any(m.tier == "auto" for m in kept):
+            # Offline (or the LLM failed, so its classification is missing), a message with no factual claim
+            # ("hello", an opinion, an advert) is answered NOT_CHECKABLE (core/checkability.py); one that
+            # matches a fact-check (`auto`) is never turned away, whatever the gate would say of its wrapping.
+            refused = await self._offline_gate(run, msg)
+            if refused is not None:
+                return refused
         return Claimed(msg, llm, _claims_of(msg, extraction), kept, denied)
 
     async def _evidence(self, run: CheckRun, claimed: Claimed, scope: str) -> Gathered:

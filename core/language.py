@@ -56,7 +56,7 @@ def detect_language(text: str) -> str:
     lat = len(_LATIN.findall(text))
     if cyr > lat:
         return _cyrillic_language(text)
-    if not _LETTER.search(text):
+    if not any(ch.isalpha() for ch in text):
         return "en"
     with _lock:  # the identifier keeps per-call state
         ranked = dict(_identifier().rank(text))

@@ -19,12 +19,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import Literal
 
 import asyncio
 import re
 
 import numpy as np
 
+from core.claim_text import claim_sentences
 from core.crosslingual_terms import lazy_lexicon
 from core.gloss import gloss
 from core.knowledge import KnowledgeBase
@@ -35,6 +37,7 @@ from core.matchfeatures import (
 )
 from schema.models import FactCheck, Match, MatchTier, Verdict
 from core.reranker import Reranker
+from core.same_claim import TOP_K, SameClaim, decision_features
 from core.contested import RIVAL_SIMILARITIES, rival
 from core.sparse import query_vector, term_ids
 from core.textclean import clean_query
@@ -129,13 +132,14 @@ class _Scorer:
     english_features: bool
 
 
-def _match_from_payload(pid: str, payload: dict, p: float, tier: MatchTier) -> Match:
+def _match_from_payload(pid: str, payload: dict, p: float, tier: MatchTier,
+                        method: Literal["hybrid", "decided"] = "hybrid") -> Match:
     return Match(
         factcheck_id=pid, claim=payload.get("claim", ""), title=payload.get("title", ""),
         url=payload.get("url", ""), publisher=payload.get("publisher", ""),
         published_at=payload.get("published_at"), rating_text=payload.get("rating_text", ""),
         verdict=Verdict(payload.get("verdict", Verdict.NOT_ENOUGH_EVIDENCE.value)),
-        similarity=round(float(p), 4), method="hybrid", tier=tier,
+        similarity=round(float(p), 4), method=method, tier=tier,
     )
 
 
@@ -187,14 +191,38 @@ class _Rivals:
         return rival(message, docs, self._sims, self._probs >= suggest, i) is not None
 
 
+@dataclass(frozen=True)
+class Scored:
+    """A message's candidates as the re-rankers scored them; `kind` numbers the pair as `_scorers` does, plus 4
+    for a non-English Latin-script message (scored by the multilingual re-ranker)."""
+
+    clean: str
+    hits: list[Hit]
+    claims: list[str]
+    probs: np.ndarray
+    features: np.ndarray
+    kind: np.ndarray
+
+    def order(self) -> np.ndarray:
+        return np.argsort(-self.probs, kind="stable")
+
+    def decision_rows(self, top: np.ndarray) -> np.ndarray:
+        return decision_features(self.probs, self.features, self.kind, top, self.clean, self.claims)
+
+
 class ClaimMatcher:
     def __init__(self, kb: KnowledgeBase, reranker: Reranker, multilingual: Reranker, same_script: Reranker,
                  cyrillic: Reranker, *, candidates: int = 40, auto: float | None = None,
-                 suggest: float | None = None):
+                 suggest: float | None = None, same_claim: SameClaim | None = None, sentence_spans: int = 0):
         """`auto`/`suggest` override the English re-ranker's thresholds (TIPLINE_MATCH_*); the
         others keep their own. `cyrillic` scores a message with Cyrillic words against a fact-check in
         another script (it reads the message's English gloss, core/gloss.py)."""
         self.kb = kb
+        if same_claim is not None and (auto is not None or suggest is not None):
+            same_claim = dataclasses.replace(same_claim, auto=same_claim.auto if auto is None else auto,
+                                             related=same_claim.related if suggest is None else suggest)
+        self.same_claim = same_claim
+        self.sentence_spans = sentence_spans
         self.candidates = candidates
         self.thresholds = Thresholds.of(reranker, auto, suggest)
         # Indexed by the pair's kind: 0 both English-script, 1 across scripts, 2 one non-Latin script,
@@ -210,19 +238,73 @@ class ClaimMatcher:
         return [_match_from_factcheck(fc) for fc in await self.kb.db.factchecks_by_urls(urls)]
 
     async def by_text(self, text: str, limit: int = 5) -> list[Match]:
-        """Every candidate scored, best first, at most `limit`."""
-        clean = clean_query(text)
-        part = english_part(clean)
-        if part is None:
-            return await self._by_text(text, clean, limit)
-        whole, english = await asyncio.gather(self._by_text(text, clean, limit), self._by_text(part, part, limit))
+        """Every candidate scored, best first, at most `limit`. A mixed message's English words and, with
+        `sentence_spans`, the sentences of a longer message are matched on their own too; each fact-check
+        keeps its best score."""
+        parts = self.parts_of(text)
+        if len(parts) == 1:
+            return await self._by_text(*parts[0], limit)
+        found = await asyncio.gather(*(self._by_text(t, c, limit) for t, c in parts))
         best: dict[str, Match] = {}
-        for m in whole + english:
+        for m in (m for ms in found for m in ms):
             if m.factcheck_id not in best or m.similarity > best[m.factcheck_id].similarity:
                 best[m.factcheck_id] = m
         return _best_first(list(best.values()))[:limit]
 
+    def parts_of(self, text: str) -> list[tuple[str, str]]:
+        """(text, cleaned text) of each part matched: the message, then its English words if it is mixed,
+        then (with `sentence_spans`) its first sentences when it has several."""
+        clean = clean_query(text)
+        parts = [(text, clean)] + [(p, p) for p in [english_part(clean)] if p is not None]
+        if self.sentence_spans:
+            sentences = [s for s in claim_sentences(text) if len(s.split()) >= 4]
+            if len(sentences) > 1:
+                parts += [(s, clean_query(s)) for s in sentences[:self.sentence_spans]]
+        return parts
+
     async def _by_text(self, text: str, clean: str, limit: int) -> list[Match]:
+        scored = await self.scored(text, clean)
+        if scored is None:
+            return []
+        if self.same_claim is not None:
+            return self._decided(scored, limit)
+        rivals = _Rivals(clean, scored.claims, scored.hits, scored.features, scored.probs)
+        out = [self._reranked(scored, i, rivals) for i in scored.order()[:limit + 5]]  # room for demotions
+        return _best_first(out)[:limit]
+
+    def _reranked(self, scored: Scored, i: int, rivals: _Rivals) -> Match:
+        """A candidate with its re-ranker's own tier: the thresholds and guards calibrated on CLEF-2020."""
+        kind = int(scored.kind[i])
+        scorer = self._scorers[1 if kind == 4 else kind]
+        X = scored.features if scorer.english_features else without_english_model(scored.features)
+        p = scored.probs[i]
+        tier = scorer.thresholds.tier(p, X[i], scored.clean, scored.claims[i])
+        if tier == "auto" and kind == 0 and rivals.contest(i, scorer.thresholds.suggest):
+            tier = "suggest"
+        return _match_from_payload(scored.hits[i].id, scored.hits[i].payload, p, tier)
+
+    def _decided(self, scored: Scored, limit: int) -> list[Match]:
+        """The same-claim decision (core/same_claim.py) over the re-rankers' top candidates: its probability
+        is the match's similarity, its thresholds the tiers; the rest follow, unlisted."""
+        assert self.same_claim is not None
+        order = scored.order()
+        top = order[:TOP_K]
+        q = self.same_claim.score(scored.decision_rows(top))
+        rivals = _Rivals(scored.clean, scored.claims, scored.hits, scored.features, scored.probs)
+        # An English message against an English fact-check keeps the English re-ranker's calibrated tiers
+        # (CLEF-2020: precision 0.90 at `auto`); every other pair is the decision's.
+        out = [self._reranked(scored, int(i), rivals) if scored.kind[i] == 0 else
+               _match_from_payload(scored.hits[i].id, scored.hits[i].payload, float(q[j]),
+                                   self.same_claim.tier(float(q[j])), method="decided") for j, i in enumerate(top)]
+        out = _best_first(out)
+        rest = [self._reranked(scored, int(i), rivals) if scored.kind[i] == 0 else
+                _match_from_payload(scored.hits[i].id, scored.hits[i].payload, 0.0, "none", method="decided")
+                for i in order[TOP_K:]]
+        return (out + rest)[:limit]
+
+    async def scored(self, text: str, clean: str | None = None) -> Scored | None:
+        """Every candidate of `text` with the re-rankers' probabilities and features (None: no candidate)."""
+        clean = clean_query(text) if clean is None else clean
         # The three models at once, each in its own thread: the e5 query is most of a match's CPU. A
         # message with Cyrillic words also has its English gloss read by MiniLM (one more text, its own
         # call: a batch would pad the message's row and change its vector).
@@ -237,7 +319,7 @@ class ClaimMatcher:
         hits = await self.kb.vectors.search_factchecks(self.kb.collection, vec, query_vector(clean),
                                                        self.candidates, multi=mvec, gloss=gvec, use=uvec)
         if not hits:
-            return []
+            return None
         query = prepare_query(text, clean, vec, self.kb.stats, mvec, uvec, gvec)
         ranks = {_LIST_NAMES[name]: [h.ranks.get(name, 0) for h in hits] for name in _LIST_NAMES}
         claims = [h.payload.get("claim", "") for h in hits]
@@ -250,26 +332,17 @@ class ClaimMatcher:
         features = features_of(query, claims, [h.payload.get("title", "") for h in hits], cosines, ranks,
                                self.kb.stats)
         latin = np.array([_claim_latin(c) for c in claims], dtype=bool)
-        across = 3 if gvec is not None else 1
-        kind = np.where(latin == query.latin, np.where(latin, 0, 2), across)
+        kind = np.where(latin == query.latin, np.where(latin, 0, 2), 3 if gvec is not None else 1)
         if query.latin and detect_language(clean) != "en":
             # Spanish, German, Polish …: the English model cannot read them, so the multilingual scorer decides.
-            kind[kind == 0] = 1
+            kind[kind == 0] = 4
         without_english = without_english_model(features)
         probs = np.zeros(len(hits))
         for k, scorer in enumerate(self._scorers):
-            rows = kind == k
+            rows = np.where(kind == 4, 1, kind) == k
             if rows.any():
                 probs[rows] = scorer.reranker.score((features if scorer.english_features else without_english)[rows])
-        out, rivals = [], _Rivals(clean, claims, hits, features, probs)
-        for i in np.argsort(-probs, kind="stable")[:limit + 5]:  # room for the guard's demotions
-            scorer = self._scorers[kind[i]]
-            X = features if scorer.english_features else without_english
-            tier = scorer.thresholds.tier(probs[i], X[i], clean, claims[i])
-            if tier == "auto" and kind[i] == 0 and rivals.contest(int(i), scorer.thresholds.suggest):
-                tier = "suggest"
-            out.append(_match_from_payload(hits[i].id, hits[i].payload, probs[i], tier))
-        return _best_first(out)[:limit]
+        return Scored(clean, hits, claims, probs, features, kind)
 
     async def _multi(self, clean: str, *, states: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """e5's query vector of `clean` and, if asked, its token states."""

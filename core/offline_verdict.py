@@ -47,7 +47,9 @@ def decide(text: str, matches: list[Match], closest: int = 3, language: str = "e
     cal = calibration or default_map()
     auto = [m for m in matches if m.tier == "auto"]
     # Below the measured floor a "possibly related" fact-check is as likely noise as related: not listed.
-    suggest = [m for m in matches if m.tier == "suggest" and m.similarity >= cal.floor_for(text, m.claim)]
+    # The same-claim decision's `related` threshold is that floor already (method "decided").
+    suggest = [m for m in matches if m.tier == "suggest"
+               and (m.method == "decided" or m.similarity >= cal.floor_for(text, m.claim))]
     notes: list[str] = []
 
     if auto:
@@ -76,7 +78,8 @@ def decide(text: str, matches: list[Match], closest: int = 3, language: str = "e
         # The probability that the verdict shown is right: the top match being the same claim, through
         # the calibration fitted for exactly that (before: min(p, 0.99), over-confident where a
         # message's own fact-check is missing). An exact link match is reported as such.
-        confidence = top.similarity if top.method == "url" else cal.inherited(top.similarity)
+        confidence = (top.similarity if top.method == "url" else min(top.similarity, 0.99) if top.method == "decided"
+                      else cal.inherited(top.similarity))
         if len(agreeing) > 1:
             refs = "".join(f"[{i}]" for i in range(2, len(agreeing[:3]) + 1))
             reasoning += t("offline.more_agree", lang, n=len(agreeing) - 1, refs=refs)

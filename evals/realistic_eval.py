@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.intake import EmptyInput
 from schema.models import Result, Verdict
 
 ASSERTING = ("restate", "question", "condition")
@@ -127,7 +128,11 @@ async def run_realistic(check: Callable[[str], Awaitable[Result]], rows: list[Ro
     todo = [r for r in rows if split == "all" or r.split == split]
     outcome = Outcome()
     for n, row in enumerate(todo, start=1):
-        result = await check(row.text)
+        try:
+            result = await check(row.text)
+        except EmptyInput:  # nothing to check (emoji only): the bot says so, as for no claim
+            result = Result(id="-", text=row.text, verdict=Verdict.NOT_CHECKABLE, label="", confidence=1.0,
+                            reasoning="")
         outcome.add(row, result, right(row, result, verdicts), verdicts)
         if progress is not None:
             progress(n, len(todo))

@@ -97,7 +97,8 @@ class Match(BaseModel):
     rating_text: str = ""
     verdict: Verdict
     similarity: float = Field(ge=0.0, le=1.0, description="Calibrated probability that this is the same claim.")
-    method: Literal["url", "hybrid"] = "hybrid"
+    # "decided": the same-claim decision (core/same_claim.py) set the tier and its probability is the similarity.
+    method: Literal["url", "hybrid", "decided"] = "hybrid"
     tier: MatchTier = "none"
 
 

@@ -1,5 +1,5 @@
 """The offline "is there a claim?" gate (core/checkability.py) with the real e5 model, SQLite, embedded Qdrant
-and the seed knowledge base: messages with nothing to check are answered NOT_CHECKABLE before any search, in
+and the seed knowledge base: messages with nothing to check that match no fact-check are answered NOT_CHECKABLE before any search, in
 the message's language; claims, questions about claims and forwards of claims go on to matching; with an
 LLM configured, the LLM decides."""
 
@@ -48,7 +48,7 @@ async def test_messages_without_a_claim_are_not_checkable_offline_without_a_sear
     result = await CheckService(app.engine).check(text)  # checked and stored
     assert result.verdict == Verdict.NOT_CHECKABLE and result.mode == "offline"
     assert result.language == lang and why in result.reasoning.lower()
-    assert [s.name for s in result.steps] == ["intake", "checkability"]  # no match, no search
+    assert [s.name for s in result.steps] == ["intake", "match", "checkability"]  # matched nothing, no search
     assert result.matches == [] and result.citations == []
     assert 0.5 <= result.confidence <= 1.0  # 1 - p_claim: how likely "no claim" is right
     assert (await app.db.get_check(result.id)).verdict == Verdict.NOT_CHECKABLE
@@ -64,7 +64,7 @@ async def test_messages_without_a_claim_are_not_checkable_offline_without_a_sear
 async def test_claims_questions_about_claims_and_forwards_stay_checkable(app, text):
     result = await app.engine.check(text)
     assert result.verdict != Verdict.NOT_CHECKABLE
-    assert [s.name for s in result.steps][:3] == ["intake", "checkability", "match"]
+    assert [s.name for s in result.steps][:2] == ["intake", "match"]
 
 
 async def test_a_known_claim_still_gets_its_inherited_verdict(app):
@@ -131,14 +131,14 @@ async def test_when_the_llm_fails_the_offline_gate_decides(settings, text, lang)
         assert llm.requests_named("claim_extraction")  # the LLM was asked, and failed
         assert result.verdict == Verdict.NOT_CHECKABLE and result.mode == "offline"
         assert result.language == lang and result.matches == [] and result.citations == []
-        assert [st.name for st in result.steps] == ["intake", "claims", "checkability"]
+        assert [st.name for st in result.steps] == ["intake", "claims", "match", "checkability"]
         assert not search.hits("searxng")  # nothing was searched
 
 
 async def test_when_the_llm_fails_a_claim_still_goes_on_to_be_checked(settings):
     async with _llm_down(settings) as (app, _, _search):
         result = await app.engine.check("5G towers spread the coronavirus")
-        assert [st.name for st in result.steps][:4] == ["intake", "claims", "checkability", "match"]
+        assert [st.name for st in result.steps][:3] == ["intake", "claims", "match"]
         assert result.verdict == Verdict.REFUTED and result.citations
 
 

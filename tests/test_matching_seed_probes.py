@@ -39,7 +39,8 @@ async def test_the_microchip_message_does_not_inherit_the_population_fact_check(
     assert [m.tier for m in result.matches if m.claim == TED] == ["suggest"], result.matches[:3]
     assert result.label != "Misleading", result.reasoning
     ranked = await shared.matcher.by_text("Bill Gates wants to put microchips in people through vaccines", 3)
-    assert [(m.claim[:40], m.tier) for m in ranked[:2]] == [(TED[:40], "suggest"), (RFID[:40], "suggest")], ranked
+    assert (ranked[0].claim[:40], ranked[0].tier) == (TED[:40], "suggest"), ranked
+    assert (RFID[:40], "suggest") in [(m.claim[:40], m.tier) for m in ranked], ranked
 
 
 @pytest.mark.parametrize("text, claim_start", [
