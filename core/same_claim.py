@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from core.matchfeatures import FEATURE_NAMES
+from schema.models import MatchTier
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "same_claim.json"
 TOP_K = 5  # candidates the decision reads per message (ordered by the re-rankers)
@@ -98,7 +99,7 @@ class SameClaim:
         z = ((rows - self.mean) / self.std) @ self.weights + self.bias
         return 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
 
-    def tier(self, p: float) -> str:
+    def tier(self, p: float) -> MatchTier:
         return "auto" if p >= self.auto else "suggest" if p >= self.related else "none"
 
 

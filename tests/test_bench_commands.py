@@ -44,6 +44,7 @@ COVERED = {
     "eval evidence": "test_eval_evidence",
     "eval tatoeba": "test_eval_tatoeba",
     "eval checkability": "test_eval_checkability",
+    "eval realistic": "test_eval_realistic",
 }
 
 
@@ -273,6 +274,23 @@ def test_eval_checkability(tipline, tmp_path: Path) -> None:
     assert all(0.0 <= float(p) <= 1.0 and label in ("0", "1") for _, p, label in rows)
     assert {r[0]: r[2] for r in rows} == {"101": "0", "102": "1", "103": "0", "104": "1", "105": "0", "106": "1"}
     assert "wrote" in printed and "macro-F1=1.0000" in printed  # six easy messages of our own
+
+
+def test_eval_realistic(tipline, tmp_path: Path) -> None:
+    """Whole offline checks of chat-like rows against the seed: a Russian forward of the 5G fact-check, a
+    greeting; every row scored by language and kind, the wrong ones written out."""
+    five_g = "https://www.logically.ai/factchecks/library/b1f4b613"
+    data = tmp_path / "realistic"
+    data.mkdir()
+    rows = [{"text": "СРОЧНО! Вышки 5G распространяют коронавирус. Перешлите всем, пока не удалили", "lang": "ru",
+             "kind": "restate", "kb": "seed", "target": five_g},
+            {"text": "Привет всем, как дела?", "lang": "ru", "kind": "no_claim", "kb": "seed", "target": ""}]
+    (data / "x.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    failures = tmp_path / "failures.jsonl"
+    printed = tipline("eval", "realistic", "--data", data, "--split", "all", "--failures", failures)
+    ru = next(line for line in printed.splitlines() if line.startswith("ru "))
+    assert ru.split()[1:] == ["1/1", "1/1", "2/2"], printed  # restate, no_claim, all
+    assert "precision 1.000 (1/1)" in printed and failures.read_text(encoding="utf-8") == "\n"
 
 
 def test_bench_ocr(tipline) -> None:
