@@ -491,7 +491,7 @@ async def cmd_bench(args: argparse.Namespace) -> int:
     if args.what == "burst":
         from evals.bench_burst import bench_burst, format_burst
 
-        burst = await bench_burst(settings, n=args.n)
+        burst = await bench_burst(settings, n=args.n, sequential=args.sequential)
         print(json.dumps(burst, indent=2, ensure_ascii=False) if args.json else format_burst(burst))
         return 0
     if args.what == "cold":
@@ -612,6 +612,8 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     bb = bsub.add_parser("burst", parents=[common, out], help="N concurrent REST checks against a tipline run "
                          "process: time to 201/202, time to the Result, /healthz latency meanwhile")
     bb.add_argument("-n", type=int, default=300, help="checks sent at once")
+    bb.add_argument("--sequential", action="store_true", help="one check after another (each when the last "
+                    "Result is in hand): the latency a user sees with nothing else running")
 
     bi = bsub.add_parser("ingest", parents=[common, out], help="ingest speed against embedding alone")
     bi.add_argument("--claims", type=Path, required=True, help="a claims TSV (vclaim_id, vclaim, title)")

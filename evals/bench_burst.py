@@ -83,7 +83,9 @@ def loop_stalls(before: dict[float, float], after: dict[float, float]) -> dict:
             "longest_le": None if longest == float("inf") else longest}  # None: past the last bucket (5 s)
 
 
-async def bench_burst(settings: Settings, *, n: int = 300, timeout_s: float = 900) -> dict:
+async def bench_burst(settings: Settings, *, n: int = 300, timeout_s: float = 900, sequential: bool = False) -> dict:
+    """`n` REST checks against a `tipline run` on the given settings: all at once, or (`sequential`) one
+    after another, each sent when the previous Result is in hand."""
     token = "bench-burst-token"
     with tempfile.TemporaryDirectory(prefix="tipline-burst-") as tmp:
         scratch = Path(tmp)
@@ -98,7 +100,7 @@ async def bench_burst(settings: Settings, *, n: int = 300, timeout_s: float = 90
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
                                              timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
                 await _wait_ready(session, f"{base}/healthz", child, timeout_s)
-                figures = await _burst(session, base, auth, n)
+                figures = await _burst(session, base, auth, n, sequential=sequential)
         except BaseException:
             if child.running():
                 child.proc.kill()
@@ -111,7 +113,8 @@ async def bench_burst(settings: Settings, *, n: int = 300, timeout_s: float = 90
     return figures
 
 
-async def _burst(session: aiohttp.ClientSession, base: str, auth: dict[str, str], n: int) -> dict:
+async def _burst(session: aiohttp.ClientSession, base: str, auth: dict[str, str], n: int, *,
+                 sequential: bool = False) -> dict:
     first: dict[int, list[float]] = {}
     results: list[float] = []
     health: list[float] = []
@@ -145,7 +148,11 @@ async def _burst(session: aiohttp.ClientSession, base: str, auth: dict[str, str]
     poller = asyncio.create_task(poll_health())
     t0 = time.perf_counter()
     try:
-        await asyncio.gather(*(one(i) for i in range(n)))
+        if sequential:
+            for i in range(n):
+                await one(i)
+        else:
+            await asyncio.gather(*(one(i) for i in range(n)))
     finally:
         done.set()
         await poller
@@ -154,7 +161,7 @@ async def _burst(session: aiohttp.ClientSession, base: str, auth: dict[str, str]
     healthz = _summary(health)
     if health:
         healthz |= {"over_goal": sum(h > GOAL_S for h in health), "over_bar": sum(h > BAR_S for h in health)}
-    return {"n": n, "seconds": round(seconds, 2), "statuses": {str(k): len(v) for k, v in sorted(first.items())},
+    return {"n": n, "sequential": sequential, "seconds": round(seconds, 2), "statuses": {str(k): len(v) for k, v in sorted(first.items())},
             "first_answer_s": _summary(every_first),
             "first_answer_s_by_status": {str(k): _summary(v) for k, v in sorted(first.items())},
             "result_s": _summary(results), "healthz_s": healthz,
@@ -175,7 +182,8 @@ def format_burst(r: dict) -> str:
     f, res, h = r["first_answer_s"], r["result_s"], r["healthz_s"]
     statuses = ", ".join(f"{k}: {v}" for k, v in r["statuses"].items())
     lines = [
-        f"{r['n']} concurrent POST /v1/checks to tipline run, all Results in {r['seconds']} s "
+        f"{r['n']} {'sequential' if r.get('sequential') else 'concurrent'} POST /v1/checks to tipline run, all Results "
+        f"in {r['seconds']} s "
         f"(peak RSS {r['peak_rss_mib']} MiB)",
         f"first answer ({statuses}): p50 {f['p50']:.3f} s, p95 {f['p95']:.3f} s, max {f['max']:.3f} s",
         f"Result in hand: p50 {res['p50']:.3f} s, p95 {res['p95']:.3f} s, max {res['max']:.3f} s ({res['n']} of {r['n']})",
