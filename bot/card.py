@@ -139,7 +139,7 @@ def card(reply: Reply, m: Markup, request: CheckRequest | None = None) -> list[S
         for r in reply.related:
             who = f" — {m.text(r.publisher)}" if r.publisher else ""
             lines.append(Line(f"• {m.link(r.url, r.claim)} ({m.text(r.rating)}{who}, "
-                              f"{reply.t('card.match', score=f'{r.similarity:.2f}')})"))
+                              f"{reply.t('card.match', score=f'{r.similarity:.0%}')})"))
         out.append(Section("related", lines, m.bold(m.text(reply.related_heading))))
     if reply.also_reported is not None:
         out.append(Section("reported", [Line(reply.also_reported.text(name=m.name, outlet=m.text))]))

@@ -73,7 +73,7 @@ _STRINGS: dict[str, dict[str, str]] = {
     "card.checked": {"en": "Checked: “{text}”", "ru": "Проверено: «{text}»"},
     "card.forwarded_from": {"en": "forwarded from {who}", "ru": "переслано от {who}"},
     "card.rated": {"en": "rated “{rating}”", "ru": "оценка «{rating}»"},
-    "card.match": {"en": "match {score}", "ru": "сходство {score}"},
+    "card.match": {"en": "same claim: {score}", "ru": "то же утверждение: {score}"},  # the match's probability
     "card.note": {"en": "Note: {note}", "ru": "Примечание: {note}"},
     "card.check_id": {"en": "Check id", "ru": "Номер проверки"},
     "card.mode.offline": {"en": "offline mode", "ru": "офлайн-режим"},

@@ -48,7 +48,7 @@ UK: dict[str, str] = {
     "card.checked": "Перевірено: «{text}»",
     "card.forwarded_from": "переслано від {who}",
     "card.rated": "оцінка «{rating}»",
-    "card.match": "схожість {score}",
+    "card.match": "те саме твердження: {score}",
     "card.note": "Примітка: {note}",
     "card.check_id": "Номер перевірки",
     "card.mode.offline": "офлайн-режим",
