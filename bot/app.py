@@ -16,6 +16,7 @@ from bot.images import ImageReader
 from bot.settings import Settings
 from core.budget import BudgetedLLM
 from core.checkability import CheckabilityModel, ClaimGate
+from core.denial import default_denial
 from core.same_claim import default_same_claim
 from core.embeddings import Embedder
 from core.text_embedder import TextEmbedder
@@ -142,7 +143,8 @@ def build_matcher(kb: KnowledgeBase, settings: Settings) -> ClaimMatcher:
     return ClaimMatcher(kb, Reranker.load_default(), Reranker.load_multilingual(), Reranker.load_same_script(),
                         Reranker.load_cyrillic(), candidates=settings.match_candidates,
                         auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold,
-                        same_claim=default_same_claim(), sentence_spans=settings.match_sentence_spans)
+                        same_claim=default_same_claim(), sentence_spans=settings.match_sentence_spans,
+                        denial=default_denial())
 
 
 def _log_progress(done: int, total: int) -> None:

@@ -239,13 +239,20 @@ class Engine:
                 run.notes += _source_notes(traces, {src.name: src.label for src in self.sources})
         return Gathered(claimed, judged, found, traces)
 
+    async def _disputed(self, gathered: Gathered) -> bool:
+        """Does the message dispute the fact-check whose rating it would inherit (not one matched by its link)?"""
+        top = next((m for m in gathered.claimed.matches if m.tier == "auto"), None)
+        if top is None or top.method == "url":
+            return False
+        return await self.matcher.disputes(gathered.claimed.msg.claim_or_text, top.claim)
+
     async def _adjudicate(self, run: CheckRun, gathered: Gathered) -> Result:
         """The verdict: aggregated from the claims' verdicts (LLM path), else from matching fact-checks only."""
         async with run.step("verdict") as d:
             if gathered.judged:
                 result, detail = _judged_result(run, gathered)
             else:
-                result, detail = _offline_result(run, gathered)
+                result, detail = _offline_result(run, gathered, await self._disputed(gathered))
             d.append(detail)
         result.steps = run.steps
         result.sources = gathered.traces
@@ -392,10 +399,10 @@ def _judged_result(run: CheckRun, gathered: Gathered) -> tuple[Result, str]:
     return result, f"{agg.verdict.value} ({agg.confidence:.2f}), {mode}, rule: {agg.rule}"
 
 
-def _offline_result(run: CheckRun, gathered: Gathered) -> tuple[Result, str]:
+def _offline_result(run: CheckRun, gathered: Gathered, disputed: bool) -> tuple[Result, str]:
     """Offline (or nothing judged): only a matching fact-check decides; web/news found is listed, unjudged."""
     msg, lang = gathered.claimed.msg, gathered.claimed.msg.language
-    decided = decide(msg.claim_or_text, gathered.claimed.matches, language=lang)
+    decided = decide(msg.claim_or_text, gathered.claimed.matches, language=lang, disputed=disputed)
     extra = [EvidenceItem(url=e.url, title=e.title, domain=e.domain, source=e.source,
                           source_type=e.source_type, claim=claim)
              for claim, evs in gathered.found for e in evs if e.source_type != "factcheck"]
@@ -405,7 +412,8 @@ def _offline_result(run: CheckRun, gathered: Gathered) -> tuple[Result, str]:
         id=run.check_id, text=msg.text, language=lang, verdict=decided.verdict,
         label=t(f"label.{decided.verdict.value}", lang), confidence=decided.confidence,
         reasoning=decided.reasoning, citations=decided.citations, matches=decided.matches,
-        mode="offline", notes=run.notes + decided.notes + unjudged, evidence=extra)
+        mode="offline", notes=run.notes + decided.notes + unjudged, evidence=extra,
+        inherited_from=decided.inherited_from)
     return result, f"{decided.verdict.value} ({decided.confidence:.2f}), offline"
 
 

@@ -37,6 +37,8 @@ from core.matchfeatures import (
 )
 from schema.models import FactCheck, Match, MatchTier, Verdict
 from core.reranker import Reranker
+from core.denial import Denial
+from core.negation import contradicts
 from core.same_claim import TOP_K, SameClaim, decision_features
 from core.contested import RIVAL_SIMILARITIES, rival
 from core.sparse import query_vector, term_ids
@@ -213,7 +215,8 @@ class Scored:
 class ClaimMatcher:
     def __init__(self, kb: KnowledgeBase, reranker: Reranker, multilingual: Reranker, same_script: Reranker,
                  cyrillic: Reranker, *, candidates: int = 40, auto: float | None = None,
-                 suggest: float | None = None, same_claim: SameClaim | None = None, sentence_spans: int = 0):
+                 suggest: float | None = None, same_claim: SameClaim | None = None, sentence_spans: int = 0,
+                 denial: Denial | None = None):
         """`auto`/`suggest` override the English re-ranker's thresholds (TIPLINE_MATCH_*); the
         others keep their own. `cyrillic` scores a message with Cyrillic words against a fact-check in
         another script (it reads the message's English gloss, core/gloss.py)."""
@@ -222,6 +225,7 @@ class ClaimMatcher:
             same_claim = dataclasses.replace(same_claim, auto=same_claim.auto if auto is None else auto,
                                              related=same_claim.related if suggest is None else suggest)
         self.same_claim = same_claim
+        self.denial = denial
         self.sentence_spans = sentence_spans
         self.candidates = candidates
         self.thresholds = Thresholds.of(reranker, auto, suggest)
@@ -350,6 +354,14 @@ class ClaimMatcher:
             vecs, token_states = await self.kb.multilingual.queries_with_states([clean])
             return vecs, token_states[0]
         return await self.kb.multilingual.queries([clean]), None
+
+    async def disputes(self, text: str, claim: str) -> bool:
+        """Does `text` dispute `claim`, the fact-check it matched (core/denial.py)? The message's vector is the
+        one `by_text` computed for it (remembered by the encoder)."""
+        if self.denial is None:
+            return contradicts(text, claim)
+        vector = (await self.kb.multilingual.queries([clean_query(text)]))[0]
+        return self.denial.disputes(text, claim, vector)
 
     async def match(self, text: str, urls: list[str], limit: int = 5) -> list[Match]:
         """Exact link matches first, then the text's; every language the models read is matched alike."""

@@ -438,3 +438,31 @@ def contradicts(message: str, claim: str) -> bool:
     if _overlap(m.content(), c.content()) < 2:
         return m.polar() != c.polar()
     return _conflict(m, c) or _conflict(c, m)
+
+
+POLARITY_FEATURES = ("rules_contradict", "message_polar", "claim_polar", "message_framed", "across_languages",
+                     "message_negates_claim", "claim_negates_message", "question", "message_negated", "framed_words",
+                     "message_negation_words", "message_frames", "claim_negation_words", "claim_frames")
+
+
+def _cues(text: str) -> tuple[int, int]:
+    """Negation words and debunk frames in a text, counted raw: the rules above let a frame cancel a negation
+    ("Никаких чипов нет, это выдумка" reads as the hoax side), the counts do not."""
+    s = _normalise(text)
+    consumed = [m.span() for m in _NOT_A_NEGATION.finditer(s)]
+    words = sum(1 for m in _TOKEN.finditer(s)
+                if m.group() in _NEGATIONS and not any(a <= m.start() < b for a, b in consumed))
+    return words, sum(len(fr.pattern.findall(s)) for fr in _FRAMES)
+
+
+def polarity_features(message: str, claim: str) -> list[float]:
+    """What the rules above see in a pair, as inputs of the learned decision (core/denial.py): the rules'
+    own answer, the pieces it is made of, and the raw cue counts."""
+    hoax = _hoax(claim)
+    m, c = _parse(message, hoax), _parse(claim, hoax)
+    across = _overlap(m.content(), c.content()) < 2
+    m_c, c_m = _conflict(m, c), _conflict(c, m)
+    said = m.polar() != c.polar() if across else (m_c or c_m)
+    return [float(v) for v in (said, m.polar(), c.polar(), m.whole_framed, across, m_c, c_m,
+                               message.rstrip().endswith("?"), any(t.negated for t in m.tokens),
+                               sum(t.negated and t.cue >= 0 for t in m.tokens), *_cues(message), *_cues(claim))]

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from core.confidence import ConfidenceMap, default_map
 from core.i18n import t
 from schema.models import Citation, Match, Verdict
-from core.negation import contradicts
 
 
 @dataclass(frozen=True)
@@ -24,6 +23,7 @@ class OfflineVerdict:
     citations: list[Citation]
     matches: list[Match]
     notes: list[str]
+    inherited_from: str | None = None  # the fact-check whose rating is the verdict, when one is
 
 
 def _citation(n: int, m: Match, lang: str = "en") -> Citation:
@@ -40,9 +40,10 @@ def _rating(m: Match, lang: str) -> str:
 
 
 def decide(text: str, matches: list[Match], closest: int = 3, language: str = "en",
-           calibration: ConfidenceMap | None = None) -> OfflineVerdict:
+           calibration: ConfidenceMap | None = None, disputed: bool = False) -> OfflineVerdict:
     """`language` is the reply language (the user's). `calibration` maps a match probability to the
-    probability that the inherited verdict is right (core/confidence.py; the shipped map by default)."""
+    probability that the inherited verdict is right (core/confidence.py; the shipped map by default).
+    `disputed`: the message disputes the top `auto` match's claim (core/denial.py decides)."""
     lang = language
     cal = calibration or default_map()
     auto = [m for m in matches if m.tier == "auto"]
@@ -55,13 +56,9 @@ def decide(text: str, matches: list[Match], closest: int = 3, language: str = "e
     if auto:
         top = auto[0]
         who = top.publisher or t("offline.a_factchecker", lang)
-        # A message that negates the checked claim ("5G does NOT cause COVID") matches it just as
-        # closely as one repeating it; inheriting the rating would invert the answer. Matching alone
-        # cannot tell which side the user is on, so say so instead of guessing. Polarity is judged
-        # against the claim (core/negation.py), not by counting negation words: "NASA never went to
-        # the moon" agrees with "the moon landings were faked", "vaccines don't cause autism" with
-        # "Vaccines do not cause autism".
-        if top.method != "url" and contradicts(text, top.claim):
+        # A message that disputes the checked claim ("5G does NOT cause COVID") matches it just as
+        # closely as one repeating it; inheriting the rating would invert the answer, so it is shown, not applied.
+        if top.method != "url" and disputed:
             notes.append(t("note.negated", lang))
             # One story: the fact-check is of this claim (listed as such), only its rating is withheld.
             reasoning = t("offline.negated", lang, who=who, when=_when(top, lang),
@@ -90,7 +87,7 @@ def decide(text: str, matches: list[Match], closest: int = 3, language: str = "e
             confidence *= 0.7
             notes.append(t("note.disagree", lang))
         return OfflineVerdict(top.verdict, round(min(max(confidence, 0.0), 1.0), 3), reasoning, citations,
-                              matches, notes)
+                              matches, notes, inherited_from=top.url)
 
     related = suggest[:closest]
     citations = [_citation(i, m, lang) for i, m in enumerate(related, start=1)]

@@ -58,7 +58,10 @@ def read_rows(paths: Iterable[Path], kb: str = "seed") -> list[Row]:
 
 
 def inherited(result: Result) -> str | None:
-    """The url of the fact-check whose verdict the answer inherited, or None when none was."""
+    """The url of the fact-check whose verdict the answer inherited, or None when none was. A fact-check rated
+    "No evidence" passes on Unverified, so the verdict alone cannot say."""
+    if result.inherited_from is not None:
+        return result.inherited_from
     if result.verdict in (Verdict.NOT_ENOUGH_EVIDENCE, Verdict.NOT_CHECKABLE):
         return None
     auto = [m for m in result.matches if m.tier == "auto"]

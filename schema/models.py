@@ -222,6 +222,8 @@ class Result(BaseModel):
     repetition: Repetition | None = Field(default=None, description="Set when a stored verdict was reused.")
     image_text: str = Field(default="", description="The text read from an attached image (OCR), checked with the "
                             "caption; empty when no image was read.")
+    inherited_from: str | None = Field(default=None, description="The url of the previous fact-check whose rating "
+                                       "is this verdict (offline answers), or None when no rating was inherited.")
 
 
 def new_check_id() -> str:
