@@ -110,6 +110,11 @@ _STRINGS: dict[str, dict[str, str]] = {
     "offline.matched": {
         "en": "This is a claim {who} has already fact-checked{when}: “{claim}” — rated “{rating}” [1].",
         "ru": "Это утверждение уже проверял(а) {who}{when}: «{claim}» — оценка «{rating}» [1]."},
+    "offline.unrated": {
+        "en": "This is a claim {who} has already fact-checked{when}: “{claim}” [1]. No rating of theirs was recorded "
+              "here, so there is no verdict: read the fact-check.",
+        "ru": "Это утверждение уже проверял(а) {who}{when}: «{claim}» [1]. Их оценка здесь не записана, поэтому "
+              "вердикта нет: прочитайте саму проверку."},
     "offline.when": {"en": " on {date}", "ru": " {date}"},
     "offline.a_factchecker": {"en": "a fact-checker", "ru": "фактчекер"},
     "offline.more_agree": {"en": " {n} more matching fact-check(s) agree {refs}.",

@@ -72,6 +72,8 @@ UK: dict[str, str] = {
     "stage.evidence": "шукаю докази",
     "stage.verdict": "зважую докази",
     "offline.matched": "Це твердження вже перевіряв(ла) {who}{when}: «{claim}» — оцінка «{rating}» [1].",
+    "offline.unrated": "Це твердження вже перевіряв(ла) {who}{when}: «{claim}» [1]. Їхню оцінку тут не записано, "
+                       "тому вердикту немає: прочитайте саму перевірку.",
     "offline.when": " {date}",
     "offline.a_factchecker": "фактчекер",
     "offline.more_agree": " Ще перевірок із тим самим висновком: {n} {refs}.",

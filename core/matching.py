@@ -43,7 +43,7 @@ from core.same_claim import TOP_K, SameClaim, decision_features
 from core.contested import RIVAL_SIMILARITIES, rival
 from core.sparse import query_vector, term_ids
 from core.textclean import clean_query
-from core.token_align import alignment_f
+from core.token_align import alignment_rp, harmonic
 from storage.vectors import MULTI_FIELD, USE_FIELD, Hit
 
 # Our vector-store list names -> the re-ranker's candidate-list names.
@@ -204,12 +204,13 @@ class Scored:
     probs: np.ndarray
     features: np.ndarray
     kind: np.ndarray
+    tok_rp: np.ndarray | None = None  # (n, 2) token alignment recall and precision (core/token_align.py)
 
     def order(self) -> np.ndarray:
         return np.argsort(-self.probs, kind="stable")
 
     def decision_rows(self, top: np.ndarray) -> np.ndarray:
-        return decision_features(self.probs, self.features, self.kind, top, self.clean, self.claims)
+        return decision_features(self.probs, self.features, self.kind, top, self.clean, self.claims, self.tok_rp)
 
 
 class ClaimMatcher:
@@ -313,10 +314,10 @@ class ClaimMatcher:
         # message with Cyrillic words also has its English gloss read by MiniLM (one more text, its own
         # call: a batch would pad the message's row and change its vector).
         glossed = gloss(clean, lazy_lexicon())  # None without a Cyrillic word
-        # A message with Cyrillic words also gets e5's token states from the same call: the `cyrillic`
-        # re-ranker compares them with the candidates' (core/token_align.py).
+        # e5's token states come from the same call: the same-claim decision reads their alignment with the
+        # candidates' (core/token_align.py), and so does the `cyrillic` re-ranker for a message with Cyrillic words.
         vecs, (multi, qstates), use, gvecs = await asyncio.gather(
-            self.kb.embedder.embed([clean]), self._multi(clean, states=glossed is not None),
+            self.kb.embedder.embed([clean]), self._multi(clean, states=True),
             self.kb.use.encode([clean]), self.kb.embedder.embed([glossed]) if glossed is not None else _none())
         vec, mvec, uvec = vecs[0], multi[0], use[0]
         gvec = gvecs[0] if gvecs is not None else None
@@ -328,11 +329,13 @@ class ClaimMatcher:
         ranks = {_LIST_NAMES[name]: [h.ranks.get(name, 0) for h in hits] for name in _LIST_NAMES}
         claims = [h.payload.get("claim", "") for h in hits]
         cosines = hit_cosines(hits, mvec.shape[0], gloss=gvec is not None)
+        tok_rp = None
         if qstates is not None:
             stored = await self.kb.token_states([h.id for h in hits])
             # Off the event loop: one BLAS product of the message's states with every candidate's.
-            tok_f = await asyncio.to_thread(alignment_f, qstates, [stored.get(h.id) for h in hits])
-            cosines = dataclasses.replace(cosines, tok_f=tok_f)
+            tok_rp = await asyncio.to_thread(alignment_rp, qstates, [stored.get(h.id) for h in hits])
+            if glossed is not None:  # the re-rankers were fitted with F for such messages only
+                cosines = dataclasses.replace(cosines, tok_f=harmonic(tok_rp))
         features = features_of(query, claims, [h.payload.get("title", "") for h in hits], cosines, ranks,
                                self.kb.stats)
         latin = np.array([_claim_latin(c) for c in claims], dtype=bool)
@@ -346,7 +349,7 @@ class ClaimMatcher:
             rows = np.where(kind == 4, 1, kind) == k
             if rows.any():
                 probs[rows] = scorer.reranker.score((features if scorer.english_features else without_english)[rows])
-        return Scored(clean, hits, claims, probs, features, kind)
+        return Scored(clean, hits, claims, probs, features, kind, tok_rp)
 
     async def _multi(self, clean: str, *, states: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """e5's query vector of `clean` and, if asked, its token states."""

@@ -27,8 +27,9 @@ class OfflineVerdict:
 
 
 def _citation(n: int, m: Match, lang: str = "en") -> Citation:
+    unrated = not m.rating_text and m.verdict == Verdict.NOT_ENOUGH_EVIDENCE
     return Citation(n=n, url=m.url, title=m.title or m.claim, publisher=m.publisher, published_at=m.published_at,
-                    snippet=m.claim, rating=m.rating_text or t(f"label.{m.verdict.value}", lang))
+                    snippet=m.claim, rating="" if unrated else m.rating_text or t(f"label.{m.verdict.value}", lang))
 
 
 def _when(m: Match, lang: str) -> str:
@@ -66,6 +67,12 @@ def decide(text: str, matches: list[Match], closest: int = 3, language: str = "e
             listed = [top] + suggest[:closest - 1]
             return OfflineVerdict(Verdict.NOT_ENOUGH_EVIDENCE, 0.0, reasoning,
                                   [_citation(i, m, lang) for i, m in enumerate(listed, start=1)], listed, notes)
+        if not top.rating_text and top.verdict == Verdict.NOT_ENOUGH_EVIDENCE:
+            # Stored unrated (a rating ingest could not read): the fact-check is this claim's, but there is
+            # no rating to pass on, and "Unverified" must not read as one.
+            reasoning = t("offline.unrated", lang, who=who, when=_when(top, lang), claim=top.claim)
+            return OfflineVerdict(Verdict.NOT_ENOUGH_EVIDENCE, 0.0, reasoning, [_citation(1, top, lang)], matches,
+                                  notes)
         agreeing = [m for m in auto if m.verdict == top.verdict]
         conflicting = [m for m in auto if m.verdict != top.verdict]
         cited = agreeing[:3] + conflicting[:2]

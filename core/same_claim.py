@@ -26,11 +26,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import logging
+
 import numpy as np
 
 from core.matchfeatures import FEATURE_NAMES
 from schema.models import MatchTier
 
+log = logging.getLogger(__name__)
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "same_claim.json"
 TOP_K = 5  # candidates the decision reads per message (ordered by the re-rankers)
 
@@ -38,7 +41,8 @@ TOP_K = 5  # candidates the decision reads per message (ordered by the re-ranker
 KINDS = ("en_en", "cross", "same_script", "cross_gloss", "other_latin")
 _FROM_RERANKER = ("cos_multi", "cos_use", "cos_multi_margin", "cos_use_margin", "tok_f", "xl_cover", "xl_names",
                   "entity_cover", "number_match", "number_miss", "cover_claim", "cos_doc", "cos_gloss")
-FEATURES: tuple[str, ...] = ("logit_p", "p_margin", "rank", *_FROM_RERANKER, "stem_overlap", *(f"kind_{k}" for k in KINDS))
+FEATURES: tuple[str, ...] = ("logit_p", "p_margin", "rank", *_FROM_RERANKER, "stem_overlap", *(f"kind_{k}" for k in KINDS),
+                             "tok_r", "tok_p")
 _COLS = [FEATURE_NAMES.index(n) for n in _FROM_RERANKER]
 _ENGLISH_ONLY = [_FROM_RERANKER.index(n) for n in ("cover_claim", "cos_doc")]
 _WORD = re.compile(r"[^\W\d_]{4,}|\d+")
@@ -54,7 +58,7 @@ def stem_overlap(message: str, claim: str) -> float:
 
 
 def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray, order: np.ndarray,
-                      message: str, claims: list[str]) -> np.ndarray:
+                      message: str, claims: list[str], tok_rp: np.ndarray | None = None) -> np.ndarray:
     """One row per candidate in `order` (best first by the re-rankers): the decision's FEATURES."""
     p = np.clip(probs[order], 1e-6, 1 - 1e-6)
     nxt = np.append(p[1:], 0.0)
@@ -70,6 +74,8 @@ def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray
     rows[:, 3 + len(_COLS)] = [stem_overlap(message, claims[i]) for i in order]
     for k in range(len(KINDS)):
         rows[:, 4 + len(_COLS) + k] = kinds[order] == k
+    if tok_rp is not None:
+        rows[:, -2:] = tok_rp[order]
     return rows
 
 
@@ -105,5 +111,12 @@ class SameClaim:
 
 @lru_cache(maxsize=1)
 def default_same_claim() -> SameClaim | None:
-    """The shipped model, or None before one was trained."""
-    return SameClaim.load() if DEFAULT_PATH.exists() else None
+    """The shipped model, or None before one was trained or while it is being retrained for new features
+    (tools/train_same_claim.py builds its rows with the re-rankers alone)."""
+    if not DEFAULT_PATH.exists():
+        return None
+    try:
+        return SameClaim.load()
+    except ValueError as exc:
+        log.warning("%s: matching falls back to the re-rankers' tiers", exc)
+        return None
