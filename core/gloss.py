@@ -8,7 +8,7 @@ is bad English ("kak butterfly survive vo time fire v australia"), but MiniLM em
 English claim it retells, and that similarity is a signal neither multilingual model carries.
 
 Measured on our Russian dev tweets against the ~10k CLEF claims (plain dense, MiniLM claim vectors;
-docs/matching.md): the gloss alone MAP@5 0.442 and recall@40 0.731 (first translation only, unmapped
+docs/decisions/2026-11-24-matching-measurements.md): the gloss alone MAP@5 0.442 and recall@40 0.731 (first translation only, unmapped
 words kept in Cyrillic: 0.354 / 0.665; two translations per word: 0.436 / 0.706); z-scored fusion with
 e5 0.765 / 0.954 against e5 alone 0.700 / 0.909.
 """

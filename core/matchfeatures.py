@@ -489,7 +489,7 @@ def features_of(
                math.log((query.n_terms + 1.0) / (doc.d_len + 1.0))]
         if xl is not None:
             # Term overlap across scripts: Russian dev MAP@5 0.811 -> 0.823 with these three, English
-            # dev 0.9240 -> 0.9249 (docs/matching.md, 2026-11-24); xl_bm25 alone gave 0.824, names alone 0.810.
+            # dev 0.9240 -> 0.9249 (docs/decisions/2026-11-24-matching-measurements.md, 2026-11-24); xl_bm25 alone gave 0.824, names alone 0.810.
             dg = doc_groups(claim, title)
             row += [xl.bm25(dg), xl.cover(dg), xl.names(dg)]
         rows.append(row)
@@ -527,7 +527,7 @@ def features_of(
             out[:, _MULTI_HUB] = (sims.sum(axis=1) - np.diag(sims)) / (n - 1)
     if cos.use is not None:
         # A second reader of both languages, trained differently from e5, disagrees with it where e5
-        # is wrong: Russian dev MAP@5 0.752 -> 0.811 with these three (docs/matching.md). Its hubness
+        # is wrong: Russian dev MAP@5 0.752 -> 0.811 with these three (docs/decisions/2026-11-24-matching-measurements.md). Its hubness
         # and reciprocal rank measured no further gain (/tmp/ru_exp/exp.py, 2026-11-24).
         cos_u = cos.use
         out[:, _USE] = cos_u
@@ -535,7 +535,7 @@ def features_of(
         out[:, _USE + 2] = _margin(cos_u)
     if cos.gloss_claim is not None and cos.gloss_title is not None:
         # The gloss read by MiniLM against the claims as MiniLM stores them: a signal e5 and USE lack
-        # (plain dense fusion e5 + gloss 0.765 vs e5 0.700 on Russian dev; docs/matching.md).
+        # (plain dense fusion e5 + gloss 0.765 vs e5 0.700 on Russian dev; docs/decisions/2026-11-24-matching-measurements.md).
         cos_g = cos.gloss_claim
         out[:, _GLOSS] = cos_g
         out[:, _GLOSS + 1] = cos.gloss_title

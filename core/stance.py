@@ -41,7 +41,7 @@ SNIPPET_CHARS = 700
 # train (800 tweets, top-5 fact-checks each): precision climbs to 0.797 at cosine 0.70 and stays flat
 # (0.79–0.80) up to 0.90 while recall falls from 38% to 0.5%, so 0.70 is where more strictness stops
 # buying precision. Part of the remaining 20% are duplicate fact-checks of one story labelled negative
-# (docs/matching.md), so the true precision is somewhat higher; 0.80 is the honest lower figure.
+# (docs/decisions/2026-11-24-matching-measurements.md), so the true precision is somewhat higher; 0.80 is the honest lower figure.
 FACTCHECK_MATCH = 0.70
 MATCH_PRECISION = 0.80
 OFFLINE_CONFIDENCE = 0.2
@@ -114,7 +114,7 @@ def offline_stance(claim: str, ev: Evidence, relevance: float) -> Stance:
     if ev.source_type != "factcheck" or ev.verdict is None:
         return neutral("offline: passage not judged (no language model)")
     # The claim matcher's "auto" tier (a re-ranker trained and calibrated on tweet -> fact-check pairs,
-    # docs/matching.md) is a better same-claim signal than the raw cosine; below it, the cosine rule.
+    # docs/decisions/2026-11-24-matching-measurements.md) is a better same-claim signal than the raw cosine; below it, the cosine rule.
     by_matcher = ev.match_tier == "auto" and ev.match_probability is not None
     if relevance < FACTCHECK_MATCH and not by_matcher:
         return neutral(f"fact-check about a different claim (match {relevance:.2f})")

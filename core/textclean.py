@@ -6,7 +6,7 @@ steps that measured as helping on the CLEF-2020 CheckThat! Task 2 *train* split 
 reported). Each step's comment gives train MAP@5 as "dense / hybrid RRF / re-ranker (5-fold CV)",
 without -> with the step; "dense" is the plain baseline (cosine to the claim+title embedding), "RRF"
 the reciprocal-rank fusion of dense-claim, dense-title and BM25. Rule: keep a step when the mean of
-the three changes is positive. Full table in docs/matching.md.
+the three changes is positive. Full table in docs/decisions/2026-11-24-matching-measurements.md.
 
 Steps that measured as harmful are still defined here (so the measurement is reproducible with
 `clean_query(text, steps=...)`) but are not in `DEFAULT_STEPS`.
@@ -137,7 +137,7 @@ STEPS: dict[str, Callable[[str], str]] = {
     "signature_date": strip_signature_date,
 }
 
-# Measured on train (see docs/matching.md); order matters: links go before hashtags because tweets
+# Measured on train (see docs/decisions/2026-11-24-matching-measurements.md); order matters: links go before hashtags because tweets
 # glue "pic.twitter.com/..." onto the last hashtag.
 DEFAULT_STEPS: tuple[str, ...] = ("forward_header", "pic_links", "urls", "hashtag_words")
 

@@ -280,7 +280,7 @@ MIGRATIONS: tuple[str, ...] = (
     """
     -- a fact-check's token states (core/token_align.py): float16 (tokens, 64), row-major, ~4.7 KB. Read for
     -- a Cyrillic message's candidates by id: 100 in 1.4 ms, where the same matrices read back from Qdrant
-    -- Edge as a multivector took 15.9 ms (docs/matching.md, "Token alignment").
+    -- Edge as a multivector took 15.9 ms (docs/decisions/2026-11-24-matching-measurements.md, "Token alignment").
     CREATE TABLE factcheck_states (
         id TEXT PRIMARY KEY,
         model TEXT NOT NULL,  -- the encoder's states_model: states of another model are not read

@@ -402,7 +402,7 @@ class VectorStore(abc.ABC):
         stored vectors (`Hit`): their cosines with `dense`, `multi`, `use` (USE's: features only, no
         list searches it) and `gloss`. `gloss`, the English model's vector of a Cyrillic message's
         word-by-word English gloss (core/gloss.py), is a fifth list over the claim vectors: Russian dev
-        candidate recall 0.934 -> 0.959 (docs/matching.md).
+        candidate recall 0.934 -> 0.959 (docs/decisions/2026-11-24-matching-measurements.md).
 
         The lists go to the engine as one batch, not as one fused query: the re-ranker reads each
         candidate's rank in each list (core/matchfeatures.py), which fusion would throw away."""

@@ -1,4 +1,4 @@
-"""Smoke test of tools/cyrillic_columns.py (docs/matching.md, "Russian and English as equals": the columns
+"""Smoke test of tools/cyrillic_columns.py (docs/decisions/2026-11-24-matching-measurements.md, "Russian and English as equals": the columns
 screened for the `cyrillic` re-ranker) on a CLEF-shaped set of eight claims (tests/test_calibrate_confidence.py's)
 with Russian train and dev translations; the real MiniLM, e5 and USE models and the shipped lexicon."""
 

@@ -170,7 +170,7 @@ async def test_a_data_dir_from_before_use_is_reembedded_and_loses_nothing(tmp_pa
 
 def test_tipline_check_gives_a_russian_message_the_english_verdict(tmp_path, model_dir, seeded):
     """The issue's own probe, as a user runs it: before the USE features the English 5G fact-check
-    was only "possibly related" to it (p 0.47, docs/matching.md); now it is inherited (p 0.96)."""
+    was only "possibly related" to it (p 0.47, docs/decisions/2026-11-24-matching-measurements.md); now it is inherited (p 0.96)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIPLINE_")}
     env.update({"TIPLINE_DATA_DIR": str(seeded.copy_to(tmp_path / "data")),
                 "TIPLINE_EMBED_MODEL_DIR": str(model_dir), "TIPLINE_GDELT_URL": "",

@@ -1,4 +1,4 @@
-"""Smoke tests of the cross-script term tools documented in docs/matching.md: tools/xl_feature_cost.py and
+"""Smoke tests of the cross-script term tools documented in docs/decisions/2026-11-24-matching-measurements.md: tools/xl_feature_cost.py and
 tools/xl_candidate_recall.py on a CLEF-shaped set of eight claims (tests/test_calibrate_confidence.py's),
 the real models and the shipped lexicon."""
 

@@ -1,5 +1,5 @@
 """Token-level alignment of a message with a fact-check, for the screens of tools/cyrillic_columns.py
-(issue 11; figures in docs/matching.md, "Token alignment").
+(issue 11; figures in docs/decisions/2026-11-24-matching-measurements.md, "Token alignment").
 
 multilingual-e5-small's hidden state of each token, taken from a middle or the last layer, is a
 contextual vector that the model aligns across languages. A message and a fact-check are compared

@@ -4,7 +4,7 @@
 The matrix is the top PROJECTION_DIM right singular vectors, not centred, of the layer-10 states of our own
 seed fact-checks (core/data/seed_factchecks.jsonl: claim + headline as the knowledge base embeds them, ~4,400
 tokens in English and Russian), so nothing of the evaluation data ships. Fitted on 2,000 CLEF claims instead,
-the screen's MAP@5 was the same within 0.003 (docs/matching.md). Changing the file re-computes every data
+the screen's MAP@5 was the same within 0.003 (docs/decisions/2026-11-24-matching-measurements.md). Changing the file re-computes every data
 dir's stored states on its next start (the states' model name carries the file's digest).
 
 usage: python tools/token_projection.py [--out core/data/e5_token_projection.npy]
