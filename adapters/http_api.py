@@ -10,6 +10,8 @@
     `Idempotent-Replayed: true`) instead of running it again, across restarts too; 422 if the key is
     reused for a different text. A 429/503 is not remembered: retry with the same key.
     GET  /healthz          -> 200 {"status": "ok", "factchecks": N}
+    GET  /openapi.json     -> this API as OpenAPI 3.1 (adapters/openapi.py; docs/openapi.json)
+    Every error, aiohttp's own 404/405/413 included, is JSON: {"error": "<one sentence>"} (adapters/http_errors.py).
     POST /v1/forget        {"user": "telegram:4242"} -> 200 {"checks", "votes", "jobs", "messages"} deleted:
                            what `/forget me` does, for `tipline forget --user` while the bot holds the data dir
 
@@ -74,6 +76,7 @@ class HttpApi:
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/healthz", self.healthz)
+        app.router.add_get("/openapi.json", self.openapi)
         if self.token:
             app.router.add_post("/v1/checks", self.create_check)
             app.router.add_get("/v1/checks/{check_id}", self.get_check)
@@ -86,6 +89,11 @@ class HttpApi:
         # Constant-time comparison: the token is the only thing between the internet and the engine.
         return (bool(self.token) and scheme.lower() == "bearer" and bool(given)
                 and hmac.compare_digest(given.encode(), (self.token or "").encode()))
+
+    async def openapi(self, request: web.Request) -> web.Response:
+        from adapters.openapi import openapi_text
+
+        return web.Response(text=openapi_text(), content_type="application/json")
 
     async def healthz(self, request: web.Request) -> web.Response:
         body: dict = {"status": "ok"}

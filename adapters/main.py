@@ -576,6 +576,18 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_openapi(args: argparse.Namespace) -> int:
+    from adapters.openapi import openapi_text
+
+    text = openapi_text()
+    if args.path == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.path).write_text(text, encoding="utf-8")
+        print(f"wrote {args.path}")
+    return 0
+
+
 # --- parser -------------------------------------------------------------------------------------
 
 def _global_flags(defaults: bool) -> argparse.ArgumentParser:
@@ -779,6 +791,8 @@ def build_parser() -> argparse.ArgumentParser:
     wsub.add_parser("list", parents=[common], help="the watched channels and how each was last read")
     s = sub.add_parser("schema", parents=[common], help="write the Result JSON schema")
     s.add_argument("path", nargs="?", default="docs/result.schema.json")
+    o = sub.add_parser("openapi", parents=[common], help="write the REST API's OpenAPI document")
+    o.add_argument("path", nargs="?", default="docs/openapi.json")
     return p
 
 
@@ -791,18 +805,23 @@ async def _dispatch(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from bot.logs import configure
+    from bot.logs import configure, from_environment
 
+    env_level, env_json = from_environment(os.environ)
+    args.log_json = args.log_json or env_json
     # In an interactive check a provider being down is already in the card's notes and the trace;
     # a warning line in the middle of the terminal output only gets in the way.
     quiet = logging.ERROR if args.command in ("check", "chat") else logging.WARNING
-    configure(logging.DEBUG if args.debug else logging.INFO if args.log_json else quiet,
+    default = logging.INFO if args.log_json else quiet
+    configure(logging.DEBUG if args.debug else env_level if env_level is not None else default,
               json_lines=args.log_json)
     if args.command == "bench" and args.what == "report" and args.quick and not args.out:
         parser.error("bench report --quick needs --out: its figures are a smoke test, not for docs/benchmarks.md")
     try:
         if args.command == "schema":
             return cmd_schema(args)
+        if args.command == "openapi":
+            return cmd_openapi(args)
         code = asyncio.run(_dispatch(args))
         if args.command == "check" and argv is None:  # the program itself, not a caller in this process
             # Everything is closed and written by now; what is left is the interpreter freeing ~500 MB of

@@ -262,6 +262,9 @@ async def _start_http(settings: Settings, app: App, chat: ChatApp, sl_config: An
         web_app = SlackBot(sl_config, chat).web_app()
     else:
         web_app = web.Application()
+    from adapters.http_errors import add_json_errors
+
+    add_json_errors(web_app)
     HttpApi(chat, api_token, count_factchecks=app.kb.count, wait_s=settings.api_wait_s).add_routes(web_app)
     from adapters.ingest_api import IngestApi
 

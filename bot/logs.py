@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timezone
@@ -60,6 +60,17 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return json.dumps(out, ensure_ascii=False, default=str)
+
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def from_environment(environ: Mapping[str, str]) -> tuple[int | None, bool]:
+    """TIPLINE_LOG_LEVEL (debug|info|warning|error) and TIPLINE_LOG_JSON (1/true/yes), the `log_level` and
+    `log_json` settings: logging starts before the settings are read, so it reads these two itself. An
+    unknown level is left to the settings' own check to report."""
+    level = _LEVELS.get(environ.get("TIPLINE_LOG_LEVEL", "").strip().lower())
+    return level, environ.get("TIPLINE_LOG_JSON", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def configure(level: int, *, json_lines: bool) -> None:

@@ -119,6 +119,10 @@ class Settings(BaseSettings):
                               "check before answering 202 with a job to poll.")
     http_host: str = "127.0.0.1"
     http_port: int = 8080
+    # Logging, read before the rest of the settings (bot/logs.py `from_environment`): the flags
+    # --debug / --log-json win over these.
+    log_level: Literal["debug", "info", "warning", "error"] | None = None
+    log_json: bool = False
 
     # Who may change global settings such as trusted domains: comma-separated Telegram and Slack user
     # ids. In Telegram groups, that chat's own administrators may change the chat's settings too.

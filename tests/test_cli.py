@@ -153,3 +153,14 @@ def test_eval_claim_matching_writes_a_trec_run_and_scores(env, tmp_path):
     assert all(len(r) == 6 and r[1] == "Q0" for r in rows)
     top = {r[0]: r[2] for r in rows if r[3] == "1"}
     assert top == {"10": "0", "11": "2"}
+
+
+def test_logs_are_json_lines_and_at_the_level_the_environment_asks(env):
+    proc = run(["check", "Vaccines cause autism"], {**env, "TIPLINE_LOG_JSON": "1", "TIPLINE_LOG_LEVEL": "debug"})
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines, "debug level logs something"
+    records = [json.loads(line) for line in lines]  # every line one JSON object
+    assert any(r.get("level", r.get("levelname", "")).upper() == "DEBUG" for r in records)
+    quiet = run(["check", "Vaccines cause autism"], {**env, "TIPLINE_LOG_LEVEL": "error"})
+    assert quiet.returncode == 0 and not [x for x in quiet.stderr.splitlines() if " INFO " in x or " DEBUG " in x]

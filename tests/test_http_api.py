@@ -95,3 +95,49 @@ async def test_bad_bodies_get_a_clear_answer(server, body, status, phrase):
 async def test_nothing_configured_is_a_clear_error(settings):
     with pytest.raises(NoAdapterConfigured, match="TIPLINE_API_TOKEN"):
         await run(settings, asyncio.Event())
+
+
+# --- the API people integrate: OpenAPI, JSON errors on every status ------------------------------------
+
+async def test_openapi_is_served_and_names_every_route(server):
+    base, http = server
+    async with http.get(f"{base}/openapi.json") as r:
+        assert r.status == 200 and r.content_type == "application/json"
+        doc = await r.json()
+    assert doc["openapi"].startswith("3.1")
+    for path in ("/v1/checks", "/v1/checks/{check_id}", "/v1/jobs/{job_id}", "/v1/forget", "/v1/factchecks",
+                 "/healthz", "/metrics", "/openapi.json"):
+        assert path in doc["paths"], path
+    for path, ops in doc["paths"].items():  # every route it names is served (not aiohttp's 404 or 405)
+        for method in ops:
+            url = base + path.replace("{check_id}", "nope").replace("{job_id}", "999999")
+            async with http.request(method.upper(), url, headers={"Authorization": f"Bearer {TOKEN}"}) as r:
+                assert r.status not in (405, 500), (method, path, r.status)
+                if r.status == 404:
+                    assert (await r.json())["error"] != "no such route", (method, path)
+    result = doc["components"]["schemas"]["Result"]
+    assert "verdict" in result["properties"] and "inherited_from" in result["properties"]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status"), [
+    ("GET", "/no/such/route", None, 404),
+    ("DELETE", "/v1/checks", None, 405),
+    ("POST", "/v1/checks", b"not json", 400),
+    ("GET", "/v1/checks/nosuchcheck", None, 404),
+    ("GET", "/v1/jobs/999999", None, 404),
+    ("POST", "/v1/forget", b"{}", 400),
+    ("POST", "/v1/checks", b'{"text": "' + b"x" * (70 * 1024) + b'"}', 413),
+])
+async def test_every_error_is_one_json_sentence(server, method, path, body, status):
+    base, http = server
+    async with http.request(method, f"{base}{path}", data=body, headers={"Authorization": f"Bearer {TOKEN}"}) as r:
+        assert r.status == status
+        assert r.content_type == "application/json"
+        payload = await r.json()
+    assert isinstance(payload["error"], str) and payload["error"] and "Traceback" not in payload["error"]
+
+
+async def test_a_wrong_token_is_a_json_401(server):
+    base, http = server
+    async with http.post(f"{base}/v1/checks", json={"text": "x"}, headers={"Authorization": "Bearer wrong"}) as r:
+        assert r.status == 401 and (await r.json())["error"]
