@@ -28,6 +28,7 @@ from typing import Any, Literal
 import aiohttp
 
 from bot.app import SetupError, check_data_dir
+from bot.outflow import describe, outflow
 from bot.settings import Settings
 
 Status = Literal["ok", "FAIL", "warn", "off", "local"]
@@ -282,19 +283,8 @@ def watch_rows(s: Settings, now: float | None = None) -> list[Row]:
 
 
 def leaves_machine(s: Settings) -> str:
-    """What from a message leaves the machine, and to whom, in one line."""
-    search = [name for name, on in (("GDELT", s.gdelt_url), ("SearxNG", s.searxng_url),
-                                    ("Brave Search", _secret(s.brave_api_key)),
-                                    ("Google Fact Check Tools", _secret(s.factcheck_api_key))) if on]
-    if s.offline or not s.llm_configured:
-        return "nothing from messages leaves the machine" + (
-            f" ({', '.join(search)} configured, used only with an LLM)" if search and not s.offline else "")
-    parts = [f"the message text goes to the LLM at {s.llm_base_url or OPENAI_URL}"]
-    if search:
-        parts.append(f"search words (never links) to {', '.join(search)}")
-    if s.max_links > 0:
-        parts.append(f"up to {s.max_links} linked page(s) are fetched from their sites")
-    return "; ".join(parts)
+    """What from a message leaves the machine, and to whom, in one line (bot/outflow.py says it to users too)."""
+    return describe(outflow(s))
 
 
 def format_table(rows: list[Row]) -> str:

@@ -155,6 +155,7 @@ def to_incoming(message: Message, *, with_reply: bool = True) -> IncomingMessage
         sender_id=message.from_user.id if message.from_user else None, forwarded_from=forward_origin(message),
         reply_to=reply_to, received_at=message.date, raw=message, chat_title=message.chat.title or "",
         chat_handle=f"@{message.chat.username}" if message.chat.username else "", image=image_of(message),
+        language=(message.from_user.language_code or "")[:2] if message.from_user else "",
     )
 
 

@@ -63,6 +63,7 @@ class IncomingMessage:
     chat_title: str = ""  # a group's or channel's name, and its public @handle where it has one
     chat_handle: str = ""
     image: ImageRef | None = None
+    language: str = ""  # the sender's interface language where the platform says it (Telegram's language_code)
 
     def __post_init__(self) -> None:
         # Made safe where it enters, before the durable queue stores it (SQLite refuses lone surrogates).
@@ -105,6 +106,7 @@ class Info:
     chat_id: int | str
     target_id: int | str
     thread_id: int | str | None = None
+    language: str = ""  # the asker's interface language, for the texts that have one
 
 
 Action = (CheckRequest | Info | DomainsRequest | EvidenceRequest | ChatSettingsRequest | ReviewRequest | DigestRequest
@@ -199,7 +201,7 @@ def route(msg: IncomingMessage, bot_username: str | None) -> Action:
         cmd = m["cmd"].lower()
         if cmd in ("start", "help"):
             kind: Literal["start", "help"] = "start" if cmd == "start" else "help"
-            return Info(kind, target_id=msg.message_id, chat_id=chat_id, thread_id=thread_id)
+            return Info(kind, target_id=msg.message_id, chat_id=chat_id, thread_id=thread_id, language=msg.language)
         if cmd == "check":
             return check(text[m.end():])
         if cmd == "evidence":
@@ -381,6 +383,19 @@ EMPTY_TEXT = "There's nothing I can check in that message — send me some text,
 ERROR_TEXT = "😔 Sorry, something went wrong while checking this. Please try again in a little while."
 
 INFO_TEXT = {"start": START_TEXT, "help": HELP_TEXT, "usage": USAGE_TEXT}
+# /start in the asker's language where we have it (the rest of /help is English for now).
+START_TEXTS = {
+    "ru": "👋 Я tipline, бот для проверки фактов с открытым кодом.\n\n"
+          "Пришлите или перешлите мне сообщение: я сверю его с опубликованными проверками фактов и отвечу "
+          "вердиктом, уверенностью и источниками.\n\n"
+          "В группах ответьте на сообщение командой /check, напишите /check и текст или упомяните меня. "
+          "Подробнее: /help.",
+    "uk": "👋 Я tipline, бот для перевірки фактів із відкритим кодом.\n\n"
+          "Надішліть або перешліть мені повідомлення: я звірю його з опублікованими перевірками фактів і "
+          "відповім вердиктом, упевненістю та джерелами.\n\n"
+          "У групах дайте відповідь на повідомлення командою /check, напишіть /check і текст або згадайте мене. "
+          "Докладніше: /help.",
+}
 
 
 class CheckService:

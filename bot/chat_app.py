@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.chat import ERROR_TEXT, INFO_TEXT, CheckRequest, CheckService, Info, Responder
+from bot.chat import ERROR_TEXT, INFO_TEXT, START_TEXTS, CheckRequest, CheckService, Info, Responder
+from bot.outflow import Outflow, outflow, sentence
 from bot.admins import Admins
 from bot.chat_settings import ChatAdminCheck, ChatCommands, ChatSettingsRequest, CheckExtras
 from bot.digest_commands import DigestCommands, DigestRequest
@@ -81,8 +82,10 @@ class ChatApp:
                  admins: Sequence[str] = (), add_factchecks: AddFactChecks | None = None,
                  corroborator: Corroborator | None = None, db: Database | None = None,
                  digests: DigestService | None = None, images: ImageReader | None = None,
-                 privacy: Privacy | None = None):
+                 privacy: Privacy | None = None, outflow: Outflow | None = None):
+        """`outflow`: what leaves the server (bot/outflow.py), said at the end of /start and /help."""
         self.engine = engine
+        self.outflow = outflow
         self.db = db if db is not None else engine.db
         self.queue = queue
         self.service = queue.service if queue is not None else service or CheckService(engine)
@@ -201,7 +204,17 @@ class ChatApp:
             log.exception("could not answer %s in chat %s", type(request).__name__, request.chat_id)
 
     async def _info(self, platform: str, request: Info, responder: CommandResponder, _: object) -> None:
-        await responder.say(self.info.get(platform, INFO_TEXT)[request.kind])
+        await responder.say(self.info_text(platform, request))
+
+    def info_text(self, platform: str, request: Info) -> str:
+        """/start and /help end with what leaves the server, in the asker's language (bot/outflow.py)."""
+        lang = request.language if request.language in ("ru", "uk") else "en"
+        text = self.info.get(platform, INFO_TEXT)[request.kind]
+        if request.kind == "start" and lang != "en" and platform not in self.info:
+            text = START_TEXTS[lang]
+        if request.kind in ("start", "help") and self.outflow is not None:
+            text += "\n\n🔒 " + sentence(self.outflow, lang)
+        return text
 
     async def _evidence_request(self, platform: str, request: EvidenceRequest, responder: CommandResponder,
                                 _: object) -> None:
@@ -282,7 +295,8 @@ def build_chat(settings: Settings, app: App) -> ChatApp:
     return ChatApp(app.engine, queue=queue, admins=tuple(settings.admins), add_factchecks=app.kb.add,
                    corroborator=app.corroborator, db=app.db, digests=build_digests(settings, app),
                    images=app.images, privacy=Privacy(app.db, corroborator=app.corroborator,
-                                                      check_retention_days=settings.check_retention_days))
+                                                      check_retention_days=settings.check_retention_days),
+                   outflow=outflow(settings))
 
 
 def build_digests(settings: Settings, app: App, clock: Clock | None = None) -> DigestService | None:

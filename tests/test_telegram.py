@@ -19,6 +19,7 @@ from telegram import Bot
 
 from adapters.telegram import TelegramBot, TelegramConfig, TelegramResponder, render_html, split_html, tg_len
 from bot.chat_app import ChatApp
+from bot.outflow import outflow
 from bot.app import build_app
 from bot.render import Reply
 from bot.chat import CHECKING, CheckRequest, ThrottledProgress
@@ -50,7 +51,7 @@ async def fake():
 async def bot(fake: FakeTelegram, tg_app):
     config = TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                             poll_timeout=1.0)
-    tb = TelegramBot(config, ChatApp(tg_app.engine, add_factchecks=tg_app.kb.add))
+    tb = TelegramBot(config, ChatApp(tg_app.engine, add_factchecks=tg_app.kb.add, outflow=outflow(tg_app.settings)))
     await tb.start()
     yield tb
     await tb.stop()
@@ -141,7 +142,22 @@ async def test_start_and_help(fake, bot):
     h = await fake.wait_for(lambda: fake.replies_to(help_["message_id"]))
     assert "fact-check" in s[0].params["text"] and "/check" in s[0].params["text"]
     assert "Privacy" in h[0].params["text"] and "Examples" in h[0].params["text"]
+    # what leaves the server, from the running configuration (the tests' defaults: nothing)
+    for reply in (s[0], h[0]):
+        assert "What leaves this server: nothing from messages leaves the machine." in reply.params["text"]
     assert not fake.called("editMessageText")  # info replies are never "checked"
+
+
+async def test_start_and_help_say_what_leaves_in_the_askers_language(fake, bot):
+    ru = {"id": 4343, "is_bot": False, "first_name": "Оля", "language_code": "ru"}
+    uk = {"id": 4444, "is_bot": False, "first_name": "Оксана", "language_code": "uk-UA"}
+    start_ru = await fake.send_user_message("/start", sender=ru)
+    help_uk = await fake.send_user_message("/help", sender=uk)
+    s = await fake.wait_for(lambda: fake.replies_to(start_ru["message_id"]))
+    h = await fake.wait_for(lambda: fake.replies_to(help_uk["message_id"]))
+    assert "Пришлите или перешлите" in s[0].params["text"]
+    assert "Что уходит с этого сервера: ничего из сообщений не покидает этот сервер." in s[0].params["text"]
+    assert "Що залишає цей сервер: нічого з повідомлень не залишає цей сервер." in h[0].params["text"]
 
 
 async def test_nothing_to_check_gets_a_friendly_sentence(fake, bot):
