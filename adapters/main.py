@@ -396,25 +396,22 @@ async def cmd_eval_corroboration(args: argparse.Namespace) -> int:
 
 
 async def cmd_eval_realistic(args: argparse.Namespace) -> int:
-    from core.knowledge import load_seed_factchecks
-    from evals.realistic_eval import read_rows, run_realistic
+    from evals.realistic_eval import evaluate
 
-    rows = read_rows(sorted(args.data.glob("*.jsonl")))
-    if not rows:
-        raise EvalDataError(f"{args.data}: no *.jsonl rows written against the seed knowledge base")
-    verdicts = {fc.url: fc.verdict for fc in load_seed_factchecks()}
-    settings = _settings(args).model_copy(update={"offline": True})
-    async with build_app(settings, one_shot=True) as app:
-        def progress(done: int, total: int) -> None:
-            if done == total or done % 100 == 0:
-                print(f"checked {done}/{total}", file=sys.stderr)
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 100 == 0:
+            print(f"checked {done}/{total}", file=sys.stderr)
 
-        outcome = await run_realistic(app.engine.check, rows, verdicts, split=args.split, progress=progress)
+    outcome = await evaluate(_settings(args), args.data, split=args.split, progress=progress)
     print(outcome.table())
     if args.failures:
         args.failures.write_text("\n".join(json.dumps(f, ensure_ascii=False) for f in outcome.failures) + "\n",
                                  encoding="utf-8")
         print(f"wrote {args.failures}: {len(outcome.failures)} wrong answers")
+    if args.out:
+        args.out.write_text(json.dumps({"split": args.split, **outcome.figures()}, indent=1) + "\n",
+                            encoding="utf-8")
+        print(f"wrote {args.out}")
     return 0
 
 
@@ -764,6 +761,7 @@ def build_parser() -> argparse.ArgumentParser:
     re_.add_argument("--split", choices=["dev", "train", "all"], default="dev",
                      help="rows by fact-check (one in three is dev)")
     re_.add_argument("--failures", type=Path, help="write each wrong answer as a JSON line")
+    re_.add_argument("--out", type=Path, help="write the figures as JSON (what `tipline bench report` renders)")
 
     ta = esub.add_parser("tatoeba", parents=[common], help="Tatoeba RU/UK-EN: does each model find a sentence's "
                          "translation among 1,000 (nearest-neighbour accuracy, both directions)")

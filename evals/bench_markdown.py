@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from evals.bench import Spread
 
-BLOCKS = ("run", "claim-matching", "match", "ingest", "corroboration-eval", "corroborate", "pipeline", "evidence",
+BLOCKS = ("run", "claim-matching", "realistic", "match", "ingest", "corroboration-eval", "corroborate", "pipeline", "evidence",
           "ocr", "cold", "burst")
 TIPLINE = ".venv/bin/tipline"
 
@@ -186,6 +186,37 @@ def claim_matching_block(figures: dict, config) -> str:
                         [[r["model"], r["language"], _q(r["to_english"]), _q(r["from_english"])]
                          for r in f["tatoeba"]])]
     return "\n".join(parts)
+
+
+def realistic_block(figures: dict, config) -> str:
+    """The table `tipline eval realistic` prints: right/total by language and kind, and its three figures."""
+    from evals.realistic_eval import KINDS, rate
+
+    f = figures["realistic"]
+    head = code(f"{TIPLINE} eval realistic --split {f.get('split', 'dev')}")
+    if f.get("skipped"):
+        return f"{head}\n\n{_sizes_note(figures)}Not measured: {f['skipped']}."
+    sample = f" (the first {f['per_kind']} of each kind)" if f.get("per_kind") else ""
+    rows = []
+    for lang, kinds in f["right"].items():
+        cells = [f"{kinds[k][0]}/{kinds[k][1]}" if kinds.get(k, [0, 0])[1] else "–" for k in KINDS]
+        total = kinds["*"]
+        rows.append(["**all**" if lang == "*" else lang, *cells, f"**{total[0]}/{total[1]}** ({rate(total):.3f})"])
+    (ir, ia), rs = f["inherited"], f["restatements"]
+    return "\n".join([
+        head,
+        "",
+        f"{_sizes_note(figures)}{_n(f['rows'], 'message')} of the {f.get('split', 'dev')} split{sample}, "
+        "each through a whole offline check over the seed knowledge base; right answers out of all, by "
+        "language and kind.",
+        "",
+        table(["language", *(k.replace("_", " ") for k in KINDS), "all"], rows),
+        "",
+        f"Inherited verdicts: precision **{rate([ir, ia]):.3f}** ({ir}/{ia}; of the messages that inherited a "
+        f"fact-check's verdict, how many inherited the right one). Restatements, questions and conditions "
+        f"answered right: **{rate(rs):.3f}** ({rs[0]}/{rs[1]}). Asserting messages turned away as not "
+        f"checkable: **{f['asserting_turned_away']}**.",
+    ])
 
 
 def match_block(figures: dict, config) -> str:
@@ -438,7 +469,8 @@ def _burst_stalls(f: dict) -> list[str]:
     return ["", " ".join(lines)] if lines else []
 
 
-_RENDER = {"burst": burst_block, "cold": cold_block, "run": run_block, "claim-matching": claim_matching_block, "match": match_block, "ingest": ingest_block,
+_RENDER = {"burst": burst_block, "cold": cold_block, "run": run_block, "claim-matching": claim_matching_block,
+           "realistic": realistic_block, "match": match_block, "ingest": ingest_block,
            "corroboration-eval": corroboration_eval_block, "corroborate": corroborate_block,
            "pipeline": pipeline_block, "evidence": evidence_block, "ocr": ocr_block}
 

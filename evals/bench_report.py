@@ -9,6 +9,8 @@ One run measures, with fixed seeds and the sizes in `Sizes`:
   claim matching  CLEF-2020 Task 2 dev and train through `ClaimMatcher.by_text` (what `tipline eval
                   claim-matching` does), against BM25 alone over the same claims; the same index then gives
                   the match latency of `tipline bench match` (indexing every claim once saves minutes);
+  realistic       `tipline eval realistic --split dev`: whole offline checks of our chat-like messages
+                  over the seed knowledge base, by language and kind;
   ingest          `tipline bench ingest`;
   same story      `tipline eval corroboration` on train and dev, against a cosine-threshold baseline;
   corroborate     `tipline bench corroborate`;
@@ -89,6 +91,7 @@ class Sizes:
     process_ingest_rows: int = 500
     process_api_checks: int = 10
     evidence_claims: int | None = None  # CLIMATE-FEVER claims read (None: all)
+    realistic_per_kind: int | None = None  # realistic dev rows checked per kind, the first in file order (None: all)
 
 
 # Every code path of the full run, at the smallest sizes that still have a median and a range (two passes
@@ -97,7 +100,7 @@ QUICK = Sizes(claims_limit=300, queries_limit=20, match_n=5, match_repeats=2, in
               corroborate_stored=300, corroborate_ingest=5, corroborate_lookups=4, corroborate_repeats=2,
               digest_stored=300, digest_repeats=2,
               pipeline_levels=(1, 2), pipeline_llm_ms=10, pipeline_search_ms=10, pipeline_repeats=1,
-              process_ingest_rows=5, process_api_checks=2, evidence_claims=30)
+              process_ingest_rows=5, process_api_checks=2, evidence_claims=30, realistic_per_kind=2)
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,8 @@ class ReportConfig:
     # The same dev tweets in Ukrainian (eval/clef2020-uk): the first users read Ukrainian channels too.
     ukrainian: Path = Path("eval/clef2020-uk")
     tatoeba: Path = Path("../shared/eval/tatoeba")
+    # Our chat-like messages (eval/realistic), shipped with the repository; skipped when absent.
+    realistic: Path = ROOT / "eval" / "realistic"
     # Where untimed vectors of evaluation data are kept between runs (None: computed every run).
     vector_cache: Path | None = None
 
@@ -192,6 +197,22 @@ async def _claim_matching(app: App, config: ReportConfig, cache: VectorCache) ->
     return {"claims": len(fcs), "run_depth": RUN_DEPTH, "index_vectors_from_cache": from_cache,
             "ingest_claims_per_s": round(len(fcs) / ingest_s, 1),
             "candidates": app.matcher.candidates, "quality": quality, "latency": latency, "tatoeba": tatoeba}
+
+
+# --- the realistic set: whole offline checks over the seed ------------------------------------
+
+async def _realistic(settings: Settings, config: ReportConfig, scratch: Path) -> dict:
+    from evals.realistic_eval import evaluate
+
+    if not config.realistic.is_dir():
+        return {"skipped": f"no {config.realistic}"}
+    per_kind = config.sizes.realistic_per_kind
+    # A fresh data dir: the seed knowledge base and nothing a user ingested, as `tipline eval realistic` sees
+    # a new install.
+    with tempfile.TemporaryDirectory(prefix="tipline-realistic-", dir=scratch) as d:
+        outcome = await evaluate(temp_settings(settings, Path(d), seed_on_start=True), config.realistic,
+                                 split="dev", per_kind=per_kind)
+    return {"split": "dev", "per_kind": per_kind, **outcome.figures()}
 
 
 # --- same-story detection: tipline against a cosine threshold -----------------------------------
@@ -311,6 +332,7 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
 
         cache = VectorCache(config.vector_cache)
         await part("claim_matching", lambda: with_app(lambda app: _claim_matching(app, config, cache)))
+        await part("realistic", lambda: _realistic(settings, config, scratch))
         await part("ingest", lambda: bench_ingest(settings, config.claims, limit=s.ingest_limit,
                                                   repeats=s.ingest_repeats))
         await part("corroboration_eval", lambda: with_app(lambda app: _corroboration_eval(app, config, scratch, cache)))

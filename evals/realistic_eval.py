@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.settings import Settings
+from core.evaluation import EvalDataError
 from core.intake import EmptyInput
 from schema.models import Result, Verdict
 
@@ -107,28 +109,54 @@ class Outcome:
                                   "top": top.url if top else None, "top_p": top.similarity if top else None,
                                   "top_tier": top.tier if top else None})
 
-    def table(self) -> str:
+    def figures(self) -> dict:
+        """The outcome as JSON-able figures (what `tipline bench report` keeps and renders): right/total by
+        language and kind ("*" is every language or every kind)."""
         langs = sorted({lang for lang, _ in self.right if lang != "*"})
-        lines = ["lang   " + " ".join(f"{k:>10}" for k in (*KINDS, "all"))]
-        for lang in [*langs, "*"]:
-            cells = []
-            for kind in (*KINDS, "*"):
-                ok, n = self.right.get((lang, kind), (0, 0))
-                cells.append(f"{ok:>4}/{n:<5}" if n else f"{'':>10}")
-            lines.append(f"{lang:<6} " + " ".join(cells))
-        p = self.inherited_right / self.inherited_all if self.inherited_all else 0.0
-        asserting = sum(self.right.get(("*", k), (0, 0))[1] for k in ASSERTING)
-        cov = sum(self.right.get(("*", k), (0, 0))[0] for k in ASSERTING) / asserting if asserting else 0.0
-        lines.append(f"inherited verdicts: precision {p:.3f} ({self.inherited_right}/{self.inherited_all}); "
-                     f"restatements answered right {cov:.3f}; asserting messages turned away "
-                     f"{self.not_checkable_asserting}")
-        return "\n".join(lines)
+        by = {lang: {kind: list(self.right[(lang, kind)]) for kind in (*KINDS, "*") if (lang, kind) in self.right}
+              for lang in [*langs, "*"]}
+        asserting = [by["*"].get(k, [0, 0]) for k in ASSERTING] if "*" in by else []
+        return {"rows": self.rows, "right": by, "inherited": [self.inherited_right, self.inherited_all],
+                "restatements": [sum(ok for ok, _ in asserting), sum(n for _, n in asserting)],
+                "asserting_turned_away": self.not_checkable_asserting}
+
+    def table(self) -> str:
+        return table(self.figures())
+
+
+def rate(pair: list[int]) -> float:
+    return pair[0] / pair[1] if pair[1] else 0.0
+
+
+def table(figures: dict) -> str:
+    """What `tipline eval realistic` prints: right/total by language and kind, then the three summary figures."""
+    lines = ["lang   " + " ".join(f"{k:>10}" for k in (*KINDS, "all"))]
+    for lang, kinds in figures["right"].items():
+        cells = []
+        for kind in (*KINDS, "*"):
+            ok, n = kinds.get(kind, (0, 0))
+            cells.append(f"{ok:>4}/{n:<5}" if n else f"{'':>10}")
+        lines.append(f"{lang:<6} " + " ".join(cells))
+    (ir, ia), rs = figures["inherited"], figures["restatements"]
+    lines.append(f"inherited verdicts: precision {rate([ir, ia]):.3f} ({ir}/{ia}); "
+                 f"restatements answered right {rate(rs):.3f}; asserting messages turned away "
+                 f"{figures['asserting_turned_away']}")
+    return "\n".join(lines)
 
 
 async def run_realistic(check: Callable[[str], Awaitable[Result]], rows: list[Row],
                         verdicts: dict[str, Verdict], *, split: str = "dev",
-                        progress: Callable[[int, int], None] | None = None) -> Outcome:
+                        progress: Callable[[int, int], None] | None = None, per_kind: int | None = None) -> Outcome:
+    """`per_kind`: only the first that many rows of each kind (in file order): a small fixed sample."""
     todo = [r for r in rows if split == "all" or r.split == split]
+    if per_kind is not None:
+        taken: Counter[str] = Counter()
+        sample = []
+        for r in todo:
+            if taken[r.kind] < per_kind:
+                taken[r.kind] += 1
+                sample.append(r)
+        todo = sample
     outcome = Outcome()
     for n, row in enumerate(todo, start=1):
         try:
@@ -140,6 +168,23 @@ async def run_realistic(check: Callable[[str], Awaitable[Result]], rows: list[Ro
         if progress is not None:
             progress(n, len(todo))
     return outcome
+
+
+async def evaluate(settings: Settings, data: Path, *, split: str = "dev", per_kind: int | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> Outcome:
+    """Whole offline checks (`app.engine.check`, as a user's message goes) of data/*.jsonl's seed rows over
+    the knowledge base of `settings`' data dir, as `tipline check` opens it (the seed loaded on first start):
+    what `tipline eval realistic` and `tipline bench report` run."""
+    from bot.app import build_app
+    from core.knowledge import load_seed_factchecks
+
+    rows = read_rows(sorted(Path(data).glob("*.jsonl")))
+    if not rows:
+        raise EvalDataError(f"{data}: no *.jsonl rows written against the seed knowledge base")
+    verdicts = {fc.url: fc.verdict for fc in load_seed_factchecks()}
+    async with build_app(settings.model_copy(update={"offline": True}), one_shot=True) as app:
+        return await run_realistic(app.engine.check, rows, verdicts, split=split, progress=progress,
+                                   per_kind=per_kind)
 
 
 def counts(rows: list[Row]) -> Counter[tuple[str, str, str]]:

@@ -287,10 +287,13 @@ def test_eval_realistic(tipline, tmp_path: Path) -> None:
             {"text": "Привет всем, как дела?", "lang": "ru", "kind": "no_claim", "kb": "seed", "target": ""}]
     (data / "x.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
     failures = tmp_path / "failures.jsonl"
-    printed = tipline("eval", "realistic", "--data", data, "--split", "all", "--failures", failures)
+    out = tmp_path / "figures.json"
+    printed = tipline("eval", "realistic", "--data", data, "--split", "all", "--failures", failures, "--out", out)
     ru = next(line for line in printed.splitlines() if line.startswith("ru "))
     assert ru.split()[1:] == ["1/1", "1/1", "2/2"], printed  # restate, no_claim, all
     assert "precision 1.000 (1/1)" in printed and failures.read_text(encoding="utf-8") == "\n"
+    figures = json.loads(out.read_text(encoding="utf-8"))  # what `bench report` renders
+    assert figures["split"] == "all" and figures["right"]["ru"] == {"restate": [1, 1], "no_claim": [1, 1], "*": [2, 2]}
 
 
 def test_bench_ocr(tipline) -> None:
@@ -355,6 +358,10 @@ def test_bench_report_quick(tipline, tmp_path: Path) -> None:
     assert all(p["peak_rss_mib"] > 50 and p["wall_s"] > 0 for p in processes)  # a real process's memory
     assert figures["digest"]["stored_messages"] == 300 and figures["digest"]["items"] >= 1
     assert "a digest over 100,000 stored messages ≤ 2 s" in doc and "s over 300 messages" in doc
+    # The realistic dev set: whole checks over the seed, a fixed sample of two messages per kind.
+    realistic = figures["realistic"]
+    assert realistic["per_kind"] == 2 and 0 < realistic["rows"] <= 12 and realistic["right"]["*"]["*"][1] == realistic["rows"]
+    assert "eval realistic --split dev" in doc
 
 
 def _prose(text: str) -> str:

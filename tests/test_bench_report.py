@@ -3,16 +3,19 @@ lives outside them. Plus the global flags every bench/eval command shares. No mo
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
 import pytest
 
 from evals.bench import Spread
-from evals.bench_markdown import BLOCKS
+from evals.bench_markdown import BLOCKS, realistic_block
+from evals.realistic_eval import Row, run_realistic
 from evals.bench_report import write_blocks
 from adapters.main import build_parser, main
 from core.evaluation import EvalDataError
+from schema.models import Result, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -43,6 +46,43 @@ def test_no_figure_outside_the_generated_blocks() -> None:
     for name in ("CLEF-2020", "Task 2", "Diggelmann et al., 2020", "127.0.0.1", "Seed 000", "BM25", "F1"):
         text = text.replace(name, "")
     assert not re.findall(r".{0,30}\d.{0,30}", text)
+
+
+def test_the_realistic_block_follows_claim_matching() -> None:
+    text = DOC.read_text()
+    assert BLOCKS.index("realistic") == BLOCKS.index("claim-matching") + 1
+    assert text.index("<!-- bench:realistic -->") > text.index("<!-- /bench:claim-matching -->")
+    assert text.index("<!-- bench:realistic -->") < text.index("<!-- bench:match -->")
+
+
+def _result(verdict: Verdict, url: str | None = None) -> Result:
+    return Result(id="-", text="t", verdict=verdict, label="", confidence=1.0, reasoning="", inherited_from=url)
+
+
+def test_realistic_figures_are_what_the_cli_prints_and_the_block_renders() -> None:
+    """A fixed sample (the first rows of each kind), scored by language and kind; the CLI's table and the
+    report's block come from the same figures. No model: `check` is a stand-in."""
+    rows = [Row("a", "ru", "restate", "u1", "x:1"), Row("b", "ru", "restate", "u1", "x:2"),
+            Row("c", "ru", "restate", "u1", "x:3"), Row("d", "uk", "deny", "u1", "x:4"),
+            Row("e", "en", "no_claim", "", "x:5")]
+    answers = {"a": _result(Verdict.REFUTED, "u1"), "b": _result(Verdict.NOT_CHECKABLE),
+               "d": _result(Verdict.REFUTED, "u1"), "e": _result(Verdict.NOT_CHECKABLE)}
+
+    async def check(text: str) -> Result:
+        return answers[text]
+
+    outcome = asyncio.run(run_realistic(check, rows, {"u1": Verdict.REFUTED}, split="all", per_kind=2))
+    f = outcome.figures()
+    assert f["rows"] == 4  # the third restatement is past the sample
+    assert f["right"]["ru"] == {"restate": [1, 2], "*": [1, 2]} and f["right"]["*"]["*"] == [2, 4]
+    assert f["inherited"] == [1, 2] and f["restatements"] == [1, 2] and f["asserting_turned_away"] == 1
+    assert "precision 0.500 (1/2)" in outcome.table()
+    block = realistic_block({"quick": False, "realistic": {"split": "dev", "per_kind": None, **f}}, None)
+    assert "eval realistic --split dev" in block and "4 messages of the dev split" in block
+    assert "| ru | 1/2 | – | – | – | – | – | **1/2** (0.500) |" in block
+    assert "| **all** | 1/2 | – | – | 0/1 | – | 1/1 | **2/4** (0.500) |" in block
+    assert "precision **0.500** (1/2" in block and "turned away as not checkable: **1**" in block
+    assert "Not measured: no eval" in realistic_block({"quick": False, "realistic": {"skipped": "no eval"}}, None)
 
 
 def test_spread_is_the_median_and_the_range() -> None:
