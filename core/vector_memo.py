@@ -47,7 +47,7 @@ class VectorMemo(Generic[K]):
                 self._items.move_to_end(k)
             return np.stack([self._items[k] for k in keys]).astype(np.float32, copy=False)
 
-    def remember(self, keys: Sequence[K], vectors: np.ndarray) -> None:
+    def remember(self, keys: Sequence[K], vectors: np.ndarray | Sequence[np.ndarray]) -> None:
         with self._lock:
             self._items.update(zip(keys, vectors))
             while len(self._items) > self.size:
