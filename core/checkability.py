@@ -148,19 +148,35 @@ class ClaimGate:
         ok = p >= self.model.threshold
         return Checkability(round(p, 4), ok, "NONE" if ok else reason(clean or text))
 
+    def _sentences(self, clean: str) -> list[str]:
+        """A longer message's sentences, each judged on its own when the whole was turned away: one factual
+        sentence beside a greeting, a question or a call to share is enough to check it."""
+        sentences = split_sentences(clean)
+        return sentences if len(sentences) > 1 else []
+
     async def assess(self, text: str) -> Checkability:
         """`text` is the message as the matcher gets it: the same cleaning, so the e5 query vector
         computed here is the one the matcher reuses from the encoder's cache."""
         clean = clean_query(text)
         vec = await self.encoder.queries([clean])
-        return self._decide(text, clean, float(self.model.score(self.model.features(vec, [clean]))[0]))
+        p = float(self.model.score(self.model.features(vec, [clean]))[0])
+        if p < self.model.threshold and (sentences := self._sentences(clean)):
+            p = max(p, float(self.model.score(self.model.features(await self.encoder.queries(sentences),
+                                                                  sentences)).max()))
+        return self._decide(text, clean, p)
 
     def assess_many(self, texts: list[str]) -> list[Checkability]:
         """Batch form for evaluation (blocking: call it off the event loop)."""
         clean = [clean_query(x) for x in texts]
         probs = self.model.score(self.model.features(self.encoder.queries_sync(clean), clean)) if texts \
             else np.zeros(0)
-        return [self._decide(x, c, float(p)) for x, c, p in zip(texts, clean, probs)]
+        out = []
+        for x, c, p in zip(texts, clean, probs):
+            if p < self.model.threshold and (sentences := self._sentences(c)):
+                p = max(p, float(self.model.score(self.model.features(self.encoder.queries_sync(sentences),
+                                                                      sentences)).max()))
+            out.append(self._decide(x, c, float(p)))
+        return out
 
 
 def not_checkable_result(check_id: str, text: str, language: str, gate: Checkability, notes: list[str],

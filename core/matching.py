@@ -205,12 +205,18 @@ class Scored:
     features: np.ndarray
     kind: np.ndarray
     tok_rp: np.ndarray | None = None  # (n, 2) token alignment recall and precision (core/token_align.py)
+    multi_vec: np.ndarray | None = None  # the message's e5 query vector
 
     def order(self) -> np.ndarray:
         return np.argsort(-self.probs, kind="stable")
 
     def decision_rows(self, top: np.ndarray) -> np.ndarray:
-        return decision_features(self.probs, self.features, self.kind, top, self.clean, self.claims, self.tok_rp)
+        vecs = None
+        if self.multi_vec is not None:
+            zeros = np.zeros_like(self.multi_vec)
+            vecs = np.vstack([h.multi if h.multi is not None else zeros for h in self.hits])
+        return decision_features(self.probs, self.features, self.kind, top, self.clean, self.claims, self.tok_rp,
+                                 self.multi_vec, vecs)
 
 
 class ClaimMatcher:
@@ -349,7 +355,7 @@ class ClaimMatcher:
             rows = np.where(kind == 4, 1, kind) == k
             if rows.any():
                 probs[rows] = scorer.reranker.score((features if scorer.english_features else without_english)[rows])
-        return Scored(clean, hits, claims, probs, features, kind, tok_rp)
+        return Scored(clean, hits, claims, probs, features, kind, tok_rp, mvec)
 
     async def _multi(self, clean: str, *, states: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """e5's query vector of `clean` and, if asked, its token states."""

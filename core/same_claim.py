@@ -45,6 +45,9 @@ FEATURES: tuple[str, ...] = ("logit_p", "p_margin", "rank", *_FROM_RERANKER, "st
                              "tok_r", "tok_p")
 _COLS = [FEATURE_NAMES.index(n) for n in _FROM_RERANKER]
 _ENGLISH_ONLY = [_FROM_RERANKER.index(n) for n in ("cover_claim", "cos_doc")]
+# The e5 vectors of message and candidate side by side, dimension by dimension: which meanings they share
+# and where they part, read by weights learned on the chat-like pairs (a cosine weighs every dimension alike).
+VECTOR_PARTS = ("e5_product", "e5_absdiff")
 _WORD = re.compile(r"[^\W\d_]{4,}|\d+")
 
 
@@ -58,8 +61,10 @@ def stem_overlap(message: str, claim: str) -> float:
 
 
 def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray, order: np.ndarray,
-                      message: str, claims: list[str], tok_rp: np.ndarray | None = None) -> np.ndarray:
-    """One row per candidate in `order` (best first by the re-rankers): the decision's FEATURES."""
+                      message: str, claims: list[str], tok_rp: np.ndarray | None = None,
+                      message_vec: np.ndarray | None = None, candidate_vecs: np.ndarray | None = None) -> np.ndarray:
+    """One row per candidate in `order` (best first by the re-rankers): the decision's FEATURES, then, with the
+    message's e5 query vector and the candidates' e5 passage vectors, their VECTOR_PARTS."""
     p = np.clip(probs[order], 1e-6, 1 - 1e-6)
     nxt = np.append(p[1:], 0.0)
     best_other = np.array([max([q for j, q in enumerate(p) if j != i] or [0.0]) for i in range(len(p))])
@@ -76,7 +81,10 @@ def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray
         rows[:, 4 + len(_COLS) + k] = kinds[order] == k
     if tok_rp is not None:
         rows[:, -2:] = tok_rp[order]
-    return rows
+    if message_vec is None or candidate_vecs is None:
+        return rows
+    q, d = np.asarray(message_vec, dtype=np.float64)[None, :], np.asarray(candidate_vecs, dtype=np.float64)[order]
+    return np.hstack([rows, q * d, np.abs(q - d)])
 
 
 @dataclass(frozen=True)
@@ -91,7 +99,7 @@ class SameClaim:
 
     @classmethod
     def from_dict(cls, data: dict) -> SameClaim:
-        if tuple(data["features"]) != FEATURES:
+        if tuple(data["features"]) != FEATURES or tuple(data.get("vector_parts", ())) not in ((), VECTOR_PARTS):
             raise ValueError("same_claim.json was trained on other features; rerun tools/train_same_claim.py")
         mean, std, w = (np.asarray(data[k], dtype=np.float64) for k in ("mean", "std", "weights"))
         return cls(mean, np.where(std > 0, std, 1.0), w, float(data["bias"]), float(data["thresholds"]["auto"]),
@@ -102,6 +110,10 @@ class SameClaim:
         return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
 
     def score(self, rows: np.ndarray) -> np.ndarray:
+        """`rows` from `decision_features`; a model trained without the vector parts reads the scalars only."""
+        rows = rows[:, :len(self.weights)]
+        if rows.shape[1] != len(self.weights):
+            raise ValueError("same-claim rows lack the e5 vectors the model was trained on")
         z = ((rows - self.mean) / self.std) @ self.weights + self.bias
         return 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
 

@@ -37,19 +37,23 @@ if str(ROOT) not in sys.path:
 from bot.app import build_app  # noqa: E402
 from bot.settings import Settings  # noqa: E402
 from core.claim_text import claim_text  # noqa: E402
-from core.same_claim import FEATURES, TOP_K  # noqa: E402
+from core.same_claim import FEATURES, TOP_K, VECTOR_PARTS  # noqa: E402
 from evals.realistic_eval import ASSERTING, Row, read_rows  # noqa: E402
 
 SAME = (*ASSERTING, "deny")
 AUTO_PRECISION, RELATED_PRECISION = 0.93, 0.9
 
 
-def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50) -> tuple[np.ndarray, float]:
-    """L2-regularised logistic regression by Newton's method on standardised X (bias unregularised)."""
+def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50,
+                 l2_vector: float | None = None) -> tuple[np.ndarray, float]:
+    """L2-regularised logistic regression by Newton's method on standardised X (bias unregularised); the
+    columns past FEATURES (the e5 vector parts) have their own `l2_vector`."""
     n, d = X.shape
     A = np.hstack([X, np.ones((n, 1))])
     w = np.zeros(d + 1)
     reg = np.full(d + 1, l2)
+    if l2_vector is not None:
+        reg[len(FEATURES):-1] = l2_vector
     reg[-1] = 0.0
     for _ in range(iters):
         p = 1 / (1 + np.exp(-np.clip(A @ w, -50, 50)))
@@ -90,20 +94,23 @@ def group(item: dict) -> int:
     return int(hashlib.sha1(key.encode()).hexdigest(), 16) % 5
 
 
-def train(items: list[dict], l2: float) -> dict:
+def train(items: list[dict], l2: float, l2_vector: float | None) -> dict:
     X = np.vstack([it["X"] for it in items])
+    if l2_vector is None:
+        X = X[:, :len(FEATURES)]
     y = np.concatenate([labels(it) for it in items]).astype(float)
     mean, std = X.mean(0), X.std(0)
     std[std == 0] = 1.0
-    w, b = fit_logistic((X - mean) / std, y, l2)
+    w, b = fit_logistic((X - mean) / std, y, l2, l2_vector=l2_vector)
     return {"mean": mean, "std": std, "w": w, "b": b}
 
 
 def predict(model: dict, X: np.ndarray) -> np.ndarray:
+    X = X[:, :len(model["w"])]
     return 1 / (1 + np.exp(-np.clip(((X - model["mean"]) / model["std"]) @ model["w"] + model["b"], -50, 50)))
 
 
-def thresholds(items: list[dict], probs: list[np.ndarray]) -> dict:
+def thresholds(items: list[dict], probs: list[np.ndarray], quiet: bool = False) -> dict:
     """From top-1 per message (a message's answer is its best candidate)."""
     best = np.array([p.max() for p in probs])
     arg = [int(p.argmax()) for p in probs]
@@ -113,10 +120,11 @@ def thresholds(items: list[dict], probs: list[np.ndarray]) -> dict:
     from collections import Counter
     wrong = Counter((it["row"].source.split(".")[0], it["row"].kind) for it, ok, b in zip(items, right, best)
                     if b >= 0.8 and not ok)
-    print("  wrong at p >= 0.8:", dict(wrong), file=sys.stderr)
-    for t in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95):
-        sel = best >= t
-        print(f"  top-1 p >= {t}: {sel.sum()} messages, precision {right[sel].mean():.3f}", file=sys.stderr)
+    if not quiet:
+        print("  wrong at p >= 0.8:", dict(wrong), file=sys.stderr)
+        for t in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95):
+            sel = best >= t
+            print(f"  top-1 p >= {t}: {sel.sum()} messages, precision {right[sel].mean():.3f}", file=sys.stderr)
     related = np.array([bool(it["is_target"][a]) for it, a in zip(items, arg)])
 
     def lowest(ok: np.ndarray, precision: float) -> float:
@@ -143,6 +151,8 @@ async def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--euvs-data-dir", type=Path, help="a data dir holding the EUvsDisinfo cases (see above)")
     ap.add_argument("--euvs-cases", type=Path, default=ROOT.parent / "shared" / "eval" / "euvsdisinfo" / "cases.tsv")
     ap.add_argument("--l2", type=float, default=1.0)
+    ap.add_argument("--l2-vector", type=float, nargs="*", default=[300.0, 1000.0, 3000.0],
+                    help="L2 of the e5 vector parts to choose from by cross-validation (none: scalars only)")
     ap.add_argument("--out", type=Path, default=ROOT / "core" / "data" / "same_claim.json")
     args = ap.parse_args(argv)
     paths = sorted(args.data.glob("*.jsonl"))
@@ -161,32 +171,46 @@ async def main(argv: list[str] | None = None) -> None:
             print(f"EUvsDisinfo: {len(euvs_rows)} train messages", file=sys.stderr)
             items += await rows_of(app, euvs_rows, lambda r: urls.get(r.target, ""))
     folds = [group(it) for it in items]
-    cv_probs: list[np.ndarray] = [np.zeros(0)] * len(items)
-    for f in range(5):
-        model = train([it for it, g in zip(items, folds) if g != f], args.l2)
-        for i, (it, g) in enumerate(zip(items, folds)):
-            if g == f:
-                cv_probs[i] = predict(model, it["X"])
+    # Thresholds on the seed rows only: EUvsDisinfo holds many near-duplicate narratives, so a restatement's
+    # top candidate is often a sibling of its target, counted wrong though a person would call it right.
+    seed = [i for i, it in enumerate(items) if not it["row"].source.startswith("euvs")]
+
+    def cross_validated(l2_vector: float | None) -> list[np.ndarray]:
+        probs: list[np.ndarray] = [np.zeros(0)] * len(items)
+        for f in range(5):
+            model = train([it for it, g in zip(items, folds) if g != f], args.l2, l2_vector)
+            for i, (it, g) in enumerate(zip(items, folds)):
+                if g == f:
+                    probs[i] = predict(model, it["X"])
+        return probs
+
+    # The vector parts' L2 (or none of them) by the coverage of restatements at the inherited-precision target.
+    tried = {}
+    for l2v in [None, *args.l2_vector]:
+        probs = cross_validated(l2v)
+        tried[l2v] = (thresholds([items[i] for i in seed], [probs[i] for i in seed], quiet=True)["cv"], probs)
+        print(f"  L2 of the vector parts {l2v}: {tried[l2v][0]}", file=sys.stderr)
+    l2_vector = max(tried, key=lambda k: (tried[k][0]["coverage_of_restatements"], k or 0))
+    cv_probs = tried[l2_vector][1]
     same = [it for it in items if it["row"].kind in SAME]
     print(f"  re-rankers: target first for {np.mean([bool(it['is_target'][:1].any()) for it in same]):.3f} of same-claim "
           f"parts, in the top {TOP_K} for {np.mean([bool(it['is_target'].any()) for it in same]):.3f}; decision "
           f"first for {np.mean([bool(it['is_target'][int(cv_probs[i].argmax())]) for i, it in enumerate(items) if it['row'].kind in SAME]):.3f}",
           file=sys.stderr)
-    # Thresholds on the seed rows only: EUvsDisinfo holds many near-duplicate narratives, so a restatement's
-    # top candidate is often a sibling of its target, counted wrong though a person would call it right.
-    seed = [i for i, it in enumerate(items) if not it["row"].source.startswith("euvs")]
     thr = thresholds([items[i] for i in seed], [cv_probs[i] for i in seed])
-    model = train(items, args.l2)
+    model = train(items, args.l2, l2_vector)
     out = {"model": "logistic regression over the re-rankers' top candidates", "features": list(FEATURES),
+           "vector_parts": list(VECTOR_PARTS) if l2_vector is not None else [],
            "mean": model["mean"].round(6).tolist(), "std": model["std"].round(6).tolist(),
            "weights": model["w"].round(6).tolist(), "bias": round(model["b"], 6),
            "thresholds": {"auto": thr["auto"], "related": thr["related"]},
            "provenance": {"data": "eval/realistic train split (by fact-check): " + ", ".join(p.name for p in paths),
-                          "cross_validated": thr["cv"], "l2": args.l2, "date": dt.date.today().isoformat(),
+                          "cross_validated": thr["cv"], "l2": args.l2, "l2_vector": l2_vector,
+                          "l2_vector_tried": {str(k): v[0] for k, v in tried.items()}, "date": dt.date.today().isoformat(),
                           "command": "python tools/train_same_claim.py " + " ".join(argv or sys.argv[1:])}}
     args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(out["thresholds"]), json.dumps(thr["cv"]))
-    for name, w in sorted(zip(FEATURES, model["w"]), key=lambda x: -abs(x[1])):
+    for name, w in sorted(zip(FEATURES, model["w"][:len(FEATURES)]), key=lambda x: -abs(x[1])):
         print(f"  {name:20} {w:+.3f}")
 
 
