@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from bot.admins import Admins
+from bot.photo_memory import PhotoMemory
 from bot.notify import Notifier, ReviewNotice, ReviewNotices
 from schema.models import FactCheck, Verdict
 from core.ratings import match_rating
@@ -58,6 +59,7 @@ class ReviewCommands:
         self.add_factchecks = add_factchecks
         self.admins = Admins(admins)
         self.is_admin = self.admins.is_admin
+        self.photos: PhotoMemory | None = None  # a reviewed check's photo is remembered (bot/photo_memory.py)
 
     async def handle(self, req: ReviewRequest) -> str:
         if not self.is_admin(req.platform, req.user_id):
@@ -81,6 +83,12 @@ class ReviewCommands:
                        publisher=REVIEW_PUBLISHER, published_at=date.today(), rating_text=rating,
                        verdict=verdict, language=result.language)
         await self.add_factchecks([fc])
+        photo = False
+        if self.photos is not None:
+            try:
+                photo = await self.photos.remember_review(check_id, fc)
+            except Exception:  # the verdict is recorded either way
+                log.exception("could not remember the photo of check %s", check_id)
         resolved = await self.feedback.resolve(check_id)
         await self._audit(req, "review.verdict", f"check={check_id} rating={rating} url={url}")
         label = verdict.label if verdict != Verdict.NOT_CHECKABLE else "Not checkable"
@@ -97,6 +105,7 @@ class ReviewCommands:
         else:
             notified = ""
         return (f"Recorded “{label}” for check {check_id}; the next check of this claim will match it."
+                + (" Its photo is remembered: the next forward of it gets this verdict at once." if photo else "")
                 + ("" if resolved else " (It was not on the open review list.)") + notified)
 
     async def listing(self, limit: int = 10) -> str:
