@@ -5,7 +5,9 @@ forwards the same claim gets an answer at once).
     /review                                  the open items, oldest first
     /review <check id> <rating> <url>        record a verdict, e.g. /review 3f9a1c2b7d False https://…
 
-Only configured admins (TIPLINE_ADMINS); every use and refusal is written to the audit table.
+Only configured admins (TIPLINE_ADMINS); every use and refusal is written to the audit table. A reviewed
+check of a photo has the photo remembered by its perceptual hash (bot/photo_memory.py): its next forward is
+answered at once with the verdict recorded here.
 A recorded verdict is also sent to everyone who asked about the claim (bot/notify.py), through the
 per-platform notifiers this object is given.
 """
