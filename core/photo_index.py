@@ -39,6 +39,7 @@ class PhotoIndex:
         self._ts = np.zeros(0, dtype=np.float64)
         self._alive = np.zeros(0, dtype=bool)
         self._pos: dict[str, int] = {}
+        self._by_story: dict[str, set[int]] = {}  # a merge or a story's members touch only its own photos
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -57,6 +58,7 @@ class PhotoIndex:
         self._ts[n] = entry.ts
         self._alive[n] = True
         self._pos[entry.key] = n
+        self._by_story.setdefault(entry.story, set()).add(n)
 
     def get(self, key: str) -> PhotoEntry | None:
         i = self._pos.get(key)
@@ -84,25 +86,29 @@ class PhotoIndex:
                 exclude_chats: Sequence[str] = (), photo_only: bool = False) -> list[PhotoEntry]:
         """Photos of `stories` within `window_s` of `t`, outside `exclude_chats` (with `photo_only`, only those
         without text: the others are the vector store's story members already)."""
-        wanted, skip = set(stories), set(exclude_chats)
-        if not wanted:
-            return []
-        return [e for e in self._entries if e is not None and e.story in wanted and e.chat not in skip
-                and abs(e.ts - t) <= window_s and not (photo_only and e.has_text)]
+        skip = set(exclude_chats)
+        found = [self._entries[i] for s in set(stories) for i in self._by_story.get(s, ())]
+        return sorted((e for e in found if e is not None and e.chat not in skip and abs(e.ts - t) <= window_s
+                       and not (photo_only and e.has_text)), key=lambda e: (e.ts, e.key))
 
     def relabel(self, stories: Sequence[str], into: str, start: float) -> None:
         """Merge stories, as `MessageVectors.relabel` does for the vector points."""
-        wanted = set(stories)
-        if not wanted:
-            return
-        for i, e in enumerate(self._entries):
-            if e is not None and e.story in wanted:
-                self._entries[i] = replace(e, story=into, story_start=start)
+        for s in set(stories):
+            for i in self._by_story.pop(s, set()):
+                e = self._entries[i]
+                if e is not None:
+                    self._entries[i] = replace(e, story=into, story_start=start)
+                    self._by_story.setdefault(into, set()).add(i)
 
     def remove(self, keys: Iterable[str]) -> None:
         for k in keys:
             i = self._pos.pop(k, None)
             if i is not None:
+                e = self._entries[i]
+                if e is not None and (members := self._by_story.get(e.story)) is not None:
+                    members.discard(i)
+                    if not members:
+                        del self._by_story[e.story]
                 self._entries[i] = None
                 self._alive[i] = False
         if len(self._entries) > 1024 and len(self._pos) < len(self._entries) // 2:
@@ -114,13 +120,15 @@ class PhotoIndex:
         return keys
 
     def remove_older(self, ts: float) -> list[str]:
-        keys = [e.key for e in self._entries if e is not None and e.ts < ts]
+        n = len(self._entries)
+        keys = [e.key for i in np.flatnonzero(self._alive[:n] & (self._ts[:n] < ts))
+                if (e := self._entries[int(i)]) is not None]
         self.remove(keys)
         return keys
 
     def _compact(self) -> None:
         kept = [e for e in self._entries if e is not None]
-        self._entries, self._pos = [], {}
+        self._entries, self._pos, self._by_story = [], {}, {}
         self._hashes = np.zeros((0, WORDS), dtype=np.uint64)
         self._ts = np.zeros(0, dtype=np.float64)
         self._alive = np.zeros(0, dtype=bool)

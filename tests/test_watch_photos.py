@@ -30,6 +30,7 @@ from bot.photo_memory import PhotoMemory
 from bot.watch import WatchService
 from core.image_limits import ImageLimits, NotAnImage, TooManyPixels
 from core.photo_hash import BITS, MATCH_DISTANCE, distance, photo_hash
+from core.photo_index import PhotoEntry, PhotoIndex
 from core.preview_photos import PreviewPhotos
 from core.telegram_preview import PreviewReader, parse_preview
 from storage.messages import resolve_story
@@ -127,6 +128,30 @@ async def test_the_preview_parser_reads_a_posts_photo_and_only_its_own():
         assert not photos.allowed(bad), bad
     local = PreviewPhotos("http://127.0.0.1:9")
     assert local.allowed("http://127.0.0.1:9/file/a.jpg") and not local.allowed("http://127.0.0.1:10/file/a.jpg")
+
+
+async def test_the_photo_index_finds_relabels_and_forgets():
+    index = PhotoIndex()
+    base = photo_hash(jpeg(picture(11)))
+    near = base ^ 0b1011  # 3 bits away
+    far = photo_hash(jpeg(picture(12)))
+    index.add(PhotoEntry("a:1", "tg:a", 1000.0, "a:1", 1000.0, base, has_text=False))
+    index.add(PhotoEntry("b:1", "tg:b", 2000.0, "b:1", 2000.0, near))
+    index.add(PhotoEntry("c:1", "tg:c", 2500.0, "c:1", 2500.0, far, has_text=False))
+    index.add(PhotoEntry("d:1", "tg:d", 900_000.0, "d:1", 900_000.0, base))  # outside any window below
+    assert [(e.key, d) for e, d in index.near(base, t=1500.0, window_s=7 * 86400)] == [("a:1", 0), ("b:1", 3)]
+    assert [e.key for e, _ in index.near(base, t=1500.0, window_s=7 * 86400, exclude_chats=["tg:a"])] == ["b:1"]
+    assert index.near(base, t=1500.0, window_s=7 * 86400, exclude_key="a:1")[0][0].key == "b:1"
+    index.relabel(["b:1"], "a:1", 1000.0)
+    assert [e.key for e in index.members(["a:1"], t=1500.0, window_s=86400)] == ["a:1", "b:1"]
+    assert [e.key for e in index.members(["a:1"], t=1500.0, window_s=86400, photo_only=True)] == ["a:1"]
+    assert index.members(["b:1"], t=1500.0, window_s=86400) == []  # merged away
+    assert index.remove_chat("tg:a") == ["a:1"] and index.get("a:1") is None
+    assert index.remove_older(2200.0) == ["b:1"] and len(index) == 2
+    for i in range(3000):  # many removals compact the arrays; what is left is still found
+        index.add(PhotoEntry(f"x:{i}", "tg:x", 2600.0, f"x:{i}", 2600.0, far ^ i))
+    index.remove([f"x:{i}" for i in range(2990)])
+    assert len(index) == 12 and {e.key for e, _ in index.near(far, t=2600.0, window_s=200)} >= {"c:1", "x:2999"}
 
 
 # --- watched channels --------------------------------------------------------------------------------
