@@ -3,8 +3,9 @@ window whose photo is this one" for the corroborator (core/tracking.py), which l
 it links messages by their text.
 
 A hash is 32 bytes, so the retained window's photos fit in memory easily (100,000 photos: 3.2 MB of hashes
-and their records); a search is one vectorised XOR and popcount over all of them (a few ms for 100,000), so
-no index structure is needed. Each photo keeps its story and the story's start, relabelled on every merge
+and their records); a search is one vectorised XOR and popcount over all of them (100,000 random hashes:
+1.7 ms p50, load ~7 on 2 cores), so no index structure is needed. A story's photos are kept apart by story,
+so a merge relabels only those (0.05 ms). Each photo keeps its story and the story's start, relabelled on every merge
 exactly as the vector store's points are, so a photo-only post (no text, so no vector point) is a member of
 its story like any message. The system of record is SQLite (`messages.photo_hash`); `Corroborator.open`
 loads the index from it.
