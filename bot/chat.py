@@ -25,6 +25,7 @@ from bot.review import ReviewRequest
 from bot.watch_commands import WATCH_COMMAND, WatchRequest
 from bot.evidence import EvidenceRequest, evidence_arg
 from bot.images import ImageReader, ImageRef, NoTextInImage, combine, refusal_text
+from bot.photo_memory import PhotoMemory, reviewed_answer
 from bot.render import Reply, to_reply
 from schema.models import Result
 from schema.text import safe_text
@@ -434,13 +435,23 @@ class CheckService:
         Takes no concurrency slot: callers bound concurrency (`handle` here, workers in bot/queue.py).
         A request with an image is read first (bot/images.py): the caption and the text read from the
         image are checked together. An image that cannot be read is answered with one sentence, or, when
-        it has a caption, the caption is checked and that sentence becomes a note on the card."""
+        it has a caption, the caption is checked and that sentence becomes a note on the card.
+        With photo memory (`photos`), the image's perceptual hash is kept with the check, links it to watched
+        posts of the same photo, and a photo an admin reviewed is answered at once with that review."""
         progress: ThrottledProgress | None = None
-        checked, image_text, image_note = req, None, None
+        checked, image_text, image_note, photo = req, None, None, None
         if req.image is not None:
             progress = ThrottledProgress(responder, min_interval=self.progress_interval)
             await progress.start("image")
-            read = await self._read_image(req)
+            data: bytes | ImageRefused | None = None
+            if self.photos is not None and self.images is not None:
+                data = await self._fetch_image(req)
+                if isinstance(data, bytes):
+                    photo = await self.photos.hash(data)
+                    answered = await self._answer_reviewed(req, responder, photo)
+                    if answered is not None:
+                        return answered
+            read = await self._read_image(req, data)
             if isinstance(read, str):
                 image_text = read
                 checked = replace(req, text=combine(req.text, read))
@@ -458,7 +469,7 @@ class CheckService:
             await progress.start()
         try:
             result = await self.check(checked.text, progress, scope=req.scope, request=checked,
-                                      image_text=image_text, image_note=image_note)
+                                      image_text=image_text, image_note=image_note, photo=photo)
         except EmptyInput:
             await responder.say(EMPTY_TEXT)
             return None
@@ -478,11 +489,12 @@ class CheckService:
 
     async def check(self, text: str, progress: ProgressSink | None = None, *, scope: str = GLOBAL,
                     request: CheckRequest | None = None, image_text: str | None = None,
-                    image_note: str | None = None) -> Result:
+                    image_note: str | None = None, photo: int | None = None) -> Result:
         """The one place a check is made and kept: the engine decides, a chat's request adds what the
         bot knows about chats (repeats, "also reported by"), and the Result is stored once, after that.
         `image_text`: what was read from an attached image ("" when it held no text), for the card;
-        `image_note`: why an attached image was not read (its caption alone was checked).
+        `image_note`: why an attached image was not read (its caption alone was checked); `photo`: the
+        image's perceptual hash, kept with the check and looked up among tracked messages' photos.
         Raises `EmptyInput` when there is nothing to check."""
         started = time.monotonic()
         result = await self.engine.check(text, progress, scope=scope)
@@ -491,16 +503,47 @@ class CheckService:
             result = result.model_copy(update={"image_text": image_text, "notes": notes})
         elif image_note is not None:
             result = result.model_copy(update={"notes": [*result.notes, image_note]})
-        return await self._keep(result, request, started)
+        return await self._keep(result, request, started, photo)
 
-    async def _read_image(self, req: CheckRequest) -> str | ImageRefused:
-        """The text of the request's image, or why it could not be read (a captionless image with no
-        text counts as unreadable: there is nothing to check)."""
+    async def _fetch_image(self, req: CheckRequest) -> bytes | ImageRefused:
+        assert req.image is not None and self.images is not None
+        try:
+            return await self.images.fetch(req.image)
+        except ImageRefused as exc:
+            log.info("image of message %s in chat %s not downloaded: %s", req.target_id, req.chat_id, exc)
+            return exc
+
+    async def _answer_reviewed(self, req: CheckRequest, responder: Responder, photo: int | None) -> str | None:
+        """A photo an admin reviewed: that review's verdict, at once (no OCR, no matching); the check id, or
+        None when the photo was never reviewed."""
+        if photo is None or self.photos is None:
+            return None
+        try:
+            review = await self.photos.reviewed(photo)
+        except Exception:  # remembering photos is an extra: on failure, check as usual
+            log.exception("reviewed-photo lookup failed (chat %s, message %s)", req.chat_id, req.target_id)
+            return None
+        if review is None:
+            return None
+        started = time.monotonic()
+        language = detect_language(req.text) if req.text.strip() else review.factcheck.language
+        result = await self._keep(reviewed_answer(review, req.text.strip(), language), req, started, photo)
+        log.info("check %s: %s, the reviewed photo of check %s (chat %s, message %s)", result.id,
+                 result.verdict.value, review.check_id, req.chat_id, req.target_id)
+        await responder.final(to_reply(result), req)
+        return result.id
+
+    async def _read_image(self, req: CheckRequest, data: bytes | ImageRefused | None = None) -> str | ImageRefused:
+        """The text of the request's image (`data`: its bytes when they were downloaded already, or why
+        they could not be), or why it could not be read (a captionless image with no text counts as
+        unreadable: there is nothing to check)."""
         assert req.image is not None
         try:
+            if isinstance(data, ImageRefused):
+                raise data
             if self.images is None:
                 raise OcrUnavailable("no image reader configured")
-            reading = await self.images.read(req.image)
+            reading = await (self.images.read_bytes(data) if data is not None else self.images.read(req.image))
             if not reading.text and not req.text.strip():
                 raise NoTextInImage("no text in the image and no caption")
         except ImageRefused as exc:
@@ -520,13 +563,14 @@ class CheckService:
             raise NoTextInImage("no text in the image and no caption")
         return await self.check(combine(caption, reading.text), image_text=reading.text)
 
-    async def _keep(self, result: Result, request: CheckRequest | None, started: float) -> Result:
+    async def _keep(self, result: Result, request: CheckRequest | None, started: float,
+                    photo: int | None = None) -> Result:
         asker = None
         if request is not None:
-            result = await self._enrich(request, result)
+            result = await self._enrich(request, result, photo)
             if request.platform is not None and request.requested_by is not None:
                 asker = self.db.pseudonym(request.platform, request.requested_by)
-        await self.db.save_check(result, asker=asker)
+        await self.db.save_check(result, asker=asker, photo_hash=photo)
         if self.on_result is not None:
             self.on_result(result, time.monotonic() - started)
         return result
@@ -537,6 +581,8 @@ class CheckService:
     on_result: Callable[[Result, float], None] | None = None
     # Screenshots (bot/images.py): without a reader, an image is answered with "image checks are off".
     images: ImageReader | None = None
+    # Photos' perceptual hashes (bot/photo_memory.py): kept with checks, reviewed photos answered at once.
+    photos: PhotoMemory | None = None
 
     async def _reuse(self, req: CheckRequest) -> Result | None:
         if self.extras is None:
@@ -547,11 +593,12 @@ class CheckService:
             log.exception("repeat lookup failed (chat %s, message %s)", req.chat_id, req.target_id)
             return None
 
-    async def _enrich(self, req: CheckRequest, result: Result) -> Result:
+    async def _enrich(self, req: CheckRequest, result: Result, photo: int | None = None) -> Result:
         if self.extras is None:
             return result
         try:
-            return await self.extras.enrich(result, req.text, req.scope, req.chat_id, req.forwarded_from)
+            return await self.extras.enrich(result, req.text, req.scope, req.chat_id, req.forwarded_from,
+                                            photo=photo)
         except Exception:
             log.exception("could not add corroboration to check %s", result.id)
             return result

@@ -34,9 +34,11 @@ from bot.notify import Notifier
 from bot.personal import Privacy
 from bot.progress_delay import Presence
 from bot.queue import JobQueue, ResponderFactory
+from bot.photo_memory import PhotoMemory
 from bot.review import AddFactChecks, ReviewCommands, ReviewRequest
 from bot.watch_commands import WatchCommands, WatchRequest
 from core.engine import Engine
+from core.image_limits import ImageLimits
 from schema.models import Result
 from core.tracking import Corroborator, TrackedMessage
 from storage.sqlite import Database
@@ -82,7 +84,7 @@ class ChatApp:
                  admins: Sequence[str] = (), add_factchecks: AddFactChecks | None = None,
                  corroborator: Corroborator | None = None, db: Database | None = None,
                  digests: DigestService | None = None, images: ImageReader | None = None,
-                 privacy: Privacy | None = None, outflow: Outflow | None = None):
+                 privacy: Privacy | None = None, outflow: Outflow | None = None, photos: PhotoMemory | None = None):
         """`outflow`: what leaves the server (bot/outflow.py), said at the end of /start and /help."""
         self.engine = engine
         self.outflow = outflow
@@ -93,6 +95,8 @@ class ChatApp:
         self.images = images
         if images is not None:
             self.service.images = images  # screenshots: each adapter registers how to download its images
+        if photos is not None:
+            self.service.photos = photos  # photos' hashes: kept with checks, reviewed photos answered at once
         if corroborator is not None and self.service.extras is None:
             # No platform: one service serves every adapter (the extras exclude the asking chat on each).
             self.service.extras = CheckExtras(self.db, None, corroborator)
@@ -104,6 +108,7 @@ class ChatApp:
         # one platform reaches askers on the others.
         self.notifiers: dict[str, Notifier] = queue.notifiers if queue is not None else {}
         self.review = ReviewCommands(self.db, add_factchecks, admins, self.notifiers)
+        self.review.photos = photos
         # Digests, /trending and alerts (bot/digest_schedule.py); None where tracking is off.
         self.digests = digests
         self.digest_commands = DigestCommands(self.db, digests, Admins(admins))
@@ -296,7 +301,9 @@ def build_chat(settings: Settings, app: App) -> ChatApp:
                    corroborator=app.corroborator, db=app.db, digests=build_digests(settings, app),
                    images=app.images, privacy=Privacy(app.db, corroborator=app.corroborator,
                                                       check_retention_days=settings.check_retention_days),
-                   outflow=outflow(settings))
+                   outflow=outflow(settings),
+                   photos=PhotoMemory(app.db, ImageLimits(max_bytes=settings.ocr_max_bytes,
+                                                          max_pixels=settings.ocr_max_pixels)))
 
 
 def build_digests(settings: Settings, app: App, clock: Clock | None = None) -> DigestService | None:

@@ -225,11 +225,13 @@ class CheckExtras:
         return await self._corroborate(result, chat_id, forwarded_from)
 
     async def enrich(self, result: Result, text: str, scope: str, chat_id: object,
-                     forwarded_from: str | None = None) -> Result:
+                     forwarded_from: str | None = None, *, photo: int | None = None) -> Result:
+        """`photo`: the checked image's perceptual hash, for tracked messages carrying the same photo."""
         await self.repeats.record(text, scope, result.id, self.platform, chat_id)
-        return await self._corroborate(result, chat_id, forwarded_from)  # stored by the caller, once
+        return await self._corroborate(result, chat_id, forwarded_from, photo)  # stored by the caller, once
 
-    async def _corroborate(self, result: Result, chat_id: object, forwarded_from: str | None) -> Result:
+    async def _corroborate(self, result: Result, chat_id: object, forwarded_from: str | None,
+                           photo: int | None = None) -> Result:
         outlets = news_outlets(result)
         if self.corroborator is None:
             also = None  # tracking is off in this deployment
@@ -240,7 +242,8 @@ class CheckExtras:
                 # both platforms cannot hit another chat.
                 platforms = [self.platform] if self.platform else ["telegram", "slack"]
                 also = await self.corroborator.lookup(result.text, exclude_chats=[(p, chat_id) for p in platforms],
-                                                      exclude_names=[forwarded_from or ""], outlets=outlets)
+                                                      exclude_names=[forwarded_from or ""], outlets=outlets,
+                                                      photo=photo)
             except Exception:  # corroboration is an extra: never fail the verdict over it
                 log.exception("corroboration lookup failed for check %s", result.id)
                 also = None

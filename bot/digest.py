@@ -125,13 +125,17 @@ class DigestBuilder:
         members = [texts_of[k] for k in keys if k in texts_of]
         if not members:
             return None  # deleted meanwhile (/forget, retention)
-        rep = members[await asyncio.to_thread(representative, [m.text for m in members])]
-        text, summarized = excerpt(rep.text), False
-        if summarize and self.llm is not None:
-            summary = await self._summary(members, lang)
+        texted = [m for m in members if m.text.strip()]  # the others are photo-only posts (bot/watch.py)
+        if texted:
+            rep = texted[await asyncio.to_thread(representative, [m.text for m in texted])]
+            text, summarized = excerpt(rep.text), False
+        else:
+            rep, text, summarized = members[0], t("digest.photo", lang), False
+        if texted and summarize and self.llm is not None:
+            summary = await self._summary(texted, lang)
             if summary:
                 text, summarized = summary, True
-        match = await self.verdict(rep.text)
+        match = await self.verdict(rep.text) if texted else None
         reporters = [_reporter(texts_of[k]) for k in firsts if k in texts_of]
         if not reporters:
             return None

@@ -122,6 +122,13 @@ class ImageReader:
         self.limits.refuse_size(ref.size)
         if not await self.ocr.available():
             raise OcrUnavailable("no OCR engine")  # before downloading what nobody can read
+        return await self.read_bytes(await self.fetch(ref))
+
+    async def fetch(self, ref: ImageRef) -> bytes:
+        """The bytes of the image `ref` points to, within the byte cap; raises `ImageRefused`."""
+        if not mime_is_image(ref.mime):
+            raise NotAnImage(f"declared {ref.mime!r}")
+        self.limits.refuse_size(ref.size)
         fetcher = self.fetchers.get(ref.platform)
         if fetcher is None:
             raise DownloadFailed(f"no image fetcher for {ref.platform!r}")
@@ -132,7 +139,8 @@ class ImageReader:
         except Exception as exc:
             log.warning("could not download image %s from %s", ref.file_id, ref.platform, exc_info=True)
             raise DownloadFailed(repr(exc)) from exc
-        return await self.read_bytes(data)
+        self.limits.refuse_size(len(data))
+        return data
 
     async def read_bytes(self, data: bytes) -> ImageReading:
         ocr = await self.ocr.read(data)

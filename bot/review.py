@@ -5,7 +5,9 @@ forwards the same claim gets an answer at once).
     /review                                  the open items, oldest first
     /review <check id> <rating> <url>        record a verdict, e.g. /review 3f9a1c2b7d False https://…
 
-Only configured admins (TIPLINE_ADMINS); every use and refusal is written to the audit table.
+Only configured admins (TIPLINE_ADMINS); every use and refusal is written to the audit table. A reviewed
+check of a photo has the photo remembered by its perceptual hash (bot/photo_memory.py): its next forward is
+answered at once with the verdict recorded here.
 A recorded verdict is also sent to everyone who asked about the claim (bot/notify.py), through the
 per-platform notifiers this object is given.
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from bot.admins import Admins
+from bot.photo_memory import PhotoMemory
 from bot.notify import Notifier, ReviewNotice, ReviewNotices
 from schema.models import FactCheck, Verdict
 from core.ratings import match_rating
@@ -58,6 +61,7 @@ class ReviewCommands:
         self.add_factchecks = add_factchecks
         self.admins = Admins(admins)
         self.is_admin = self.admins.is_admin
+        self.photos: PhotoMemory | None = None  # a reviewed check's photo is remembered (bot/photo_memory.py)
 
     async def handle(self, req: ReviewRequest) -> str:
         if not self.is_admin(req.platform, req.user_id):
@@ -81,6 +85,12 @@ class ReviewCommands:
                        publisher=REVIEW_PUBLISHER, published_at=date.today(), rating_text=rating,
                        verdict=verdict, language=result.language)
         await self.add_factchecks([fc])
+        photo = False
+        if self.photos is not None:
+            try:
+                photo = await self.photos.remember_review(check_id, fc)
+            except Exception:  # the verdict is recorded either way
+                log.exception("could not remember the photo of check %s", check_id)
         resolved = await self.feedback.resolve(check_id)
         await self._audit(req, "review.verdict", f"check={check_id} rating={rating} url={url}")
         label = verdict.label if verdict != Verdict.NOT_CHECKABLE else "Not checkable"
@@ -97,6 +107,7 @@ class ReviewCommands:
         else:
             notified = ""
         return (f"Recorded “{label}” for check {check_id}; the next check of this claim will match it."
+                + (" Its photo is remembered: the next forward of it gets this verdict at once." if photo else "")
                 + ("" if resolved else " (It was not on the open review list.)") + notified)
 
     async def listing(self, limit: int = 10) -> str:

@@ -173,6 +173,10 @@ class Settings(BaseSettings):
                                     "channel's preview.")
     watch_backfill_pages: int = Field(default=5, ge=0, le=50, description="Older preview pages (~20 posts each) "
                                       "read per channel to catch up after downtime.")
+    watch_photos: bool = Field(default=True, description="Download watched posts' photos (from the preview's "
+                               "host or Telegram's CDN) to link the same picture across channels.")
+    watch_photo_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1, description="Largest photo of a watched post "
+                                       "downloaded (a preview's photos are ~50-300 KB).")
 
     # Reliability: job queue, rate limits, provider protection, LLM budget
     # Checks run at once. Unset: 16 with a language model, whose checks mostly wait on it (10 REST checks at once on

@@ -12,6 +12,9 @@ channel and no Telegram account are needed; only public pages are read (docs/wat
   its link https://t.me/<name>/<id>, its time and text; its views and whether it is a forward (and of what)
   are kept beside it (storage/watched.py). A forward of a channel's post that a watched channel already
   carried (the original, or another forward of it) is not stored again: a forward chain counts once.
+  A post's photo is downloaded from the page's photo URL (core/preview_photos.py: the preview's host or
+  Telegram's CDN only, bounded) and its perceptual hash stored with the tracked message, so the same
+  picture in several channels links their posts into one story; a photo-only post is stored by its hash.
 - `run(stop)`: the poller of `tipline run`: every TICK_S it reads the channels due (last read more than
   TIPLINE_WATCH_INTERVAL_S ago, or never: one added by `tipline watch add` while the bot runs), one
   request at a time, REQUEST_GAP_S apart. A 429 pauses every read until its Retry-After has passed.
@@ -34,6 +37,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from bot.render import ago
+from core.preview_photos import PreviewPhotos
 from core.telegram_preview import NotAChannel, Outcome, PreviewPost, PreviewReader, channel_name, short_count
 from schema.models import AlsoReported, ReportedBy
 from storage.messages import message_key as stored_key
@@ -106,8 +110,9 @@ class WatchService:
     def __init__(self, store: WatchStore, corroborator: Corroborator, reader: PreviewReader, *,
                  interval_s: float = 600.0, backfill_pages: int = 5, retention_days: float = 30.0,
                  enabled: bool = True, clock: Callable[[], float] = time.time, request_gap_s: float = REQUEST_GAP_S,
-                 tick_s: float = TICK_S):
+                 tick_s: float = TICK_S, photos: PreviewPhotos | None = None):
         self.store = store
+        self.photos = photos  # None: posts' photos are not read (TIPLINE_WATCH_PHOTOS=false)
         self.corroborator = corroborator
         self.messages = corroborator.store
         self.reader = reader
@@ -124,6 +129,8 @@ class WatchService:
 
     async def aclose(self) -> None:
         await self.reader.aclose()
+        if self.photos is not None:
+            await self.photos.aclose()
 
     # --- commands ------------------------------------------------------------------------------
 
@@ -349,19 +356,25 @@ class WatchService:
         handle = chat_id_of(name)
         through_bot = await self.store.tracked_elsewhere(handle)  # posts arrive through /track already
         taken = await self.store.stored_origins(p.origin for p in fresh)
+        now = datetime.fromtimestamp(self.clock(), UTC)
+
+        def wanted(p: PreviewPost) -> bool:
+            return (not p.service and (p.at or now).timestamp() >= cutoff and not through_bot
+                    and not (p.origin and p.origin in taken))
+        hashes = await self._photo_hashes(name, [p for p in fresh if p.photo_url and wanted(p)])
         rows: list[WatchedPost] = []
         messages: list[TrackedMessage] = []
         for p in fresh:
-            at = p.at or datetime.fromtimestamp(self.clock(), UTC)
-            keep = (bool(p.text.strip()) and not p.service and at.timestamp() >= cutoff and not through_bot
-                    and not (p.origin and p.origin in taken))
+            at = p.at or now
+            photo = hashes.get(p.post_id)
+            keep = (bool(p.text.strip()) or photo is not None) and wanted(p)
             if keep and p.origin:
                 taken.add(p.origin)
             rows.append(WatchedPost(message_key(name, p.post_id), name, p.post_id, at.timestamp(), p.views,
                                     p.forwarded_from, p.forwarded_link, p.origin, keep))
             if keep:
                 messages.append(TrackedMessage(PLATFORM, handle, str(p.post_id), p.text, at, author=handle,
-                                               permalink=p.link, kind="channel"))
+                                               permalink=p.link, kind="channel", photo_hash=photo))
         upto = fresh[-1].post_id
         stored = 0
         if messages:
@@ -375,6 +388,18 @@ class WatchService:
                 rows = [r for r in rows if r.post_id <= upto]
         await self.store.add_posts(rows)
         return stored, upto
+
+    async def _photo_hashes(self, name: str, posts: Sequence[PreviewPost]) -> dict[int, int]:
+        """The perceptual hash of each post's photo, by post id; a photo that cannot be read has none (one
+        log line per poll says how many and why the first failed)."""
+        if self.photos is None or not posts:
+            return {}
+        results = await asyncio.gather(*(self.photos.hash(p.photo_url) for p in posts))
+        failed = [r for r in results if r.hash is None]
+        if failed:
+            log.info("watch: @%s: %d of %d photo(s) not read (%s: %s)", name, len(failed), len(results),
+                     failed[0].url[:120], failed[0].reason)
+        return {p.post_id: r.hash for p, r in zip(posts, results) if r.hash is not None}
 
     async def _track(self, name: str, title: str) -> None:
         """The channel as a tracked chat: its posts are stored, and digests count it."""
@@ -462,8 +487,13 @@ def build_watch(settings: Settings, corroborator: Corroborator | None) -> WatchS
     """The watch service of `tipline run` (None without tracking: the posts would have nowhere to go)."""
     if corroborator is None:
         return None
+    from core.image_limits import ImageLimits
+
     reader = PreviewReader(settings.telegram_preview_url, timeout_s=max(5.0, settings.fetch_timeout_s * 2),
                            max_bytes=settings.fetch_max_bytes)
+    photos = PreviewPhotos(settings.telegram_preview_url, timeout_s=max(5.0, settings.fetch_timeout_s * 2),
+                           limits=ImageLimits(max_bytes=settings.watch_photo_max_bytes,
+                                              max_pixels=settings.ocr_max_pixels)) if settings.watch_photos else None
     return WatchService(WatchStore(corroborator.store.db), corroborator, reader, interval_s=settings.watch_interval_s,
                         backfill_pages=settings.watch_backfill_pages, retention_days=settings.retention_days,
-                        enabled=not settings.offline)
+                        enabled=not settings.offline, photos=photos)

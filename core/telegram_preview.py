@@ -11,6 +11,8 @@ before that post. Each post is a `div.tgme_widget_message` with `data-post="<nam
                                          .tgme_widget_message_reply (the quoted message, also marked
                                          js-message_reply_text) or a link preview is not the post's
     .tgme_widget_message_views           "12.4K"
+    a.tgme_widget_message_photo_wrap     a photo: style="…background-image:url('https://cdn….telesco.pe/file/….jpg')"
+                                         (an album has one per photo; the first is read)
     .tgme_widget_message_date            <a href="https://t.me/<name>/<id>"><time datetime="…+00:00">
     .service_message                     "channel photo updated", pins: no text of the channel's own
 
@@ -145,6 +147,7 @@ class PreviewPost:
     forwarded_from: str = ""  # the name shown after "Forwarded from"
     forwarded_link: str = ""  # its link when the origin is a public channel's post
     service: bool = False
+    photo_url: str = ""  # the post's (first) photo, as the page's style attribute names it
 
     @property
     def link(self) -> str:
@@ -186,6 +189,7 @@ class PreviewPage:
 
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
          "wbr"}
+_BACKGROUND = re.compile(r"background-image\s*:\s*url\(\s*(['\"]?)([^'\"()\s]{1,2000})\1\s*\)", re.I)
 _RESTRICTION = re.compile(r"can[’']t be displayed|cannot be displayed|violat\w+ (?:local laws|Telegram)|"
                           r"is (?:blocked|unavailable) (?:in|because|due)", re.I)
 
@@ -207,6 +211,7 @@ class _Post:
     forwarded: bool = False
     service: bool = False
     chars: int = 0
+    photo_url: str = ""
 
 
 class _PreviewParser(HTMLParser):
@@ -273,6 +278,10 @@ class _PreviewParser(HTMLParser):
             post.fwd_link = a.get("href", "") if tag == "a" else ""
         if "tgme_widget_message_views" in classes and post.views_depth is None:
             post.views_depth = depth
+        if "tgme_widget_message_photo_wrap" in classes and not post.photo_url and not self._quoted():
+            m = _BACKGROUND.search(a.get("style", ""))
+            if m and m[2].lower().startswith(("https://", "http://", "//")):
+                post.photo_url = ("https:" + m[2]) if m[2].startswith("//") else m[2]
         if tag == "time" and a.get("datetime") and post.at is None and self._within("tgme_widget_message_date"):
             post.at = _when(a["datetime"])
         if ("tgme_widget_message_text" in classes and post.text_depth is None and not post.text_done
@@ -346,7 +355,7 @@ class _PreviewParser(HTMLParser):
         self.page.posts.append(PreviewPost(post.channel, post.post_id, text, post.at, views,
                                            forwarded_from=name if post.forwarded or name else "",
                                            forwarded_link=post.fwd_link if post.forwarded else "",
-                                           service=post.service))
+                                           service=post.service, photo_url=post.photo_url))
 
     def done(self) -> PreviewPage:
         if self.post is not None:  # a page cut at max_bytes: the last post is read as far as it went

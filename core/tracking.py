@@ -13,6 +13,12 @@ vectors), forgets (retention, /forget) and is shared by concurrent checks.
   window, one entry per chat, plus where the story was first seen and an agreement tier.
 - `cleanup()` / `run_retention()`: drop messages older than the retention period; `forget(chat)`.
 
+Photos: a message may carry its photo's perceptual hash (core/photo_hash.py; a watched channel's post,
+bot/watch.py). A message whose photo is within `MATCH_DISTANCE` bits of an earlier message's of another
+chat joins that message's story as a text link would, and a photo-only post (no text) is stored with its
+hash alone: no embedding, no vector point, a member of its story through the in-memory photo index
+(core/photo_index.py). A lookup given a photo finds the messages carrying it the same way.
+
 The vectors, and what the features read of each message (entities, rare terms, polarity, story), live
 in the `messages` collection (storage/message_vectors.py): "the nearest messages of other chats within
 the window" is one filtered query to the vector engine, "the rest of those stories" one filtered
@@ -59,6 +65,8 @@ from core.text_embedder import TextEmbedder
 from core.intake import detect_language
 from core.matchfeatures import latin_script
 from core.multilingual import MultilingualEncoder
+from core.photo_hash import BITS as PHOTO_BITS
+from core.photo_index import PhotoEntry, PhotoIndex
 from schema.models import AlsoReported, ReportedBy
 from storage.message_vectors import MULTI, VECTOR, MessagePoint, MessageVectors, Near, StoredMessageVector
 from storage.messages import MessageStore, StoredMessage, message_key, resolve_story
@@ -111,6 +119,7 @@ class TrackedMessage:
     language: str = ""
     kind: str = "group"  # "channel" | "group" (credibility prior)
     sender: str | None = None  # the author's pseudonym (storage/sqlite.py Database.pseudonym), for /forget me
+    photo_hash: int | None = None  # its photo's perceptual hash (core/photo_hash.py); the text may then be ""
 
     @property
     def key(self) -> str:
@@ -182,6 +191,8 @@ class _Found:
     strong_chats: set[str] = field(default_factory=set)
     conflict: bool = False
     agreement: float = 0.0
+    direct: list[float] = field(default_factory=list)  # the direct matches' scores
+    stories: dict[str, float] = field(default_factory=dict)  # the stories matched, with their best score
 
     def add(self, h: _Hit, score: float) -> None:
         cur = self.per_chat.get(h.chat)
@@ -196,6 +207,7 @@ class _Stats:
     ingested: int = 0
     skipped_untracked: int = 0
     links: int = 0
+    photo_links: int = 0
 
 
 def _secs(at: datetime) -> float:
@@ -233,6 +245,7 @@ class Corroborator:
         self._queue: asyncio.Queue[tuple[TrackedMessage, asyncio.Future[str | None]]] | None = None
         self._worker: asyncio.Task[None] | None = None
         self._embed_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.photos = PhotoIndex()  # the stored messages' photo hashes (loaded by `open`)
         self.stats = _Stats()
 
     @property
@@ -274,7 +287,28 @@ class Corroborator:
             await self._reconcile(rows, points)
         counted = [m.terms for m in points.values()]
         await asyncio.to_thread(self._count_all, counted)
-        log.info("corroboration: %d tracked messages loaded", len(points))
+        await self._load_photos(rows, points)
+        log.info("corroboration: %d tracked messages loaded (%d with a photo hash)", len(points), len(self.photos))
+
+    async def _load_photos(self, rows: Sequence[StoredMessage], points: Mapping[str, StoredMessageVector]) -> None:
+        """The photo index from SQLite: each photo's story as its vector point has it (relabelled on every
+        merge), or for a photo-only post its stored story through the merge aliases."""
+        self.photos = PhotoIndex(self.photos.max_distance)
+        photos = [m for m in rows if m.photo_hash is not None]
+        if not photos:
+            return
+        aliases = await self.store.story_aliases()
+        start: dict[str, float] = {}
+        for m in rows:
+            s = resolve_story(aliases, m.story_id or m.id)
+            start[s] = min(start.get(s, math.inf), m.ts)
+        for m in photos:
+            assert m.photo_hash is not None
+            point = points.get(m.id)
+            story = point.story if point is not None else resolve_story(aliases, m.story_id or m.id)
+            first = point.story_start if point is not None else start.get(story, m.ts)
+            self.photos.add(PhotoEntry(m.id, f"{m.platform}:{m.chat_id}", m.ts, story, first, m.photo_hash,
+                                       has_text=bool(m.text.strip())))
 
     async def _reconcile(self, rows: Sequence[StoredMessage], points: dict[str, StoredMessageVector]) -> None:
         by_key = {m.id: m for m in rows}
@@ -285,8 +319,9 @@ class Corroborator:
                 del points[k]
         # A point written while stories across languages were off has no multilingual vector: embedded now.
         lacking = self.multilingual is not None
-        todo = [m for m in rows if m.id not in points or not points[m.id].complete
-                or (lacking and not points[m.id].has_multi)]
+        # A photo-only post has no text, so no vector point: it is in the photo index only.
+        todo = [m for m in rows if m.text.strip() and (m.id not in points or not points[m.id].complete
+                                                       or (lacking and not points[m.id].has_multi))]
         if not todo:
             return
         log.warning("corroboration: indexing %d stored messages", len(todo))
@@ -346,7 +381,8 @@ class Corroborator:
     async def ingest(self, message: TrackedMessage) -> str | None:
         """Store a tracked chat's message; returns its story id, or None when the chat is not tracked
         (checked here, so `/track off` stops storage for the very next message)."""
-        if not message.text.strip() or not await self.store.is_tracked(message.platform, message.chat_id):
+        if ((not message.text.strip() and message.photo_hash is None)
+                or not await self.store.is_tracked(message.platform, message.chat_id)):
             self.stats.skipped_untracked += 1
             return None
         if self._queue is None:
@@ -388,6 +424,7 @@ class Corroborator:
             results = await self._write(prepared)
         except Exception as exc:
             log.exception("corroboration: could not store %d messages", len(batch))
+            self.photos.remove(m.key for m in prepared.keep)  # no row: a later link must not find them
             _fail(batch, exc)
             return
         for (_, fut), story in zip(batch, results):
@@ -419,15 +456,23 @@ class Corroborator:
 
     async def _prepare(self, messages: Sequence[TrackedMessage]) -> _Prepared:
         """Embed, link and store the vectors; `_write` stores the rows in SQLite."""
-        keep = [m for m in messages if m.text.strip() and await self.store.is_tracked(m.platform, m.chat_id)]
+        keep = [m for m in messages if (m.text.strip() or m.photo_hash is not None)
+                and await self.store.is_tracked(m.platform, m.chat_id)]
         keep.sort(key=lambda m: _secs(m.at))
         if not keep:
             return _Prepared(messages, [], np.zeros((0, self.embedder.dim), np.float32), None, {}, [])
         clean = [prepare_text(m.text) for m in keep]
-        vecs = await self._embed(clean)
-        # e5 "query:" vectors of the same cleaned text the matcher embeds, so a lookup after a check
-        # finds its vector in the encoder's cache.
-        multi = await self.multilingual.queries(clean) if self.multilingual is not None else None
+        texted = [i for i, m in enumerate(keep) if m.text.strip()]  # the others are photo-only posts
+        vecs = np.zeros((len(keep), self.embedder.dim), dtype=np.float32)
+        multi: np.ndarray | None = None
+        if texted:
+            vecs[texted] = await self._embed([clean[i] for i in texted])
+            # e5 "query:" vectors of the same cleaned text the matcher embeds, so a lookup after a check
+            # finds its vector in the encoder's cache.
+            if self.multilingual is not None:
+                some = await self.multilingual.queries([clean[i] for i in texted])
+                multi = np.zeros((len(keep), some.shape[1]), dtype=some.dtype)
+                multi[texted] = some
         stories, merges = await self._link_batch(keep, clean, vecs, multi)
         return _Prepared(messages, keep, vecs, multi, stories, merges)
 
@@ -435,8 +480,8 @@ class Corroborator:
         if p.keep:
             rows = [StoredMessage(id=m.key, platform=m.platform, chat_id=str(m.chat_id), message_id=str(m.message_id),
                                   text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
-                                  language=m.language or detect_language(m.text), story_id=p.stories[m.key],
-                                  sender=m.sender)
+                                  language=m.language or (detect_language(m.text) if m.text.strip() else ""),
+                                  story_id=p.stories[m.key], sender=m.sender, photo_hash=m.photo_hash)
                     for m in p.keep]
             for into, others in p.merges:
                 await self.store.merge_stories(into, others)
@@ -490,28 +535,38 @@ class Corroborator:
             for at, (m, info, v) in enumerate(zip(msgs, infos, vecs)):
                 ts = _secs(m.at)
                 mv = None if multi is None else multi[at]
-                await asyncio.to_thread(self._count_many, [info.terms], +1)  # the IDF counts the message itself
-                cands, inside = await self._candidates(info.latin, v, mv, ts, [m.chat], m.key, strict=True)
-                story, start = m.key, ts
-                if cands:
-                    _, ok, weak = await asyncio.to_thread(self._scores, info, cands, inside)
-                    linked = [c for c, good in zip(cands, ok) if good]
-                    if not linked and weak.size:
-                        best = await self._weak_link(cands, weak, ts)
-                        linked = [] if best is None else [cands[best]]
-                    if linked:
+                has_text = bool(m.text.strip())
+                options: set[tuple[float, str]] = {(ts, m.key)}
+                if has_text:
+                    await asyncio.to_thread(self._count_many, [info.terms], +1)  # the IDF counts the message
+                    cands, inside = await self._candidates(info.latin, v, mv, ts, [m.chat], m.key, strict=True)
+                    if cands:
+                        _, ok, weak = await asyncio.to_thread(self._scores, info, cands, inside)
+                        linked = [c for c, good in zip(cands, ok) if good]
+                        if not linked and weak.size:
+                            best = await self._weak_link(cands, weak, ts)
+                            linked = [] if best is None else [cands[best]]
                         self.stats.links += len(linked)
-                        options = {(c.story_start, c.story) for c in linked} | {(ts, m.key)}
-                        start, story = min(options)
-                        others = sorted({name for _, name in options if name != story})
-                        if others:
-                            await self.vectors.relabel([o for o in others if o != m.key], story, start)
-                            merges.append((story, others))
-                            renamed.update((o, story) for o in others)
-                await self.vectors.upsert([MessagePoint(m.key, m.chat, ts, story, start, info.entities, info.terms,
-                                                        info.denies, latin=info.latin, vector=v,
-                                                        platform=m.platform, message_id=str(m.message_id),
-                                                        multi=mv)])
+                        options |= {(c.story_start, c.story) for c in linked}
+                if m.photo_hash is not None:
+                    same = self.photos.near(m.photo_hash, t=ts, window_s=self.window_s, exclude_chats=[m.chat],
+                                            exclude_key=m.key)
+                    self.stats.photo_links += len(same)
+                    options |= {(e.story_start, e.story) for e, _ in same}
+                start, story = min(options)
+                others = sorted({name for _, name in options if name != story})
+                if others:
+                    await self.vectors.relabel([o for o in others if o != m.key], story, start)
+                    self.photos.relabel([o for o in others if o != m.key], story, start)
+                    merges.append((story, others))
+                    renamed.update((o, story) for o in others)
+                if has_text:
+                    await self.vectors.upsert([MessagePoint(m.key, m.chat, ts, story, start, info.entities,
+                                                            info.terms, info.denies, latin=info.latin, vector=v,
+                                                            platform=m.platform, message_id=str(m.message_id),
+                                                            multi=mv)])
+                if m.photo_hash is not None:
+                    self.photos.add(PhotoEntry(m.key, m.chat, ts, story, start, m.photo_hash, has_text=has_text))
                 stories[m.key] = story
         # later messages of the batch may have merged earlier ones' stories
         for k, name in stories.items():
@@ -606,18 +661,24 @@ class Corroborator:
 
     async def lookup(self, text: str, *, exclude_chats: Iterable[tuple[str, object]] = (),
                      at: datetime | None = None, exclude_names: Iterable[str] = (),
-                     outlets: Sequence[str] = ()) -> AlsoReported | None:
-        """Other chats that carried the story of `text` within the window before/around `at` (now by
-        default). `exclude_chats` = (platform, chat id) of the chat that asked; `exclude_names` drops
-        e.g. the channel a forward came from. None when nothing (and no outlet) corroborates."""
+                     outlets: Sequence[str] = (), photo: int | None = None) -> AlsoReported | None:
+        """Other chats that carried the story of `text` (or of the photo whose hash is `photo`) within the
+        window before/around `at` (now by default). `exclude_chats` = (platform, chat id) of the chat that
+        asked; `exclude_names` drops e.g. the channel a forward came from. None when nothing (and no outlet)
+        corroborates."""
         clean = prepare_text(text)
-        if not clean.strip():
+        if not clean.strip() and photo is None:
             return None
-        vec = (await self._embed([clean]))[0]
-        multi = (await self.multilingual.queries([clean]))[0] if self.multilingual is not None else None
         t = _secs(at) if at is not None else self.clock()
         chats = [f"{p}:{c}" for p, c in exclude_chats]
-        found = await self._find(clean, vec, multi, t, chats)
+        if clean.strip():
+            vec = (await self._embed([clean]))[0]
+            multi = (await self.multilingual.queries([clean]))[0] if self.multilingual is not None else None
+            found = await self._find(clean, vec, multi, t, chats)
+        else:
+            found = _Found()
+        if photo is not None:
+            await self._find_photo(found, photo, t, chats)
         skip = {n.lower().lstrip("@") for n in exclude_names if n}
         per_chat: list[tuple[_Hit, float, float]] = []  # (chat's first message of the story, best score, credibility)
         origin: list[tuple[_Hit, float, float]] = []  # the chat a forward came from: not "also", but where it started
@@ -698,6 +759,7 @@ class Corroborator:
                 found.strong_chats.add(c.chat)
             story_score[c.story] = max(story_score.get(c.story, 0.0), sc)
             found.conflict |= c.denies != info.denies
+        found.direct.extend(direct)
         found.agreement = float(np.mean(direct)) if direct else 0.0
         # The rest of each matched story (A~B~C): members of other chats inside the window, one filtered
         # scroll (stories can have thousands of members).
@@ -705,7 +767,35 @@ class Corroborator:
                                                   exclude_chats=chats):
             if r.key not in seen:
                 found.add(_Hit(r.key, r.chat, r.ts, 0.0, False), story_score.get(r.story, 0.0))
+        found.stories.update(story_score)
+        for e in self.photos.members(story_score, t=t, window_s=self.window_s, exclude_chats=chats, photo_only=True):
+            found.add(_Hit(e.key, e.chat, e.ts, 0.0, False), story_score.get(e.story, 0.0))
         return found
+
+    async def _find_photo(self, found: _Found, photo: int, t: float, chats: list[str]) -> None:
+        """Add to `found` the messages of other chats carrying the same photo within the window, and the
+        rest of their stories (those the text already matched are there)."""
+        same = self.photos.near(photo, t=t, window_s=self.window_s, exclude_chats=chats)
+        if not same:
+            return
+        story_score: dict[str, float] = {}
+        for e, bits in same:
+            score = 1.0 - bits / PHOTO_BITS
+            found.add(_Hit(e.key, e.chat, e.ts, score, True), score)
+            found.strong_chats.add(e.chat)  # the same picture: as strong as a link gets
+            found.direct.append(score)
+            story_score[e.story] = max(story_score.get(e.story, 0.0), score)
+        found.agreement = float(np.mean(found.direct))
+        new = [s for s in story_score if s not in found.stories]
+        found.stories.update(story_score)
+        if not new:
+            return
+        known = {h.key for h, _ in found.per_chat.values()}
+        for r in await self.vectors.story_members(new, t=t, window_s=self.window_s, exclude_chats=chats):
+            if r.key not in known:
+                found.add(_Hit(r.key, r.chat, r.ts, 0.0, False), story_score.get(r.story, 0.0))
+        for e in self.photos.members(new, t=t, window_s=self.window_s, exclude_chats=chats, photo_only=True):
+            found.add(_Hit(e.key, e.chat, e.ts, 0.0, False), story_score.get(e.story, 0.0))
 
     # --- forgetting ------------------------------------------------------------------------------
 
@@ -714,13 +804,15 @@ class Corroborator:
         keys = await self.store.delete_chat(platform, chat_id)
         stored = await self.vectors.of_chat(f"{platform}:{chat_id}")
         await self._drop(stored)
-        return len(set(keys) | {m.key for m in stored})
+        photos = self.photos.remove_chat(f"{platform}:{chat_id}")
+        return len(set(keys) | {m.key for m in stored} | set(photos))
 
     async def forget_keys(self, keys: Sequence[str]) -> None:
         """Delete the vectors of messages whose rows are gone already (/forget me, storage/personal.py) and
         rewrite the collection's files without them (`VectorStore.purge`)."""
         if not keys:
             return
+        self.photos.remove(keys)
         stored = await self.vectors.scoring_data(keys)
         await self.vectors.delete(list(keys))
         await asyncio.to_thread(self._count_many, [m.terms for m in stored.values()], -1)
@@ -732,7 +824,8 @@ class Corroborator:
         keys = await self.store.delete_older(cutoff)
         stored = await self.vectors.older_than(cutoff)
         await self._drop(stored)
-        return len(set(keys) | {m.key for m in stored})
+        photos = self.photos.remove_older(cutoff)
+        return len(set(keys) | {m.key for m in stored} | set(photos))
 
     async def _drop(self, stored: Sequence[StoredMessageVector]) -> None:
         if not stored:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from schema.text import safe_text
-from storage.sqlite import Database
+from storage.sqlite import Database, hash_from_sql, hash_to_sql
 
 
 def _now() -> str:
@@ -48,6 +48,7 @@ class StoredMessage:
     language: str = ""
     story_id: str | None = None
     sender: str | None = None  # the author's pseudonym (Database.pseudonym), for /forget me; None: unknown
+    photo_hash: int | None = None  # its photo's perceptual hash (core/photo_hash.py); "" text: a photo-only post
 
     def __post_init__(self) -> None:
         # A tracked post is stored before anything reads it: SQLite refuses lone surrogates.
@@ -63,12 +64,13 @@ def message_key(platform: str, chat_id: object, message_id: object) -> str:
     return f"{platform}:{chat_id}:{message_id}"
 
 
-_COLS = "id, platform, chat_id, message_id, text, ts, author, permalink, language, story_id"
+_COLS = "id, platform, chat_id, message_id, text, ts, author, permalink, language, story_id, photo_hash"
 
 
 def _row(r: Sequence) -> StoredMessage:
     return StoredMessage(id=r[0], platform=r[1], chat_id=r[2], message_id=r[3], text=r[4], ts=float(r[5]),
-                         author=r[6], permalink=r[7], language=r[8], story_id=r[9])
+                         author=r[6], permalink=r[7], language=r[8], story_id=r[9],
+                         photo_hash=None if r[10] is None else hash_from_sql(str(r[10])))
 
 
 class MessageStore:
@@ -147,9 +149,10 @@ class MessageStore:
             return
         async with self.db.transaction() as conn:
             await conn.executemany(
-                f"INSERT OR REPLACE INTO messages ({_COLS}, at, sender) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR REPLACE INTO messages ({_COLS}, at, sender) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(m.id, m.platform, m.chat_id, m.message_id, m.text, m.ts, m.author, m.permalink, m.language,
-                  m.story_id, m.at.isoformat(), m.sender) for m in messages])
+                  m.story_id, None if m.photo_hash is None else hash_to_sql(m.photo_hash), m.at.isoformat(),
+                  m.sender) for m in messages])
 
     async def merge_stories(self, into: str, others: Iterable[str]) -> None:
         """Record that the stories `others` are now story `into` (union-find, persisted as aliases:
@@ -179,6 +182,12 @@ class MessageStore:
     async def since(self, ts: float) -> list[StoredMessage]:
         """Every stored message at or after `ts`, oldest first (the start-up load of the window index)."""
         cur = await self.db._conn.execute(f"SELECT {_COLS} FROM messages WHERE ts >= ? ORDER BY ts, rowid", (ts,))
+        return [_row(r) for r in await cur.fetchall()]
+
+    async def photos_since(self, ts: float) -> list[StoredMessage]:
+        """Every stored message with a photo hash at or after `ts`, oldest first (the photo index's load)."""
+        cur = await self.db._conn.execute(
+            f"SELECT {_COLS} FROM messages WHERE photo_hash IS NOT NULL AND ts >= ? ORDER BY ts, rowid", (ts,))
         return [_row(r) for r in await cur.fetchall()]
 
     async def count(self, platform: str | None = None, chat_id: object = None) -> int:

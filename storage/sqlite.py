@@ -333,12 +333,34 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX IF NOT EXISTS watched_posts_origin ON watched_posts(origin);
     CREATE INDEX IF NOT EXISTS watched_posts_ts ON watched_posts(ts);
     """,
+    # 13: perceptual hashes of photos (core/photo_hash.py, storage/photos.py): a tracked message's photo (a
+    # watched post's), a checked image's, and the photos an admin's /review gave a verdict.
+    """
+    ALTER TABLE messages ADD COLUMN photo_hash TEXT;  -- 64 hex digits
+    CREATE INDEX messages_photo ON messages(ts) WHERE photo_hash IS NOT NULL;
+    ALTER TABLE checks ADD COLUMN photo_hash TEXT;
+    CREATE TABLE reviewed_photos (
+        check_id TEXT PRIMARY KEY,  -- the reviewed check whose image this was
+        hash TEXT NOT NULL,  -- the image's pHash, 64 hex digits
+        factcheck TEXT NOT NULL,  -- the fact-check the review recorded (JSON), answered to the photo's next forward
+        reviewed_at REAL NOT NULL
+    );
+    """,
 )
 
 # A pseudonym: PSEUDONYM_PREFIX and 32 hex digits (128 bits of an HMAC-SHA256).
 PSEUDONYM_PREFIX = "p:"
 _PSEUDONYM_KEY = "pseudonym_key"  # kv: the data dir's own HMAC key, made on first open
 _PSEUDONYMS_DONE = "pseudonyms_v1"  # kv: feedback ids and older checks' askers were turned into pseudonyms
+
+
+def hash_to_sql(h: int) -> str:
+    """A perceptual hash (core/photo_hash.py, 256 bits) as the 64 hex digits SQLite keeps."""
+    return f"{h:064x}"
+
+
+def hash_from_sql(v: str) -> int:
+    return int(v, 16)
 
 
 class StorageError(RuntimeError):
@@ -589,14 +611,15 @@ class Database:
 
     # --- checks ------------------------------------------------------------------------------
 
-    async def save_check(self, result: Result, asker: str | None = None) -> None:
-        """Store a check; `asker`: the pseudonym of who asked for it (None: nobody known, e.g. the CLI)."""
+    async def save_check(self, result: Result, asker: str | None = None, photo_hash: int | None = None) -> None:
+        """Store a check; `asker`: the pseudonym of who asked for it (None: nobody known, e.g. the CLI);
+        `photo_hash`: the checked image's perceptual hash (core/photo_hash.py)."""
         async with self.transaction() as conn:
             await conn.execute(
-                "INSERT OR REPLACE INTO checks (id, created_at, text, verdict, mode, result, asker) "
-                "VALUES (?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO checks (id, created_at, text, verdict, mode, result, asker, photo_hash) "
+                "VALUES (?,?,?,?,?,?,?,?)",
                 (result.id, result.created_at.isoformat(), result.text, result.verdict.value, result.mode,
-                 result.model_dump_json(), asker),
+                 result.model_dump_json(), asker, None if photo_hash is None else hash_to_sql(photo_hash)),
             )
 
     async def get_check(self, check_id: str) -> Result | None:

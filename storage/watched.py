@@ -6,7 +6,8 @@ the posts read from their web preview.
     watched_posts      one row per post read: its views as last shown, whether it is a forward and of what
                        (`origin`, "<channel>/<id>": a forward chain is stored once), and whether it was
                        stored as a tracked message (`stored` = 0: a repeat of an origin already stored, a
-                       service message, a photo without text, or older than the retention period)
+                       service message, a post with neither text nor a photo that could be read, or older
+                       than the retention period)
 
 The posts themselves (text, time, link) are tracked messages (storage/messages.py) of the chat
 ("telegram", "@<name>"), so "also reported by", digests, /trending and alerts read them with every other

@@ -8,6 +8,8 @@ telegram channel route reads; written here from that structure, not copied from 
     fake.post("other", "…", forwarded=("Новости 24", "https://t.me/novosti/1"))
     fake.channel("gone").mode = "gone"          # preview | no_preview | gone | private | layout | empty | restricted
     fake.slow_down(retry_after="120")           # the next request: 429 with Retry-After
+    fake.image("a.jpg", jpeg_bytes)             # served at /file/a.jpg (status=, delay=, content_type=, chunked=)
+    fake.post("novosti", "", photo="a.jpg")     # a post whose photo is that file (photo=True: a CDN URL)
     settings.telegram_preview_url = fake.base_url
     fake.requests                               # [(path, query dict)]
 """
@@ -36,7 +38,16 @@ class FakePost:
     reply_to: tuple[int, str] | None = None  # (post id, its text quoted)
     link_preview: tuple[str, str, str] | None = None  # (site, title, description)
     service: bool = False
-    photo: bool = False
+    photo: bool | str = False  # True: a photo on Telegram's CDN (never fetched); a name: this fake's /file/<name>
+
+
+@dataclass
+class FakeImage:
+    data: bytes
+    status: int = 200
+    delay: float = 0.0  # seconds before the answer starts
+    content_type: str = "image/jpeg"
+    chunked: bool = False  # no Content-Length: the body streams
 
 
 @dataclass
@@ -63,7 +74,7 @@ def _text_html(text: str) -> str:
     return "".join(out)
 
 
-def _post_html(ch: FakeChannel, p: FakePost) -> str:
+def _post_html(ch: FakeChannel, p: FakePost, base: str = "") -> str:
     name, esc = ch.name, html.escape
     when = p.at.astimezone(UTC)
     parts = [f'<div class="tgme_widget_message_wrap js-widget_message_wrap">'
@@ -88,10 +99,10 @@ def _post_html(ch: FakeChannel, p: FakePost) -> str:
                      f'dir="auto">{esc(ch.title)}</span></div><div class="tgme_widget_message_metatext '
                      f'js-message_reply_text" dir="auto">{_text_html(quoted)}</div></a>')
     if p.photo:
+        url = f"{base}/file/{p.photo}" if isinstance(p.photo, str) else "https://cdn4.telesco.pe/file/abc.jpg"
         parts.append(f'<a class="tgme_widget_message_photo_wrap blured 5426376278946301234 8923" '
-                     f'href="https://t.me/{name}/{p.id}" style="width:800px;background-image:url(\'https://cdn4.'
-                     f'telesco.pe/file/abc.jpg\')"><div class="tgme_widget_message_photo" style="padding-top:56.25%">'
-                     '</div></a>')
+                     f'href="https://t.me/{name}/{p.id}" style="width:800px;background-image:url(\'{esc(url)}\')">'
+                     '<div class="tgme_widget_message_photo" style="padding-top:56.25%"></div></a>')
     if p.text:
         cls = "tgme_widget_message_text service_message_text js-message_text" if p.service \
             else "tgme_widget_message_text js-message_text"
@@ -121,14 +132,14 @@ def _head(title: str) -> str:
             '<style>.tgme_widget_message{color:#000}</style>\n</head>\n')
 
 
-def preview_page(ch: FakeChannel, posts: list[FakePost], before: int | None) -> str:
+def preview_page(ch: FakeChannel, posts: list[FakePost], before: int | None, base: str = "") -> str:
     """`/s/<name>`: the channel's header in the right column, the history with a "load older" link."""
     name, esc = ch.name, html.escape
     more = ""
     if posts and posts[0].id > min(p.id for p in ch.posts):
         more = (f'<div class="tgme_widget_message_centered js-messages_more_wrap"><a href="/s/{name}?before='
                 f'{posts[0].id}" class="tme_messages_more js-messages_more" data-before="{posts[0].id}"></a></div>')
-    body = "\n".join(_post_html(ch, p) for p in posts) if posts else \
+    body = "\n".join(_post_html(ch, p, base) for p in posts) if posts else \
         '<div class="tgme_widget_message_centered"><div class="tme_no_messages_found">No posts found</div></div>'
     info = (f'<div class="tgme_channel_info"><div class="tgme_channel_info_header"><i class="tgme_page_photo_image '
             f'bgcolor1" data-content="{esc(ch.title[:1])}"></i><div class="tgme_channel_info_header_title">'
@@ -166,6 +177,8 @@ class FakeTelegramPreview(LoopbackFake):
     channels: dict[str, FakeChannel] = field(default_factory=dict)
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     refusals: list[tuple[int, dict[str, str]]] = field(default_factory=list)  # answered first, in order
+    images: dict[str, FakeImage] = field(default_factory=dict)
+    image_requests: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._changed = asyncio.Condition()
@@ -189,11 +202,16 @@ class FakeTelegramPreview(LoopbackFake):
         ch.posts.append(p)
         return p
 
+    def image(self, name: str, data: bytes, **kw) -> FakeImage:
+        self.images[name] = FakeImage(data, **kw)
+        return self.images[name]
+
     def slow_down(self, retry_after: str | None = "120", times: int = 1) -> None:
         self.refusals += [(429, {"Retry-After": retry_after} if retry_after is not None else {})] * times
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/s/{name}", self._preview)
+        app.router.add_get("/file/{name}", self._file)
         app.router.add_get("/{name}", self._plain)
 
     async def _note(self, request: web.Request) -> web.Response | None:
@@ -224,8 +242,29 @@ class FakeTelegramPreview(LoopbackFake):
         if before and before.isdigit():
             posts = [p for p in posts if p.id < int(before)]
         posts = posts[-PAGE_SIZE:]
-        return web.Response(text=preview_page(ch, posts, int(before) if before and before.isdigit() else None),
-                            content_type="text/html", charset="utf-8")
+        return web.Response(text=preview_page(ch, posts, int(before) if before and before.isdigit() else None,
+                                              self.base_url), content_type="text/html", charset="utf-8")
+
+    async def _file(self, request: web.Request) -> web.StreamResponse:
+        """A photo, as Telegram's CDN serves it: the bytes with their type; 404 for a file it does not have."""
+        name = request.match_info["name"]
+        self.image_requests.append(name)
+        img = self.images.get(name)
+        if img is None:
+            return web.Response(status=404, text="Not Found")
+        if img.delay:
+            await asyncio.sleep(img.delay)
+        if img.status != 200:
+            return web.Response(status=img.status, text="error")
+        if not img.chunked:
+            return web.Response(body=img.data, content_type=img.content_type)
+        resp = web.StreamResponse(headers={"Content-Type": img.content_type})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        for i in range(0, len(img.data), 256 * 1024):
+            await resp.write(img.data[i:i + 256 * 1024])
+        await resp.write_eof()
+        return resp
 
     async def _plain(self, request: web.Request) -> web.StreamResponse:
         if (refused := await self._note(request)) is not None:
