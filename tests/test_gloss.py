@@ -118,12 +118,13 @@ async def test_russian_probes_inherit_the_english_verdict(shared, text, claim_st
     assert top.claim.startswith(claim_start[:20]) and top.tier == "auto", (text, top)
 
 
-async def test_a_general_russian_claim_is_offered_the_narrower_english_fact_check(shared):
-    """"Vaccines cause autism" is not the claim the seed's fact-check rates (a CDC whistleblower, MMR, Black
-    boys): since the token-alignment columns (core/token_align.py) the Russian message gets it as possibly
-    related (p 0.46 against `auto` 0.47), not its verdict; the retelling above still inherits it."""
-    top = (await shared.matcher.by_text("Вакцины вызывают аутизм", 3))[0]
-    assert top.claim.startswith("A CDC whistleblower") and top.tier == "suggest", top
+async def test_a_general_russian_claim_is_answered_as_its_english_wording_is(shared):
+    """"Vaccines cause autism" is a wider claim than the one the seed's fact-check rates (a CDC whistleblower,
+    MMR, Black boys); whichever way the decision goes, the Russian wording goes the same way as the English."""
+    ru = (await shared.matcher.by_text("Вакцины вызывают аутизм", 3))[0]
+    en = (await shared.matcher.by_text("Vaccines cause autism", 3))[0]
+    assert ru.claim.startswith("A CDC whistleblower") and (ru.factcheck_id, ru.tier) == (en.factcheck_id, en.tier), \
+        (ru, en)
 
 
 async def test_english_messages_score_the_same_with_and_without_the_cyrillic_model(shared):
