@@ -41,7 +41,6 @@ from core.same_claim import FEATURES, TOP_K, VECTOR_PARTS  # noqa: E402
 from evals.realistic_eval import ASSERTING, Row, read_rows  # noqa: E402
 
 SAME = (*ASSERTING, "deny")
-CLEF_URL = "https://clef.example/vclaim/"  # CLEF's verified claims have no url: the ingested file gives each this one
 AUTO_PRECISION, RELATED_PRECISION = 0.93, 0.9
 
 
@@ -151,9 +150,6 @@ async def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed-data-dir", type=Path, default=ROOT / "data")
     ap.add_argument("--euvs-data-dir", type=Path, help="a data dir holding the EUvsDisinfo cases (see above)")
     ap.add_argument("--euvs-cases", type=Path, default=ROOT.parent / "shared" / "eval" / "euvsdisinfo" / "cases.tsv")
-    ap.add_argument("--clef-data-dir", type=Path, help="a data dir holding CLEF-2020's verified claims, each with "
-                    "the url https://clef.example/vclaim/<id> (see above)")
-    ap.add_argument("--clef-train", type=Path, default=ROOT.parent / "shared" / "eval" / "clef2020-task2" / "train")
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--l2-vector", type=float, nargs="*", default=[300.0, 1000.0, 3000.0],
                     help="L2 of the e5 vector parts to choose from by cross-validation (none: scalars only)")
@@ -174,26 +170,10 @@ async def main(argv: list[str] | None = None) -> None:
                              one_shot=True) as app:
             print(f"EUvsDisinfo: {len(euvs_rows)} train messages", file=sys.stderr)
             items += await rows_of(app, euvs_rows, lambda r: urls.get(r.target, ""))
-    if args.clef_data_dir:
-        import csv
-
-        qrels = {}
-        for line in (args.clef_train / "tweet-vclaim-pairs.qrels").read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                qid, _, vid, _ = line.split("\t")
-                qrels[qid] = f"{CLEF_URL}{vid}"
-        with (args.clef_train / "tweets.queries.tsv").open(encoding="utf-8") as f:
-            reader = csv.reader(f, delimiter="\t")
-            next(reader)
-            clef_rows = [Row(text, "en", "restate", qrels[qid], "clef") for qid, text in reader if qid in qrels]
-        async with build_app(Settings(offline=True, data_dir=args.clef_data_dir, seed_on_start=False),
-                             one_shot=True) as app:
-            print(f"CLEF-2020 train: {len(clef_rows)} tweets", file=sys.stderr)
-            items += await rows_of(app, clef_rows, lambda r: r.target)
     folds = [group(it) for it in items]
     # Thresholds on the seed rows only: EUvsDisinfo holds many near-duplicate narratives, so a restatement's
     # top candidate is often a sibling of its target, counted wrong though a person would call it right.
-    seed = [i for i, it in enumerate(items) if not it["row"].source.startswith(("euvs", "clef"))]
+    seed = [i for i, it in enumerate(items) if not it["row"].source.startswith("euvs")]
 
     def cross_validated(l2_vector: float | None) -> list[np.ndarray]:
         probs: list[np.ndarray] = [np.zeros(0)] * len(items)
