@@ -23,10 +23,13 @@ _FORWARD = re.compile(
     re.IGNORECASE | re.MULTILINE)
 # Calls to share, subscribe or act; a sentence holding one carries no claim of its own.
 _CALL = re.compile(
-    r"\b(?:переш\w*|пересыл\w*|распростран(?:и|ите|яйте)\b|поделит\w*|подели\w*|делитесь|репост\w*|"
+    r"\b(?:перешлите|перешли\s+(?:всем|друзьям|это)|пересылайте|пересылай|распростран(?:и|ите|яйте)\b|"
+    r"поделитесь|поделись|делитесь|репост\w*|"
     r"подпис(?:ыв)?(?:ывайтесь|ывайся|аться|ывайтесь|ись|итесь)\w*|подпишись|подпишитесь|"
-    r"пошир(?:те|ьте|юйте|ити|и)\b|перешл\w*|переслати|надішл\w*|розішл\w*|підпис\w*|"
-    r"share\w*|repost\w*|retweet\w*|forward\s+(?:this|to)\w*|subscribe\w*|follow\s+us|"
+    r"пошир(?:те|ьте|юйте|ити|и)\b|перешл(?:іть|ить)\b|переслати|надішл(?:іть|и)\b|розішл(?:іть|и)\b|"
+    r"підпис(?:уйтесь|уйся|уйтеся|атися)\b|підпиш(?:іться|ись|іть)\b|"
+    r"share\s+(?:this|it|with|before|to|everywhere)|repost\w*|retweet\w*|forward\s+(?:this|to)\w*|"
+    r"subscribe(?:\s+to)?\b|follow\s+us|"
     r"пока\s+не\s+удалил\w*|поки\s+не\s+видалил\w*|before\s+(?:they|it\s+gets?)\s+delete\w*|"
     r"ставьте\s+лайк|ставте\s+лайк|like\s+and)", re.IGNORECASE)
 # A short sentence that only asks whether something is true, or only raises the alarm.

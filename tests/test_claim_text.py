@@ -27,3 +27,17 @@ def test_the_wrapper_is_set_aside(message: str, claim: str) -> None:
 @pytest.mark.parametrize("message", ["Спасибо!", "Привет!", "⚡️⚡️", "Share this!"])
 def test_a_message_that_is_all_wrapper_comes_back_as_it_was(message: str) -> None:
     assert claim_text(message) == message
+
+
+@pytest.mark.parametrize("message", [
+    "Зеленський підписав закон про мобілізацію жінок",
+    "Дорогі підписники, ніякої пандемії не існувало.",
+    "Tesla shares fell 10% after the recall",
+    "Netflix lost a million subscribers in Russia",
+    "Росія перешкоджає евакуації з Маріуполя",
+    "США надішлють війська до Польщі",
+    "Украину поделили на зоны влияния",
+])
+def test_words_that_only_look_like_a_call_to_share_keep_their_sentence(message: str) -> None:
+    """Signing, subscribers, shares, obstacles, sending troops, dividing: claims, not calls to share."""
+    assert claim_text(message) == message
