@@ -17,9 +17,11 @@ import re
 
 from core.claims import split_sentences
 
+# A forward header is a line of its own or ends at a colon; "Источник:" only at a colon ("Источник в Кремле
+# сообщил, что …" is a claim).
 _FORWARD = re.compile(
-    r"^\s*(?:-{2,}\s*)?(?:forwarded\s+(?:from|message|by)|fwd?\b|переслано|пересланное\s+сообщение|"
-    r"репост|repost(?:ed)?\s+from|джерело|источник|source)\b(?:[^\n:]{0,60}:|[^\n]*$)",
+    r"^\s*(?:-{2,}\s*)?(?:(?:forwarded\s+(?:from|message|by)|fwd?\b|переслано|пересланное\s+сообщение|"
+    r"репост|repost(?:ed)?\s+from)\b(?:[^\n:]{0,60}:|[^\n]*$)|(?:джерело|источник|source)\s*:)",
     re.IGNORECASE | re.MULTILINE)
 # Calls to share, subscribe or act; a sentence holding one carries no claim of its own.
 _CALL = re.compile(

@@ -37,6 +37,7 @@ def test_a_message_that_is_all_wrapper_comes_back_as_it_was(message: str) -> Non
     "Росія перешкоджає евакуації з Маріуполя",
     "США надішлють війська до Польщі",
     "Украину поделили на зоны влияния",
+    "Источник в Кремле сообщил, что Путин серьёзно болен.",
 ])
 def test_words_that_only_look_like_a_call_to_share_keep_their_sentence(message: str) -> None:
     """Signing, subscribers, shares, obstacles, sending troops, dividing: claims, not calls to share."""
