@@ -37,8 +37,13 @@ def test_a_message_that_is_all_wrapper_comes_back_as_it_was(message: str) -> Non
     "Росія перешкоджає евакуації з Маріуполя",
     "США надішлють війська до Польщі",
     "Украину поделили на зоны влияния",
-    "Источник в Кремле сообщил, что Путин серьёзно болен.",
 ])
 def test_words_that_only_look_like_a_call_to_share_keep_their_sentence(message: str) -> None:
     """Signing, subscribers, shares, obstacles, sending troops, dividing: claims, not calls to share."""
     assert claim_text(message) == message
+
+
+def test_a_source_is_a_header_only_before_a_colon() -> None:
+    kept = claim_text("Источник в Кремле сообщил, что Путин серьёзно болен.\nВидео в комментариях 👇")
+    assert kept.startswith("Источник в Кремле сообщил, что Путин серьёзно болен."), kept
+    assert claim_text("Источник: ТАСС\nВСУ отступили из Авдеевки.").endswith("ВСУ отступили из Авдеевки.")
