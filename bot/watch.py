@@ -318,8 +318,14 @@ class WatchService:
         if ch.reader == ACCOUNT and self.account is not None and await self.account.start():
             return await self.account.read(ch.name, after=ch.last_post_id), ACCOUNT
         outcome = await self.reader.read(ch.name)
-        if outcome.status != "no_preview" or self.account is None or not await self.account.start():
+        if outcome.status != "no_preview" or self.account is None:
             return outcome, "preview"
+        if not await self.account.start():
+            why = "the account is logged out" if self.account.state == "logged out" else "no account is logged in"
+            if ch.reader == ACCOUNT:
+                return Outcome("logged_out", detail=f"{why}: tipline watch login"), ACCOUNT
+            return Outcome("no_preview", detail=f"{outcome.detail}; the account reader: {why} (tipline watch "
+                                                "login)"), "preview"
         through = await self.account.read(ch.name, after=ch.last_post_id)
         if through.status in ("unreachable", "logged_out"):
             return Outcome("no_preview", detail=f"{outcome.detail}; the account reader: {through.detail}"), "preview"

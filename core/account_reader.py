@@ -123,7 +123,8 @@ class AccountReader:
         except (AccountError, OSError, TimeoutError) as exc:
             log.warning("watch account: could not connect (%s); tried again at the next read", exc)
             return False
-        before, self.state = self.state, "ready" if ok else "not logged in"
+        before = self.state
+        self.state = "ready" if ok else "logged out" if before == "logged out" else "not logged in"
         if self.state != before:
             log.info("watch account: %s", "logged in: channels without a public preview are read through it"
                      if ok else "no account is logged in (tipline watch login)")
