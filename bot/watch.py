@@ -271,13 +271,21 @@ class WatchService:
                if (c.retry_at or 0.0) <= now and (c.last_poll_at is None or now - c.last_poll_at >= self.interval_s
                                                   or c.retry_at is not None)]
         due.sort(key=lambda c: c.last_poll_at or 0.0)
+        # Two queues side by side: the account's pacing (seconds per request) must not hold up the previews.
+        through_account = [c for c in due if self._via_account(c)]
+        previews = [c for c in due if not self._via_account(c)]
+        counts = await asyncio.gather(self._read_each(previews, stop, gap=True),
+                                      self._read_each(through_account, stop, gap=False))
+        return sum(counts)
+
+    async def _read_each(self, channels: Sequence[WatchedChannel], stop: asyncio.Event | None, *, gap: bool) -> int:
         read = 0
-        for ch in due:
+        for ch in channels:
             if stop is not None and stop.is_set():
                 break
             if self._paused_for(ch) > self.clock():
                 continue  # its reader was told to slow down; the other reader's channels go on
-            if read and not self._via_account(ch):
+            if read and gap:
                 await self._pause(stop)  # the account reader paces its own requests
             try:
                 await self.poll(ch.name)
@@ -304,7 +312,7 @@ class WatchService:
             return await self._poll(name)
 
     def _via_account(self, ch: WatchedChannel) -> bool:
-        return ch.reader == ACCOUNT and self.account is not None and self.account.ready
+        return ch.reader == ACCOUNT and self.account is not None and self.account.state in ("ready", "not started")
 
     def _paused_for(self, ch: WatchedChannel) -> float:
         """Until when the channel's reader must not be asked (a 429 from t.me, a FLOOD_WAIT for the account)."""

@@ -9,6 +9,7 @@ wire itself is not tested: the requests tipline builds and the answers it reads 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import os
@@ -193,6 +194,36 @@ async def test_requests_through_the_account_are_paced(app, tme):
     gaps = [b - a for a, b in zip(asked, asked[1:])]
     assert min(gaps) >= 7.0, gaps
     assert clock.slept and all(s <= 7.0 for s in clock.slept)
+
+
+async def test_the_account_pacing_does_not_hold_up_the_previews(app, tme):
+    tg, clock = FakeAccountTelegram(), Clock()
+    slow = [closed(tme, tg, posts=1) for _ in range(2)]
+    open_ch = name("open")
+    tme.channel(open_ch, "Открытый")
+    tme.post(open_ch, "Пост открытого канала о погоде на выходные", views="2K")
+    w = watcher(app, tme, tg, clock, gap_s=30.0)
+    gate = asyncio.Event()
+
+    async def held(s: float) -> None:  # the account's 30 s wait lasts until the test lets it go
+        await gate.wait()
+        clock.t += s
+    assert w.account is not None
+    w.account.sleep = held
+    for ch in (*slow, open_ch):
+        await w.store.add(ch, by="cli", now=clock())
+        if ch in slow:
+            await w.store.set_reader(ch, "account")
+    cycle = asyncio.create_task(w.poll_due())
+    for _ in range(200):
+        if (await w.store.get(open_ch)).status == "ok":  # type: ignore[union-attr]
+            break
+        await asyncio.sleep(0.05)
+    assert (await w.store.get(open_ch)).status == "ok"  # type: ignore[union-attr]  # read while the account waits
+    assert not cycle.done() and len(tg.requests) == 1
+    gate.set()
+    assert await asyncio.wait_for(cycle, 30) == 3
+    assert {(await w.store.get(ch)).status for ch in slow} == {"ok"}  # type: ignore[union-attr]
 
 
 async def test_a_flood_wait_pauses_every_account_read_until_it_passes(app, tme, caplog):
