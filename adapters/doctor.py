@@ -274,12 +274,34 @@ def watch_rows(s: Settings, now: float | None = None) -> list[Row]:
     from bot.watch import describe
     from storage.watched import read_channels
 
-    rows = []
+    rows = [account_row(s)] if s.telegram_api_id or s.telegram_api_hash else []
     for ch in read_channels(s.sqlite_path):
         status: Status = "off" if s.offline else "ok" if ch.status in ("ok", "new") else "warn"
         detail = describe(ch, time.time() if now is None else now).split(" — ", 1)[-1]
         rows.append(Row(f"watch @{ch.name}", status, detail + (" (not read: TIPLINE_OFFLINE=true)" if s.offline else "")))
     return rows
+
+
+def account_row(s: Settings) -> Row:
+    """The account reader (docs/watch.md): configured, installed, logged in? Nothing is sent to Telegram."""
+    import importlib.util
+
+    from bot.watch import account_configured, session_path
+
+    if s.offline:
+        return Row("watch account", "off", "TIPLINE_OFFLINE=true: nothing is read through the account")
+    if not account_configured(s):
+        return Row("watch account", "warn", "set both TIPLINE_TELEGRAM_API_ID and TIPLINE_TELEGRAM_API_HASH")
+    if importlib.util.find_spec("telethon") is None:
+        return Row("watch account", "warn", "Telethon is not installed: pip install 'tipline[account]'")
+    session = session_path(s)
+    if not session.exists():
+        return Row("watch account", "warn", "no account logged in: tipline watch login")
+    mode = session.stat().st_mode & 0o777
+    if mode & 0o077:
+        return Row("watch account", "warn", f"{session} is readable by others ({mode:o}): chmod 600 it")
+    return Row("watch account", "ok", f"on: channels without a public preview are read through the logged-in "
+               f"account, one request per {s.telegram_account_gap_s:g} s at most (session {session})")
 
 
 def leaves_machine(s: Settings) -> str:

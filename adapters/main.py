@@ -18,6 +18,7 @@ failure a user can cause ends in one sentence and a non-zero exit.
     tipline bench ocr [--quick]          screenshots: OCR character error rate and time per image
     tipline bench report [--quick]       every documented figure, written into docs/benchmarks.md
     tipline watch add|list|remove @NAME  public Telegram channels read from their web preview (docs/watch.md)
+    tipline watch login|logout           the account reader's Telegram account (channels without a preview)
     tipline schema [PATH]                write the Result JSON schema
 """
 
@@ -787,6 +788,9 @@ def build_parser() -> argparse.ArgumentParser:
         wa = wsub.add_parser(action, parents=[common], help=what)
         wa.add_argument("channels", nargs="+", help="@name or a t.me link")
     wsub.add_parser("list", parents=[common], help="the watched channels and how each was last read")
+    wsub.add_parser("login", parents=[common], help="log the account reader's dedicated Telegram account in (for "
+                    "channels without a public preview; asks for the phone, the code and the 2FA password)")
+    wsub.add_parser("logout", parents=[common], help="end the account reader's session and delete its file")
     s = sub.add_parser("schema", parents=[common], help="write the Result JSON schema")
     s.add_argument("path", nargs="?", default="docs/result.schema.json")
     o = sub.add_parser("openapi", parents=[common], help="write the REST API's OpenAPI document")

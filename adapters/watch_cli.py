@@ -1,4 +1,5 @@
-"""`tipline watch add|list|remove`: watched public Telegram channels from the command line (bot/watch.py).
+"""`tipline watch add|list|remove`: watched public Telegram channels from the command line (bot/watch.py);
+`login|logout` are the account reader's (adapters/account_cli.py).
 
 With the data dir free, `add` and `remove` do what /watch does in a chat: the app is built, each added
 channel is read at once (its preview's first page), a removed one's posts are deleted. While `tipline run`
@@ -23,6 +24,10 @@ EXIT_FAILED = 1
 async def watch_command(action: str, refs: Sequence[str], settings: Settings) -> int:
     if action == "list":
         return await _list(settings)
+    if action in ("login", "logout"):
+        from adapters.account_cli import account_command
+
+        return await account_command(action, settings)
     from bot.app import build_app
     from bot.watch import build_watch
 
@@ -64,7 +69,7 @@ async def _list(settings: Settings) -> int:
 
 async def _add_rows(settings: Settings, refs: Sequence[str]) -> list[str]:
     """A running bot holds the data dir: check each name with one request and record it for the bot."""
-    from bot.watch import PLATFORM, REFUSED_AT_ADD, STATUS_TEXT, TICK_S, chat_id_of
+    from bot.watch import PLATFORM, REFUSED_AT_ADD, STATUS_TEXT, TICK_S, account_configured, chat_id_of, session_path
     from core.telegram_preview import NotAChannel, PreviewReader, channel_name
     from storage.messages import MessageStore
     from storage.watched import WatchStore
@@ -82,7 +87,9 @@ async def _add_rows(settings: Settings, refs: Sequence[str]) -> list[str]:
                 continue
             if not settings.offline:
                 outcome = await reader.read(name)
-                if outcome.status in REFUSED_AT_ADD:
+                if outcome.status == "no_preview" and account_configured(settings) and session_path(settings).exists():
+                    pass  # the running tipline reads it through the account (which one process holds)
+                elif outcome.status in REFUSED_AT_ADD:
                     lines.append(f"@{name} not added: {STATUS_TEXT[outcome.status]} [{outcome.detail}].")
                     continue
             if not await store.add(name, by="cli", now=time.time()):

@@ -18,7 +18,7 @@ from core.embeddings import DEFAULT_MODEL
 # server (TIPLINE_QDRANT_URL, TIPLINE_EMBED_URL) are part of the deployment and stay as configured.
 OUTBOUND: dict[str, object] = {"llm_base_url": None, "llm_api_key": None, "searxng_url": None,
                                "brave_api_key": None, "gdelt_url": None, "factcheck_api_key": None,
-                               "max_links": 0, "feeds": []}
+                               "max_links": 0, "feeds": [], "telegram_api_id": None, "telegram_api_hash": None}
 
 
 class Settings(BaseSettings):
@@ -177,6 +177,14 @@ class Settings(BaseSettings):
                                "host or Telegram's CDN) to link the same picture across channels.")
     watch_photo_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1, description="Largest photo of a watched post "
                                        "downloaded (a preview's photos are ~50-300 KB).")
+    # The account reader (docs/watch.md, "The account reader"): channels without a public preview, read through a
+    # dedicated Telegram account logged in once with `tipline watch login`; off while these are unset.
+    telegram_api_id: int | None = Field(default=None, description="api_id of the account reader's Telegram app "
+                                        "(my.telegram.org); with the hash, turns the account reader on.")
+    telegram_api_hash: SecretStr | None = Field(default=None, description="api_hash of the account reader's "
+                                                "Telegram app (my.telegram.org).")
+    telegram_account_gap_s: float = Field(default=5.0, ge=1.0, description="Least seconds between two requests "
+                                          "through the account (all channels together).")
 
     # Reliability: job queue, rate limits, provider protection, LLM budget
     # Checks run at once. Unset: 16 with a language model, whose checks mostly wait on it (10 REST checks at once on

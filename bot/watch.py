@@ -21,8 +21,14 @@ channel and no Telegram account are needed; only public pages are read (docs/wat
   Nothing a channel or the network does stops it: each outcome is the channel's status, logged once
   when it changes.
 
+A channel without a public preview is read through the account reader (core/account_reader.py) when an
+operator logged an account in (`tipline watch login`): the preview is tried first, and a channel whose
+preview shows nothing is then read through the account, and from then on only through it (`reader`
+"account"). Its posts take the same path as preview posts. A FLOOD_WAIT pauses the account's reads only.
+
 Statuses: ok, no_preview, not_found, private, restricted, slowed, layout (a 200 page with no post
-tipline can read), unreachable, error (a bug: logged with its traceback once).
+tipline can read), unreachable, not_channel and logged_out (the account reader's), error (a bug: logged
+with its traceback once).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.render import ago
@@ -45,6 +52,7 @@ from storage.watched import WatchedChannel, WatchedPost, WatchStore
 
 if TYPE_CHECKING:
     from bot.settings import Settings
+    from core.account_reader import AccountReader
     from core.tracking import Corroborator
 
 log = logging.getLogger(__name__)
@@ -55,7 +63,8 @@ REQUEST_GAP_S = 1.0  # between two page requests to Telegram
 MAX_AT_ONCE = 20  # channels one /watch add takes
 MAX_CHANNELS = 1000
 LIST_CHARS = 3500  # /watch list fits one chat message (Telegram: 4,096 characters)
-REFUSED_AT_ADD = frozenset({"not_found", "private", "no_preview", "restricted"})
+REFUSED_AT_ADD = frozenset({"not_found", "private", "no_preview", "restricted", "not_channel"})
+ACCOUNT = "account"  # a channel's reader when it is read through the account
 
 STATUS_TEXT = {
     "new": "not read yet",
@@ -70,6 +79,8 @@ STATUS_TEXT = {
               "layout changed?)",
     "unreachable": "t.me could not be reached",
     "error": "reading it failed",
+    "not_channel": "not a channel (a user, a bot or a group: only channels are read)",
+    "logged_out": "no public preview, and the account reader is logged out",
 }
 
 
@@ -104,18 +115,20 @@ class PollReport:
     stored: int = 0  # of them, stored as tracked messages
     pages: int = 0
     retry_at: float | None = None
+    via: str = "preview"  # the reader that read it
 
 
 class WatchService:
     def __init__(self, store: WatchStore, corroborator: Corroborator, reader: PreviewReader, *,
                  interval_s: float = 600.0, backfill_pages: int = 5, retention_days: float = 30.0,
                  enabled: bool = True, clock: Callable[[], float] = time.time, request_gap_s: float = REQUEST_GAP_S,
-                 tick_s: float = TICK_S, photos: PreviewPhotos | None = None):
+                 tick_s: float = TICK_S, photos: PreviewPhotos | None = None, account: AccountReader | None = None):
         self.store = store
         self.photos = photos  # None: posts' photos are not read (TIPLINE_WATCH_PHOTOS=false)
         self.corroborator = corroborator
         self.messages = corroborator.store
         self.reader = reader
+        self.account = account  # None: no account configured; channels without a preview are not read
         self.interval_s = interval_s
         self.backfill_pages = backfill_pages
         self.retention_s = retention_days * 86400.0
@@ -129,6 +142,8 @@ class WatchService:
 
     async def aclose(self) -> None:
         await self.reader.aclose()
+        if self.account is not None:
+            await self.account.aclose()
         if self.photos is not None:
             await self.photos.aclose()
 
@@ -169,8 +184,10 @@ class WatchService:
             report = await self.poll(name)
             if report.status in REFUSED_AT_ADD:
                 await self._forget(name)
+                hint = (" An account reader could read it: docs/watch.md, `tipline watch login`."
+                        if report.status == "no_preview" and self.account is None else "")
                 lines.append(f"@{name} not added: {STATUS_TEXT[report.status]}"
-                             + (f" [{report.detail}]" if report.detail else "") + ".")
+                             + (f" [{report.detail}]" if report.detail else "") + "." + hint)
                 continue
             lines.append(self._added(name, report))
         return lines
@@ -178,8 +195,10 @@ class WatchService:
     def _added(self, name: str, report: PollReport) -> str:
         every = _every(self.interval_s)
         if report.status == "ok":
-            return (f"Watching @{name}: {report.stored} post{'s' if report.stored != 1 else ''} stored from its public "
-                    f"preview; new posts are read every {every}.")
+            where = ("through the account (it has no public preview)" if report.via == ACCOUNT
+                     else "from its public preview")
+            return (f"Watching @{name}: {report.stored} post{'s' if report.stored != 1 else ''} stored {where}; "
+                    f"new posts are read every {every}.")
         if report.status == "slowed" and report.retry_at:
             return f"Watching @{name}; Telegram asked to slow down, so it is first read at {_utc(report.retry_at)}."
         return (f"Watching @{name}, but the first read failed: {STATUS_TEXT.get(report.status, report.status)}"
@@ -245,19 +264,29 @@ class WatchService:
         if now - self._cleaned >= 3600:
             await self.store.delete_older(now - self.retention_s)
             self._cleaned = now
-        if not self.enabled or self.paused_until > now:
+        if not self.enabled:
             return 0
         # Due: never read, read an interval ago, or slowed down and its Retry-After has passed.
         due = [c for c in await self.store.channels()
                if (c.retry_at or 0.0) <= now and (c.last_poll_at is None or now - c.last_poll_at >= self.interval_s
                                                   or c.retry_at is not None)]
         due.sort(key=lambda c: c.last_poll_at or 0.0)
+        # Two queues side by side: the account's pacing (seconds per request) must not hold up the previews.
+        through_account = [c for c in due if self._via_account(c)]
+        previews = [c for c in due if not self._via_account(c)]
+        counts = await asyncio.gather(self._read_each(previews, stop, gap=True),
+                                      self._read_each(through_account, stop, gap=False))
+        return sum(counts)
+
+    async def _read_each(self, channels: Sequence[WatchedChannel], stop: asyncio.Event | None, *, gap: bool) -> int:
         read = 0
-        for i, ch in enumerate(due):
-            if (stop is not None and stop.is_set()) or self.paused_until > self.clock():
+        for ch in channels:
+            if stop is not None and stop.is_set():
                 break
-            if i:
-                await self._pause(stop)
+            if self._paused_for(ch) > self.clock():
+                continue  # its reader was told to slow down; the other reader's channels go on
+            if read and gap:
+                await self._pause(stop)  # the account reader paces its own requests
             try:
                 await self.poll(ch.name)
             except Exception as exc:  # a bug, not the channel: its status says so, the log has it once
@@ -282,25 +311,61 @@ class WatchService:
         async with lock:
             return await self._poll(name)
 
+    def _via_account(self, ch: WatchedChannel) -> bool:
+        return ch.reader == ACCOUNT and self.account is not None and self.account.state in ("ready", "not started")
+
+    def _paused_for(self, ch: WatchedChannel) -> float:
+        """Until when the channel's reader must not be asked (a 429 from t.me, a FLOOD_WAIT for the account)."""
+        reader_pause = self.account.paused_until if ch.reader == ACCOUNT and self.account is not None \
+            else self.paused_until
+        return max(reader_pause, ch.retry_at or 0.0)
+
+    async def _first(self, ch: WatchedChannel) -> tuple[Outcome, str]:
+        """The channel's first page and the reader that gave it: the preview, or the account for a channel
+        without a preview when an account is logged in (then kept as the channel's reader)."""
+        if ch.reader == ACCOUNT and self.account is not None and await self.account.start():
+            return await self.account.read(ch.name, after=ch.last_post_id), ACCOUNT
+        outcome = await self.reader.read(ch.name)
+        if outcome.status != "no_preview" or self.account is None:
+            return outcome, "preview"
+        if not await self.account.start():
+            why = "the account is logged out" if self.account.state == "logged out" else "no account is logged in"
+            if ch.reader == ACCOUNT:
+                return Outcome("logged_out", detail=f"{why}: tipline watch login"), ACCOUNT
+            return Outcome("no_preview", detail=f"{outcome.detail}; the account reader: {why} (tipline watch "
+                                                "login)"), "preview"
+        through = await self.account.read(ch.name, after=ch.last_post_id)
+        if through.status in ("unreachable", "logged_out"):
+            return Outcome("no_preview", detail=f"{outcome.detail}; the account reader: {through.detail}"), "preview"
+        if through.status == "ok":
+            await self.store.set_reader(ch.name, ACCOUNT)
+            log.info("watch: @%s has no public preview; it is read through the account", ch.name)
+        return through, ACCOUNT
+
     async def _poll(self, name: str) -> PollReport:
         ch = await self.store.get(name)
         if ch is None or ch.removed:
             return PollReport(name, "removed")
         now = self.clock()
-        wait = max(self.paused_until, ch.retry_at or 0.0)
+        wait = self._paused_for(ch)
         if wait > now:
             return PollReport(name, "slowed", retry_at=wait)
-        first = await self.reader.read(name)
+        first, via = await self._first(ch)
         if first.status != "ok" or first.page is None:
-            return await self._refused(ch, first, now)
+            return await self._refused(ch, first, now, via)
         page = first.page
         seen = {p.post_id: p for p in page.posts if p.channel == name}
+        if not seen and page.via == ACCOUNT:  # the account answers only posts above the last one read
+            await self._track(name, page.title)
+            await self.store.record(name, status="ok", detail="", now=now, ok=True, title=page.title or None)
+            return PollReport(name, "ok", via=via)
         if not seen:  # posts, but not this name's: a page tipline does not understand
-            return await self._refused(ch, Outcome("layout", detail=f"the page's posts are not @{name}'s"), now)
+            return await self._refused(ch, Outcome("layout", detail=f"the page's posts are not @{name}'s"), now, via)
         await self._track(name, page.title)
         pages, missed = 1, False
-        if ch.last_post_id and min(seen) > ch.last_post_id + 1:
-            pages, missed = await self._back(ch, seen)
+        whole = via == ACCOUNT and self.account is not None and len(page.posts) < self.account.page_size
+        if ch.last_post_id and min(seen) > ch.last_post_id + 1 and not whole:  # the account said all it has
+            pages, missed = await self._back(ch, seen, via)
         fresh = sorted((p for p in seen.values() if p.post_id > ch.last_post_id), key=lambda p: p.post_id)
         if max(seen) < ch.last_post_id:
             # Every post is older than the last one read: its latest posts were deleted, or the name now
@@ -320,19 +385,23 @@ class WatchService:
             log.info("watch: @%s is read again (was: %s)", name, ch.status)
         if missed:
             log.info("watch: @%s: read %d pages back after downtime; older posts were skipped", name, pages)
-        return PollReport(name, "ok", detail, read=len(fresh), stored=stored, pages=pages)
+        return PollReport(name, "ok", detail, read=len(fresh), stored=stored, pages=pages, via=via)
 
-    async def _back(self, ch: WatchedChannel, seen: dict[int, PreviewPost]) -> tuple[int, bool]:
+    async def _back(self, ch: WatchedChannel, seen: dict[int, PreviewPost], via: str = "preview") -> tuple[int, bool]:
         """Page back with ?before= until the last post read is reached (or the backfill limit); adds to
         `seen`. Returns (pages read in all, whether posts may have been missed)."""
         pages = 1
         before = min(seen)
         for _ in range(self.backfill_pages):
-            await self._pause()
-            older = await self.reader.read(ch.name, before)
+            if via == ACCOUNT and self.account is not None:
+                older = await self.account.read(ch.name, before, after=ch.last_post_id)  # paced by the account
+            else:
+                await self._pause()
+                older = await self.reader.read(ch.name, before)
             pages += 1
             if older.status == "slowed":
-                self.paused_until = max(self.paused_until, self.clock() + (older.retry_after or 0.0))
+                if via != ACCOUNT:  # the account reader holds its own pause
+                    self.paused_until = max(self.paused_until, self.clock() + (older.retry_after or 0.0))
                 return pages, True
             if older.status != "ok" or older.page is None:
                 return pages, True
@@ -408,24 +477,28 @@ class WatchService:
             await self.messages.set_flag(PLATFORM, chat_id_of(name), "tracking", True, by="watch", kind="channel",
                                          title=title, handle=chat_id_of(name))
 
-    async def _refused(self, ch: WatchedChannel, outcome: Outcome, now: float) -> PollReport:
+    async def _refused(self, ch: WatchedChannel, outcome: Outcome, now: float, via: str = "preview") -> PollReport:
         retry_at = None
         if outcome.status == "slowed":
             retry_at = now + (outcome.retry_after or 0.0)
-            self.paused_until = max(self.paused_until, retry_at)
+            if via != ACCOUNT:  # a FLOOD_WAIT pauses the account's reads, which the account reader holds
+                self.paused_until = max(self.paused_until, retry_at)
         await self.store.record(ch.name, status=outcome.status, detail=outcome.detail, now=now, retry_at=retry_at)
         if outcome.status != ch.status:
             if outcome.status == "layout":
                 log.warning("watch: @%s: t.me answered 200 but tipline could read no post from the page (%s); has "
                             "the preview's layout changed? Tried again every %s", ch.name, outcome.detail,
                             _every(self.interval_s))
+            elif outcome.status == "slowed" and via == ACCOUNT:
+                log.warning("watch: @%s: Telegram asked the account to wait: no account request before %s", ch.name,
+                            _utc(retry_at or now))
             elif outcome.status == "slowed":
                 log.warning("watch: Telegram asked to slow down (reading @%s): no request before %s", ch.name,
                             _utc(retry_at or now))
             else:
                 log.warning("watch: @%s: %s [%s]", ch.name, STATUS_TEXT.get(outcome.status, outcome.status),
                             outcome.detail)
-        return PollReport(ch.name, outcome.status, outcome.detail, retry_at=retry_at)
+        return PollReport(ch.name, outcome.status, outcome.detail, retry_at=retry_at, via=via)
 
     async def _forget(self, name: str) -> int:
         """Stop watching `name` and delete what was stored of it; returns how many posts."""
@@ -440,6 +513,7 @@ class WatchService:
 def describe(ch: WatchedChannel, now: float) -> str:
     """One channel's line in /watch list and `tipline doctor`."""
     title = f" ({ch.title})" if ch.title and ch.title.lower() != ch.name else ""
+    title += " [through the account]" if ch.reader == ACCOUNT else ""
     read = f"read {ago(_dt(ch.last_poll_at), _dt(now))}" if ch.last_poll_at else "not read yet"
     if ch.status == "ok":
         last = f"last post {ago(_dt(ch.last_post_at), _dt(now))}" if ch.last_post_at else "no posts yet"
@@ -494,6 +568,35 @@ def build_watch(settings: Settings, corroborator: Corroborator | None) -> WatchS
     photos = PreviewPhotos(settings.telegram_preview_url, timeout_s=max(5.0, settings.fetch_timeout_s * 2),
                            limits=ImageLimits(max_bytes=settings.watch_photo_max_bytes,
                                               max_pixels=settings.ocr_max_pixels)) if settings.watch_photos else None
-    return WatchService(WatchStore(corroborator.store.db), corroborator, reader, interval_s=settings.watch_interval_s,
+    store = WatchStore(corroborator.store.db)
+    return WatchService(store, corroborator, reader, interval_s=settings.watch_interval_s,
                         backfill_pages=settings.watch_backfill_pages, retention_days=settings.retention_days,
-                        enabled=not settings.offline, photos=photos)
+                        enabled=not settings.offline, photos=photos, account=build_account(settings, store))
+
+
+def session_path(settings: Settings) -> Path:
+    """The account reader's session file (Telethon's SQLite file: the account's key, mode 0600)."""
+    return settings.data_dir / "telegram-account.session"
+
+
+def account_configured(settings: Settings) -> bool:
+    return bool(settings.telegram_api_id and settings.telegram_api_hash and not settings.offline)
+
+
+def build_account(settings: Settings, store: WatchStore, factory: object = None) -> AccountReader | None:
+    """The account reader when TIPLINE_TELEGRAM_API_ID and _HASH are set (None otherwise, or without the
+    `account` extra: one warning). It connects only when a session was logged in (`tipline watch login`)."""
+    if not account_configured(settings) or settings.telegram_api_hash is None or settings.telegram_api_id is None:
+        return None
+    try:
+        from core.mtproto import TelethonChannels
+    except ImportError:
+        log.warning("watch: TIPLINE_TELEGRAM_API_ID is set but Telethon is not installed (pip install "
+                    "'tipline[account]'): channels without a public preview are not read")
+        return None
+    from core.account_reader import AccountReader
+
+    kw = {"factory": factory} if factory is not None else {}
+    source = TelethonChannels(session_path(settings), settings.telegram_api_id,
+                              settings.telegram_api_hash.get_secret_value(), **kw)  # type: ignore[arg-type]
+    return AccountReader(source, store, gap_s=settings.telegram_account_gap_s)

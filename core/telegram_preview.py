@@ -185,6 +185,7 @@ class PreviewPage:
     before: int | None = None  # the "load older" link's ?before=
     page_title: str = ""  # .tgme_page_title of the plain t.me/<name> page
     restricted: str = ""  # a restriction notice, when the page shows one instead of posts
+    via: str = "preview"  # "account": read through the account (core/account_reader.py), where no post is no page fault
 
 
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
@@ -395,7 +396,9 @@ def parse_preview(html: str) -> PreviewPage:
 
 # --- reading a channel -----------------------------------------------------------------------------
 
-Status = Literal["ok", "no_preview", "not_found", "private", "restricted", "slowed", "layout", "unreachable"]
+# logged_out and not_channel come from the account reader (core/account_reader.py) only.
+Status = Literal["ok", "no_preview", "not_found", "private", "restricted", "slowed", "layout", "unreachable",
+                 "logged_out", "not_channel"]
 
 
 @dataclass(frozen=True)

@@ -346,6 +346,20 @@ MIGRATIONS: tuple[str, ...] = (
         reviewed_at REAL NOT NULL
     );
     """,
+    # 14: the account reader of watched channels (core/account_reader.py): which reader a channel is read by,
+    # and each public name resolved through the account, kept so it is resolved once (its id and access hash).
+    """
+    ALTER TABLE watched_channels ADD COLUMN reader TEXT NOT NULL DEFAULT 'preview';  -- 'preview' | 'account'
+    CREATE TABLE telegram_peers (
+        name TEXT PRIMARY KEY,  -- the public name, lowercase, without the @
+        kind TEXT NOT NULL,  -- 'channel', 'not_channel' (a user, bot or group), 'not_found'
+        peer_id INTEGER NOT NULL DEFAULT 0,
+        access_hash INTEGER NOT NULL DEFAULT 0,
+        title TEXT NOT NULL DEFAULT '',
+        restricted TEXT NOT NULL DEFAULT '',  -- Telegram's restriction reason, when it gives one
+        resolved_at REAL NOT NULL
+    );
+    """,
 )
 
 # A pseudonym: PSEUDONYM_PREFIX and 32 hex digits (128 bits of an HMAC-SHA256).

@@ -9,9 +9,13 @@ the posts read from their web preview.
                        service message, a post with neither text nor a photo that could be read, or older
                        than the retention period)
 
+    telegram_peers     each public name the account reader resolved (core/account_reader.py): a channel's id
+                       and access hash, or that the name is not a channel; kept after a channel is removed,
+                       so a name is resolved through the account once
+
 The posts themselves (text, time, link) are tracked messages (storage/messages.py) of the chat
 ("telegram", "@<name>"), so "also reported by", digests, /trending and alerts read them with every other
-tracked chat. The tables are migration 12 (storage/sqlite.py).
+tracked chat. The tables are migrations 12 and 14 (storage/sqlite.py).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from pathlib import Path
 from storage.sqlite import Database
 
 _CHANNEL_COLS = ("name, title, added_by, added_at, removed, last_post_id, last_post_at, last_poll_at, last_ok_at, "
-                 "status, detail, retry_at, posts")
+                 "status, detail, retry_at, posts, reader")
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class WatchedChannel:
     detail: str = ""
     retry_at: float | None = None
     posts: int = 0
+    reader: str = "preview"  # "account": it has no public preview and is read through the account
 
     @property
     def handle(self) -> str:
@@ -51,11 +56,25 @@ class WatchedChannel:
 def _channel(r: Sequence) -> WatchedChannel:
     return WatchedChannel(str(r[0]), str(r[1]), None if r[2] is None else str(r[2]), float(r[3]), bool(r[4]),
                           int(r[5]), _opt(r[6]), _opt(r[7]), _opt(r[8]), str(r[9]), str(r[10]), _opt(r[11]),
-                          int(r[12]))
+                          int(r[12]), str(r[13]))
 
 
 def _opt(v: object) -> float | None:
     return None if v is None else float(v)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class TelegramPeer:
+    """A public name as the account resolved it: `kind` "channel" (with its id and access hash), "not_channel"
+    (a user, a bot or a group) or "not_found"."""
+
+    name: str
+    kind: str
+    peer_id: int = 0
+    access_hash: int = 0
+    title: str = ""
+    restricted: str = ""
+    resolved_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +146,33 @@ class WatchStore:
                        posts = posts + ?
                    WHERE name = ?""",
                 (status, detail, now, retry_at, int(ok), now, title, last_post_id, last_post_at, stored, name))
+
+    async def set_reader(self, name: str, reader: str) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute("UPDATE watched_channels SET reader = ? WHERE name = ?", (reader, name))
+
+    # --- names resolved through the account --------------------------------------------------------
+
+    async def peer(self, name: str) -> TelegramPeer | None:
+        row = await self.db.fetchone("SELECT name, kind, peer_id, access_hash, title, restricted, resolved_at FROM "
+                                     "telegram_peers WHERE name = ?", (name,))
+        if row is None:
+            return None
+        return TelegramPeer(str(row[0]), str(row[1]), int(row[2]), int(row[3]), str(row[4]), str(row[5]),
+                            float(row[6]))
+
+    async def keep_peer(self, peer: TelegramPeer) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                """INSERT INTO telegram_peers (name, kind, peer_id, access_hash, title, restricted, resolved_at)
+                   VALUES (?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET kind = excluded.kind,
+                       peer_id = excluded.peer_id, access_hash = excluded.access_hash, title = excluded.title,
+                       restricted = excluded.restricted, resolved_at = excluded.resolved_at""",
+                (peer.name, peer.kind, peer.peer_id, peer.access_hash, peer.title, peer.restricted, peer.resolved_at))
+
+    async def forget_peer(self, name: str) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute("DELETE FROM telegram_peers WHERE name = ?", (name,))
 
     async def tracked_elsewhere(self, handle: str) -> bool:
         """Is the channel tracked through the bot itself (an admin of it, `/track on`), under its numeric id?
