@@ -17,7 +17,7 @@ failure a user can cause ends in one sentence and a non-zero exit.
     tipline bench cold [--repeats N]     CPU, wall and peak RSS of a cold `tipline check` (fresh processes)
     tipline bench ocr [--quick]          screenshots: OCR character error rate and time per image
     tipline bench report [--quick]       every documented figure, written into docs/benchmarks.md
-    tipline watch add|list|remove @NAME  public Telegram channels read from their web preview (docs/watch.md)
+    tipline watch add|list|remove @NAME|URL  public Telegram channels (web preview) and news feeds (docs/watch.md)
     tipline schema [PATH]                write the Result JSON schema
 """
 
@@ -780,13 +780,13 @@ def build_parser() -> argparse.ArgumentParser:
     vp.add_argument("--api-key", help="the server's API key (default TIPLINE_QDRANT_API_KEY)")
     vp.add_argument("--replace", action="store_true", help="overwrite collections the server already has")
     w = sub.add_parser("watch", parents=[common], help="public Telegram channels read from their web preview, "
-                       "without admin rights (docs/watch.md)")
+                       "without admin rights, and news outlets' RSS/Atom feeds (docs/watch.md)")
     wsub = w.add_subparsers(dest="action", required=True)
-    for action, what in (("add", "watch channels: each is read at once"),
+    for action, what in (("add", "watch channels or feeds: each is read at once"),
                          ("remove", "stop watching; their stored posts are deleted")):
         wa = wsub.add_parser(action, parents=[common], help=what)
-        wa.add_argument("channels", nargs="+", help="@name or a t.me link")
-    wsub.add_parser("list", parents=[common], help="the watched channels and how each was last read")
+        wa.add_argument("channels", nargs="+", help="@name or a t.me link (a channel), or a feed's address")
+    wsub.add_parser("list", parents=[common], help="the watched channels and feeds and how each was last read")
     s = sub.add_parser("schema", parents=[common], help="write the Result JSON schema")
     s.add_argument("path", nargs="?", default="docs/result.schema.json")
     o = sub.add_parser("openapi", parents=[common], help="write the REST API's OpenAPI document")

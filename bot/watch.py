@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from bot.render import ago
+from bot.watch_feeds import every as _every
+from core.feed_reader import is_feed_ref
 from core.telegram_preview import NotAChannel, Outcome, PreviewPost, PreviewReader, channel_name, short_count
 from schema.models import AlsoReported, ReportedBy
 from storage.messages import message_key as stored_key
@@ -41,6 +43,7 @@ from storage.watched import WatchedChannel, WatchedPost, WatchStore
 
 if TYPE_CHECKING:
     from bot.settings import Settings
+    from bot.watch_feeds import FeedWatch
     from core.tracking import Corroborator
 
 log = logging.getLogger(__name__)
@@ -78,14 +81,6 @@ def message_key(name: str, post_id: int) -> str:
     return stored_key(PLATFORM, chat_id_of(name), post_id)
 
 
-def _every(seconds: float) -> str:
-    if seconds % 3600 == 0:
-        return f"{seconds / 3600:g} h"
-    if seconds >= 60:
-        return f"{seconds / 60:g} min"
-    return f"{seconds:g} s"
-
-
 def _utc(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%H:%M UTC" if abs(ts - time.time()) < 86400 else
                                                     "%Y-%m-%d %H:%M UTC")
@@ -106,7 +101,7 @@ class WatchService:
     def __init__(self, store: WatchStore, corroborator: Corroborator, reader: PreviewReader, *,
                  interval_s: float = 600.0, backfill_pages: int = 5, retention_days: float = 30.0,
                  enabled: bool = True, clock: Callable[[], float] = time.time, request_gap_s: float = REQUEST_GAP_S,
-                 tick_s: float = TICK_S):
+                 tick_s: float = TICK_S, feeds: FeedWatch | None = None):
         self.store = store
         self.corroborator = corroborator
         self.messages = corroborator.store
@@ -118,12 +113,15 @@ class WatchService:
         self.clock = clock
         self.request_gap_s = request_gap_s
         self.tick_s = tick_s
+        self.feeds = feeds  # news outlets' RSS/Atom feeds, watched beside the channels (bot/watch_feeds.py)
         self.paused_until = 0.0  # a 429's Retry-After: no request to Telegram before this
         self._locks: dict[str, asyncio.Lock] = {}
         self._cleaned = 0.0
 
     async def aclose(self) -> None:
         await self.reader.aclose()
+        if self.feeds is not None:
+            await self.feeds.aclose()
 
     # --- commands ------------------------------------------------------------------------------
 
@@ -131,7 +129,11 @@ class WatchService:
         """Watch each channel in `refs` and read it once; one line per channel saying how it went."""
         lines: list[str] = []
         names: list[str] = []
+        feeds: list[str] = []
         for ref in refs:
+            if self.feeds is not None and is_feed_ref(ref):
+                feeds.append(ref)
+                continue
             try:
                 name = channel_name(ref)
             except NotAChannel as exc:
@@ -139,10 +141,11 @@ class WatchService:
                 continue
             if name not in names:
                 names.append(name)
-        if len(names) > MAX_AT_ONCE:
-            lines.append(f"At most {MAX_AT_ONCE} channels at once: {', '.join('@' + n for n in names[MAX_AT_ONCE:])} "
-                         "not added.")
+        if len(names) + len(feeds) > MAX_AT_ONCE:
+            left = [*("@" + n for n in names), *feeds][MAX_AT_ONCE:]
+            lines.append(f"At most {MAX_AT_ONCE} channels and feeds at once: {', '.join(left)} not added.")
             names = names[:MAX_AT_ONCE]
+            feeds = feeds[:MAX_AT_ONCE - len(names)]
         watched = len(await self.store.channels())
         for i, name in enumerate(names):
             if watched >= MAX_CHANNELS:
@@ -166,6 +169,9 @@ class WatchService:
                              + (f" [{report.detail}]" if report.detail else "") + ".")
                 continue
             lines.append(self._added(name, report))
+        for ref in feeds:
+            assert self.feeds is not None
+            lines.append(await self.feeds.add(ref, by=by))
         return lines
 
     def _added(self, name: str, report: PollReport) -> str:
@@ -181,6 +187,9 @@ class WatchService:
     async def remove(self, refs: Sequence[str]) -> list[str]:
         lines: list[str] = []
         for ref in refs:
+            if self.feeds is not None and is_feed_ref(ref):
+                lines.append(await self.feeds.remove(ref))
+                continue
             try:
                 name = channel_name(ref)
             except NotAChannel as exc:
@@ -195,23 +204,47 @@ class WatchService:
         return lines
 
     async def listing(self, limit: int = LIST_CHARS) -> str:
-        """Every watched channel with its status, those that cannot be read first; cut to `limit` characters
-        (one chat message), the rest counted."""
+        """Every watched channel and feed with its status, those that cannot be read first; cut to `limit`
+        characters (one chat message), the rest counted."""
+        from bot.watch_feeds import describe_feed
+
         channels = await self.store.channels()
-        if not channels:
+        feeds = await self.feeds.store.feeds() if self.feeds is not None else []
+        if not channels and not feeds:
             return ("No channels are watched. /watch add @channel (or a t.me link; several at once) reads a public "
-                    "channel's posts from its web preview, with no admin rights in it.")
-        head = (f"Watched channels ({len(channels)}), read from their public web preview every "
-                f"{_every(self.interval_s)}" + ("" if self.enabled else " (not read: TIPLINE_OFFLINE=true)") + ":")
-        lines, size = [head], len(head)
-        ordered = sorted(channels, key=lambda c: (c.status in ("ok", "new"), c.name))
-        for i, ch in enumerate(ordered):
-            line = f"• {self.describe(ch)}"
-            if size + len(line) + 1 > limit - 80:
-                lines.append(f"(+{len(ordered) - i} more: `tipline watch list` shows every channel)")
+                    "channel's posts from its web preview, with no admin rights in it"
+                    + ("; /watch add https://outlet.example/rss.xml reads a news outlet's RSS or Atom feed."
+                       if self.feeds is not None else "."))
+        off = "" if self.enabled else " (not read: TIPLINE_OFFLINE=true)"
+        now = self.clock()
+        blocks: list[tuple[str, list[str]]] = []
+        if channels:
+            ordered = sorted(channels, key=lambda c: (c.status in ("ok", "new"), c.name))
+            blocks.append((f"Watched channels ({len(channels)}), read from their public web preview every "
+                           f"{_every(self.interval_s)}{off}:", [f"• {self.describe(c, now)}" for c in ordered]))
+        if feeds:
+            by_status = sorted(feeds, key=lambda f: (f.status in ("ok", "new"), f.url))
+            blocks.append((f"Watched feeds ({len(feeds)}), read every {_every(self.interval_s)}{off}:",
+                           [f"• {describe_feed(f, now)}" for f in by_status]))
+        lines: list[str] = []
+        size = 0
+        left = sum(len(rows) for _, rows in blocks)
+        for head, rows in blocks:
+            if lines and size + len(head) + 1 > limit - 80:
                 break
-            lines.append(line)
-            size += len(line) + 1
+            lines.append(head)
+            size += len(head) + 1
+            for line in rows:
+                if size + len(line) + 1 > limit - 80:
+                    break
+                lines.append(line)
+                size += len(line) + 1
+                left -= 1
+            else:
+                continue
+            break  # the message is full: what did not fit is counted
+        if left:
+            lines.append(f"(+{left} more: `tipline watch list` shows every channel and feed)")
         return "\n".join(lines)
 
     def describe(self, ch: WatchedChannel, now: float | None = None) -> str:
@@ -231,13 +264,23 @@ class WatchService:
                 await asyncio.wait_for(stop.wait(), self.tick_s)
 
     async def poll_due(self, stop: asyncio.Event | None = None) -> int:
-        """Read every channel that is due, oldest read first; returns how many were read."""
-        for ch in await self.store.channels(removed=True):  # `tipline watch remove` while this process ran
-            await self._forget(ch.name)
+        """Read every channel and feed that is due, oldest read first; returns how many were read. Channels
+        and feeds are read side by side: a slow Telegram does not hold the outlets back, nor they it."""
         now = self.clock()
         if now - self._cleaned >= 3600:
             await self.store.delete_older(now - self.retention_s)
+            if self.feeds is not None:
+                await self.feeds.delete_older(now - self.retention_s)
             self._cleaned = now
+        if self.feeds is None:
+            return await self._poll_channels(stop)
+        counts = await asyncio.gather(self._poll_channels(stop), self.feeds.poll_due(stop))
+        return sum(counts)
+
+    async def _poll_channels(self, stop: asyncio.Event | None) -> int:
+        for ch in await self.store.channels(removed=True):  # `tipline watch remove` while this process ran
+            await self._forget(ch.name)
+        now = self.clock()
         if not self.enabled or self.paused_until > now:
             return 0
         # Due: never read, read an interval ago, or slowed down and its Retry-After has passed.
@@ -462,8 +505,18 @@ def build_watch(settings: Settings, corroborator: Corroborator | None) -> WatchS
     """The watch service of `tipline run` (None without tracking: the posts would have nowhere to go)."""
     if corroborator is None:
         return None
+    from bot.watch_feeds import FeedWatch
+    from core.evidence.ssrf import SSRFGuard
+    from core.feed_reader import FeedReader
+    from storage.watched_feeds import FeedStore
+
     reader = PreviewReader(settings.telegram_preview_url, timeout_s=max(5.0, settings.fetch_timeout_s * 2),
                            max_bytes=settings.fetch_max_bytes)
+    feeds = FeedWatch(FeedStore(corroborator.store.db), corroborator,
+                      FeedReader(SSRFGuard(settings.fetch_allow_hosts), timeout_s=max(5.0, settings.fetch_timeout_s * 2),
+                                 max_bytes=settings.fetch_max_bytes),
+                      interval_s=settings.watch_interval_s, retention_days=settings.retention_days,
+                      enabled=not settings.offline)
     return WatchService(WatchStore(corroborator.store.db), corroborator, reader, interval_s=settings.watch_interval_s,
                         backfill_pages=settings.watch_backfill_pages, retention_days=settings.retention_days,
-                        enabled=not settings.offline)
+                        enabled=not settings.offline, feeds=feeds)
