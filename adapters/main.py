@@ -13,6 +13,7 @@ failure a user can cause ends in one sentence and a non-zero exit.
     tipline eval corroboration ...       same-story detection over CLEF tweets as a message stream
     tipline eval evidence --data PATH    CLIMATE-FEVER: evidence retrieval and the verdict policy
     tipline bench ingest|match|corroborate|digest|pipeline ...   speed figures
+    tipline bench watch [--channels N]   watched channels at scale: ingest, poll cost, lag, requests/min
     tipline bench burst [-n N]           N concurrent REST checks: time to 201/202, /healthz meanwhile
     tipline bench cold [--repeats N]     CPU, wall and peak RSS of a cold `tipline check` (fresh processes)
     tipline bench ocr [--quick]          screenshots: OCR character error rate and time per image
@@ -507,6 +508,15 @@ async def cmd_bench(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         print(json.dumps(ocr, indent=2, ensure_ascii=False) if args.json else format_ocr(ocr))
         return 0
+    if args.what == "watch":
+        from evals.bench_watch import bench_watch, format_watch
+
+        watched = await bench_watch(settings, channels=args.channels, posts=args.posts, new=args.new,
+                                    cycles=args.cycles, interval_s=args.interval, gap_s=args.gap, tick_s=args.tick,
+                                    checks=args.checks, live_rate=args.live_rate,
+                                    progress=lambda m: print(f"bench watch: {m}", file=sys.stderr))
+        print(json.dumps(watched, indent=2, ensure_ascii=False) if args.json else format_watch(watched))
+        return 0
     if args.what == "pipeline":
         from evals.bench_pipeline import bench_pipeline, format_pipeline
 
@@ -666,6 +676,21 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     bp.add_argument("--repeats", type=int, default=1, help="runs, each in a fresh data dir")
     bp.add_argument("--no-processes", action="store_true",
                     help="skip timing tipline ingest/check/run as processes (time and peak RSS)")
+
+    bw = bsub.add_parser("watch", parents=[common, out], help="watched public channels at scale: first-read ingest, "
+                         "a poll cycle's cost, the lag to 'also reported by', requests per minute, checks beside it")
+    bw.add_argument("--channels", type=int, default=200, help="channels on the local t.me")
+    bw.add_argument("--posts", type=int, default=20, help="posts each channel has at first")
+    bw.add_argument("--new", type=int, default=3, help="posts each channel adds per 10-minute cycle")
+    bw.add_argument("--cycles", type=int, default=2, help="steady-state cycles timed")
+    bw.add_argument("--interval", type=float, default=120.0, help="the live phase's poll interval, seconds "
+                    "(TIPLINE_WATCH_INTERVAL_S is 600; the phase lasts two intervals)")
+    bw.add_argument("--gap", type=float, default=0.5, help="the live phase's pause between requests, seconds "
+                    "(tipline run: 1)")
+    bw.add_argument("--tick", type=float, default=30.0, help="how often the live poller looks for channels due")
+    bw.add_argument("--checks", type=int, default=20, help="checks timed with nothing else running")
+    bw.add_argument("--live-rate", type=float, help="posts per second in the live phase (default: the rate of "
+                    "--channels channels adding --new posts per 10 minutes)")
 
     bo = bsub.add_parser("ocr", parents=[common, out], help="screenshots: character error rate and time per image "
                          "on images rendered from our own English, Russian and Ukrainian sentences")
