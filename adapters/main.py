@@ -513,7 +513,7 @@ async def cmd_bench(args: argparse.Namespace) -> int:
 
         watched = await bench_watch(settings, channels=args.channels, posts=args.posts, new=args.new,
                                     cycles=args.cycles, interval_s=args.interval, gap_s=args.gap, tick_s=args.tick,
-                                    checks=args.checks, live_rate=args.live_rate,
+                                    checks=args.checks, live_rate=args.live_rate, check_every_s=args.check_every,
                                     progress=lambda m: print(f"bench watch: {m}", file=sys.stderr))
         print(json.dumps(watched, indent=2, ensure_ascii=False) if args.json else format_watch(watched))
         return 0
@@ -685,10 +685,12 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     bw.add_argument("--cycles", type=int, default=2, help="steady-state cycles timed")
     bw.add_argument("--interval", type=float, default=120.0, help="the live phase's poll interval, seconds "
                     "(TIPLINE_WATCH_INTERVAL_S is 600; the phase lasts two intervals)")
-    bw.add_argument("--gap", type=float, default=0.5, help="the live phase's pause between requests, seconds "
+    bw.add_argument("--gap", type=float, default=0.2, help="the live phase's pause between requests, seconds "
                     "(tipline run: 1)")
     bw.add_argument("--tick", type=float, default=30.0, help="how often the live poller looks for channels due")
     bw.add_argument("--checks", type=int, default=20, help="checks timed with nothing else running")
+    bw.add_argument("--check-every", type=float, default=1.0, help="seconds between the starts of two checks "
+                    "beside the live poller")
     bw.add_argument("--live-rate", type=float, help="posts per second in the live phase (default: the rate of "
                     "--channels channels adding --new posts per 10 minutes)")
 

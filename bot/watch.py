@@ -274,8 +274,10 @@ class WatchService:
             self._cleaned = now
         if self.feeds is None:
             return await self._poll_channels(stop)
-        counts = await asyncio.gather(self._poll_channels(stop), self.feeds.poll_due(stop))
-        return sum(counts)
+        counts = await asyncio.gather(self._poll_channels(stop), self.feeds.poll_due(stop), return_exceptions=True)
+        for failed in (c for c in counts if isinstance(c, BaseException)):
+            log.error("watch: a polling cycle failed; the next one tries again", exc_info=failed)
+        return sum(c for c in counts if isinstance(c, int))
 
     async def _poll_channels(self, stop: asyncio.Event | None) -> int:
         for ch in await self.store.channels(removed=True):  # `tipline watch remove` while this process ran

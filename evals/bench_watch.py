@@ -11,7 +11,9 @@ seed knowledge base and the real corroborator.
    and requests per cycle, posts stored.
 4. **Live**: the poller of `tipline run` (`WatchService.run`) with the bench's interval, pause and tick, for
    two intervals, while posts appear at random channels at the rate `channels` channels adding `new` posts
-   per 10 minutes make (1 post/s for 200 and 3), and checks run one after another beside it. Each post's lag
+   per 10 minutes make (1 post/s for 200 and 3), and a check starts every `check_every_s` beside it. The
+   defaults scale `tipline run`'s schedule down by five, keeping its proportions: 200 channels 0.2 s apart
+   in a 120 s interval take a third of it, as 200 channels 1 s apart do of 600 s. Each post's lag
    is the time from its appearing on the page to the "also reported by" lookup of its text naming its
    channel; the goal is one interval + 30 s, so lag minus the interval is reported. Requests per minute
    are counted at the local t.me (which shares the bench's event loop, so the gaps it sees between two
@@ -46,22 +48,16 @@ GOAL_EXTRA_S = 30.0  # lag goal: one poll interval plus this
 _NOTES = ["Подробности позже.", "Следим за ситуацией.", "Деталі згодом.", "More soon.", "Источник: местные СМИ.",
           "Джерело: місцева влада.", "Developing.", "Фото в комментариях."]
 _SYL = ["ко", "ра", "ми", "ло", "ве", "на", "ти", "су", "да", "ре", "зо", "пы", "ха", "ле", "мо", "ст", "ни", "бо"]
-_LIVE = [
-    "В селе {place} на улице {street} загорелся склад {firm}, пострадали {n} человек, огонь тушат {k} расчётов",
-    "У місті {place} через аварію на вулиці {street} без світла {n} будинків, ремонт веде компанія {firm}",
-    "Police in {place} closed {street} Street after a truck of {firm} overturned, {n} people hurt",
-    "В {place} перекрыли мост на улице {street}: компания {firm} ремонтирует опору, объезд {k} км",
-    "У {place} відкрили пункт обігріву на вулиці {street}, волонтери {firm} роздали {n} обідів",
-]
 
 
 def _name(rng: random.Random, parts: int = 3) -> str:
     return "".join(rng.choice(_SYL) for _ in range(parts)).capitalize()
 
 
-def live_text(rng: random.Random) -> str:
-    return rng.choice(_LIVE).format(place=_name(rng), street=_name(rng, 4), firm=_name(rng, 2) + _name(rng, 2),
-                                    n=rng.randint(2, 90), k=rng.randint(2, 15))
+def live_text(rng: random.Random, words: list[str]) -> str:
+    """A made-up news line: names of its own and words drawn at random from `words`, so two of them are
+    seldom one story and the lookup of one names its own channel."""
+    return f"{_name(rng)} {_name(rng, 4)}: {' '.join(rng.sample(words, 14))}."
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -77,8 +73,9 @@ def _latency(values: list[float]) -> dict:
 
 
 async def bench_watch(settings: Settings, *, channels: int = 200, posts: int = 20, new: int = 3, cycles: int = 2,
-                      interval_s: float = 120.0, gap_s: float = 0.5, tick_s: float = 30.0, checks: int = 20,
-                      live_rate: float | None = None, seed: int = 7, progress=None) -> dict:
+                      interval_s: float = 120.0, gap_s: float = 0.2, tick_s: float = 30.0, checks: int = 20,
+                      live_rate: float | None = None, check_every_s: float = 1.0, seed: int = 7,
+                      progress=None) -> dict:
     sizes = {"--channels": channels, "--posts": posts, "--new": new, "--cycles": cycles, "--checks": checks}
     bad = [flag for flag, value in sizes.items() if value < 1]
     if bad:
@@ -95,15 +92,18 @@ async def bench_watch(settings: Settings, *, channels: int = 200, posts: int = 2
                 assert app.corroborator is not None
                 return await _run(app, server, rng, say, channels=channels, posts=posts, new=new, cycles=cycles,
                                   interval_s=interval_s, gap_s=gap_s, tick_s=tick_s, checks=checks,
-                                  rate=live_rate if live_rate is not None else channels * new / 600.0)
+                                  rate=live_rate if live_rate is not None else channels * new / 600.0,
+                                  check_every_s=check_every_s)
     finally:
         await server.stop()
 
 
 async def _run(app, server: BenchPreviewServer, rng: random.Random, say, *, channels: int, posts: int, new: int,
-               cycles: int, interval_s: float, gap_s: float, tick_s: float, checks: int, rate: float) -> dict:
+               cycles: int, interval_s: float, gap_s: float, tick_s: float, checks: int, rate: float,
+               check_every_s: float) -> dict:
     fcs = await app.db.all_factchecks()
     pool = [t for fc in fcs for t in (fc.claim, fc.title) if t and len(t) > 20]
+    words = sorted({w for t in pool for w in t.split() if w.isalpha() and len(w) > 3})
     names = [f"bench_ch{k:04d}" for k in range(channels)]
     now = datetime.now(UTC)
 
@@ -167,7 +167,8 @@ async def _run(app, server: BenchPreviewServer, rng: random.Random, say, *, chan
     watch.request_gap_s = gap_s
     stop, producing = asyncio.Event(), asyncio.Event()
     shown: dict[str, tuple[str, str, float]] = {}  # key -> (channel, text, shown at)
-    lags: dict[str, float] = {}
+    lags: dict[str, float] = {}  # until the lookup names the post's channel
+    stored_lags: dict[str, float] = {}  # until the post is a stored tracked message
     beside: list[float] = []
     live_rng = random.Random(rng.random())
 
@@ -176,7 +177,7 @@ async def _run(app, server: BenchPreviewServer, rng: random.Random, say, *, chan
         while rate > 0 and time.time() < end:
             await asyncio.sleep(live_rng.expovariate(rate))
             name = live_rng.choice(names)
-            p = add_post(server.channels[name], live_text(live_rng), datetime.now(UTC))
+            p = add_post(server.channels[name], live_text(live_rng, words), datetime.now(UTC))
             shown[message_key(name, p.id)] = (name, p.text, p.shown_at)
         await asyncio.sleep(max(0.0, end - time.time()))
         producing.set()
@@ -190,6 +191,7 @@ async def _run(app, server: BenchPreviewServer, rng: random.Random, say, *, chan
                     if key not in rows:
                         continue
                     name, text, at = shown[key]
+                    stored_lags.setdefault(key, time.time() - at)
                     also = await app.corroborator.lookup(text)
                     named = [] if also is None else [r.chat_id for r in [*also.items, also.first_seen_in] if r]
                     if f"@{name}" in named:
@@ -199,8 +201,10 @@ async def _run(app, server: BenchPreviewServer, rng: random.Random, say, *, chan
     async def check_beside() -> None:
         i = 0
         while not producing.is_set():
+            t0 = time.perf_counter()
             beside.append(await one_check(20_000 + i))
             i += 1
+            await asyncio.sleep(max(0.0, check_every_s - (time.perf_counter() - t0)))
 
     reqs_before = len(server.requests)
     started, mono = time.time(), time.monotonic()
@@ -217,15 +221,21 @@ async def _run(app, server: BenchPreviewServer, rng: random.Random, say, *, chan
     per_minute = [sum(1 for t in live_reqs if s <= t < s + 60) for s in (mono + 60 * i for i in range(int(live_s // 60)))]
     gaps = [b - a for a, b in zip(live_reqs, live_reqs[1:])]
     lag_values = list(lags.values())
+    stored_values = list(stored_lags.values())
+    cycle_requests = statistics.median(s["requests"] for s in steady)
     await watch.aclose()
     return {
         "config": {"channels": channels, "posts": posts, "new_per_cycle": new, "cycles": cycles,
-                   "interval_s": interval_s, "gap_s": gap_s, "tick_s": tick_s, "checks": checks},
+                   "interval_s": interval_s, "gap_s": gap_s, "tick_s": tick_s, "checks": checks,
+                   "check_every_s": check_every_s},
         "first_read": first,
         "checks_alone": _latency(alone),
         "steady": steady,
         "live": {
-            "seconds": round(live_s, 1), "posts_shown": len(shown), "found_by_lookup": len(lags),
+            "seconds": round(live_s, 1), "posts_shown": len(shown), "stored": len(stored_lags),
+            "found_by_lookup": len(lags),
+            "stored_lag_s": {"p50": round(statistics.median(stored_values), 1) if stored_values else None,
+                             "max": round(max(stored_values), 1) if stored_values else None},
             "post_rate_per_s": round(rate, 2),
             "lag_s": {"p50": round(statistics.median(lag_values), 1) if lag_values else None,
                       "p95": round(_pct(lag_values, 0.95), 1) if lag_values else None,
@@ -236,7 +246,9 @@ async def _run(app, server: BenchPreviewServer, rng: random.Random, say, *, chan
             "requests": len(live_reqs), "requests_per_min": round(len(live_reqs) / (live_s / 60), 1),
             "max_requests_in_a_minute": max(per_minute, default=len(live_reqs)),
             "min_gap_between_requests_s": round(min(gaps), 2) if gaps else None,
-            "checks_beside": _latency(beside),
+            "checks_beside": _latency(beside), "check_every_s": check_every_s,
+            # What `tipline run` sends with its own interval: the same requests per cycle, every 10 minutes.
+            "requests_per_min_at_600s": round(cycle_requests / 10.0, 1),
         },
     }
 
