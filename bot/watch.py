@@ -12,9 +12,10 @@ channel and no Telegram account are needed; only public pages are read (docs/wat
   its link https://t.me/<name>/<id>, its time and text; its views and whether it is a forward (and of what)
   are kept beside it (storage/watched.py). A forward of a channel's post that a watched channel already
   carried (the original, or another forward of it) is not stored again: a forward chain counts once.
-- `run(stop)`: the poller of `tipline run`: every TICK_S it reads the channels due (last read more than
+- `run(stop)`: the poller of `tipline run`: it reads the channels due (last read more than
   TIPLINE_WATCH_INTERVAL_S ago, or never: one added by `tipline watch add` while the bot runs), one
-  request at a time, REQUEST_GAP_S apart. A 429 pauses every read until its Retry-After has passed.
+  request at a time, REQUEST_GAP_S apart, then those that fell due meanwhile, then sleeps until the next
+  is due (at most TICK_S). A 429 pauses every read until its Retry-After has passed.
   Nothing a channel or the network does stops it: each outcome is the channel's status, logged once
   when it changes.
 
@@ -50,6 +51,8 @@ log = logging.getLogger(__name__)
 
 PLATFORM = "telegram"  # a watched channel is the tracked chat ("telegram", "@<name>")
 TICK_S = 30.0  # how often the poller looks for channels due (a channel added from the CLI waits at most this)
+MIN_WAIT_S = 1.0  # the poller's shortest sleep between two cycles
+PASSES = 3  # looks for channels due within one cycle
 REQUEST_GAP_S = 1.0  # between two page requests to Telegram
 MAX_AT_ONCE = 20  # channels one /watch add takes
 MAX_CHANNELS = 1000
@@ -254,14 +257,27 @@ class WatchService:
     # --- polling -------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
-        """The poller of `tipline run`, until `stop` is set. Never raises: a failed cycle is logged."""
+        """The poller of `tipline run`, until `stop` is set: it reads what is due, then sleeps until the next
+        channel or feed is due (at most `tick_s`, which is how soon one added from the CLI is seen). Never
+        raises: a failed cycle is logged."""
         while not stop.is_set():
+            wait = self.tick_s
             try:
                 await self.poll_due(stop)
+                wait = await self.until_due()
             except Exception:
                 log.exception("watch: a polling cycle failed; the next one tries again")
             with suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.tick_s)
+                await asyncio.wait_for(stop.wait(), wait)
+
+    async def until_due(self) -> float:
+        """Seconds until the next channel or feed is due, within [MIN_WAIT_S, tick_s]."""
+        now = self.clock()
+        times = [max(self.paused_until, c.retry_at if c.retry_at is not None else (c.last_poll_at or 0.0)
+                     + self.interval_s) for c in await self.store.channels()]
+        if self.feeds is not None:
+            times += await self.feeds.due_times()
+        return min(self.tick_s, max(MIN_WAIT_S, min(times, default=now + self.tick_s) - now))
 
     async def poll_due(self, stop: asyncio.Event | None = None) -> int:
         """Read every channel and feed that is due, oldest read first; returns how many were read. Channels
@@ -282,28 +298,32 @@ class WatchService:
     async def _poll_channels(self, stop: asyncio.Event | None) -> int:
         for ch in await self.store.channels(removed=True):  # `tipline watch remove` while this process ran
             await self._forget(ch.name)
-        now = self.clock()
-        if not self.enabled or self.paused_until > now:
-            return 0
-        # Due: never read, read an interval ago, or slowed down and its Retry-After has passed.
-        due = [c for c in await self.store.channels()
-               if (c.retry_at or 0.0) <= now and (c.last_poll_at is None or now - c.last_poll_at >= self.interval_s
-                                                  or c.retry_at is not None)]
-        due.sort(key=lambda c: c.last_poll_at or 0.0)
-        read = 0
-        for i, ch in enumerate(due):
-            if (stop is not None and stop.is_set()) or self.paused_until > self.clock():
+        done: set[str] = set()
+        # Channels that fell due while this cycle read others are read right after it, not a tick later.
+        for _ in range(PASSES):
+            now = self.clock()
+            if not self.enabled or self.paused_until > now or (stop is not None and stop.is_set()):
                 break
-            if i:
-                await self._pause(stop)
-            try:
-                await self.poll(ch.name)
-            except Exception as exc:  # a bug, not the channel: its status says so, the log has it once
-                if ch.status != "error":
-                    log.exception("watch: reading @%s failed", ch.name)
-                await self.store.record(ch.name, status="error", detail=type(exc).__name__, now=self.clock())
-            read += 1
-        return read
+            # Due: never read, read an interval ago, or slowed down and its Retry-After has passed.
+            due = [c for c in await self.store.channels()
+                   if c.name not in done and (c.retry_at or 0.0) <= now
+                   and (c.last_poll_at is None or now - c.last_poll_at >= self.interval_s or c.retry_at is not None)]
+            if not due:
+                break
+            due.sort(key=lambda c: c.last_poll_at or 0.0)
+            for ch in due:
+                if (stop is not None and stop.is_set()) or self.paused_until > self.clock():
+                    break
+                if done:
+                    await self._pause(stop)
+                done.add(ch.name)
+                try:
+                    await self.poll(ch.name)
+                except Exception as exc:  # a bug, not the channel: its status says so, the log has it once
+                    if ch.status != "error":
+                        log.exception("watch: reading @%s failed", ch.name)
+                    await self.store.record(ch.name, status="error", detail=type(exc).__name__, now=self.clock())
+        return len(done)
 
     async def _pause(self, stop: asyncio.Event | None = None) -> None:
         if self.request_gap_s <= 0:

@@ -185,29 +185,37 @@ class FeedWatch:
             await self.forget(feed.url)
         if not self.enabled:
             return 0
-        now = self.clock()
-        due = [f for f in await self.store.feeds()
-               if (f.retry_at or 0.0) <= now and (f.last_poll_at is None or now - f.last_poll_at >= self.interval_s
-                                                  or f.retry_at is not None)]
-        due.sort(key=lambda f: f.last_poll_at or 0.0)
-        read = 0
-        for i, feed in enumerate(due):
-            if stop is not None and stop.is_set():
+        done: set[str] = set()
+        for _ in range(3):  # feeds that fell due while this cycle read others are read right after it
+            now = self.clock()
+            due = [f for f in await self.store.feeds()
+                   if f.url not in done and (f.retry_at or 0.0) <= now
+                   and (f.last_poll_at is None or now - f.last_poll_at >= self.interval_s or f.retry_at is not None)]
+            if not due or (stop is not None and stop.is_set()):
                 break
-            if i and self.request_gap_s > 0:
-                if stop is None:
-                    await asyncio.sleep(self.request_gap_s)
-                else:
-                    with suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), self.request_gap_s)
-            try:
-                await self.poll(feed.url)
-            except Exception as exc:  # a bug, not the feed: its status says so, the log has it once
-                if feed.status != "error":
-                    log.exception("watch: reading the feed %s failed", feed.url)
-                await self.store.record(feed.url, status="error", detail=type(exc).__name__, now=self.clock())
-            read += 1
-        return read
+            due.sort(key=lambda f: f.last_poll_at or 0.0)
+            for feed in due:
+                if stop is not None and stop.is_set():
+                    break
+                if done and self.request_gap_s > 0:
+                    if stop is None:
+                        await asyncio.sleep(self.request_gap_s)
+                    else:
+                        with suppress(TimeoutError):
+                            await asyncio.wait_for(stop.wait(), self.request_gap_s)
+                done.add(feed.url)
+                try:
+                    await self.poll(feed.url)
+                except Exception as exc:  # a bug, not the feed: its status says so, the log has it once
+                    if feed.status != "error":
+                        log.exception("watch: reading the feed %s failed", feed.url)
+                    await self.store.record(feed.url, status="error", detail=type(exc).__name__, now=self.clock())
+        return len(done)
+
+    async def due_times(self) -> list[float]:
+        """When each feed is next due (its Retry-After, else its last read plus the interval)."""
+        return [f.retry_at if f.retry_at is not None else (f.last_poll_at or 0.0) + self.interval_s
+                for f in await self.store.feeds()]
 
     async def poll(self, url: str) -> FeedPollReport:
         """Read the feed at `url` once (one read at a time per feed)."""

@@ -343,3 +343,42 @@ async def test_an_outlet_is_also_reported_by_and_in_the_digest(app, site, tme):
         await bot.stop()
         await chat.aclose()
         await fake.stop()
+
+
+async def test_the_poller_reads_what_falls_due_without_waiting_for_its_tick(app, site, tme):
+    """`run` sleeps until the next channel or feed is due, not a whole tick: with a one-second interval and
+    a one-minute tick, both are read again within seconds."""
+    import asyncio
+
+    out, chan = name(), name("kanal_")
+    site.item(out, "Новость", "<p>Текст</p>")
+    tme.channel(chan, "Канал")
+    tme.post(chan, "Пост канала о новостях")
+    w = watcher(app, tme)
+    w.interval_s = w.feeds.interval_s = 1.0
+    w.tick_s = 60.0
+    await w.add([f"@{chan}", site.url(out)])
+    # Only this test's channel and feed: the others of this module's data dir are not due within a minute.
+    for c in await w.store.channels():
+        if c.name != chan:
+            await w.store.record(c.name, status=c.status, detail=c.detail, now=time.time() + 3600)
+    for f in await w.feeds.store.feeds():
+        if f.url != site.url(out):
+            await w.feeds.store.record(f.url, status=f.status, detail=f.detail, now=time.time() + 3600)
+    feed_reads = len([r for r in site.requests if r[0] == f"/feeds/{out}.xml"])
+    chan_reads = len([r for r in tme.requests if r[0] == f"/s/{chan}"])
+    stop = asyncio.Event()
+    task = asyncio.create_task(w.run(stop))
+    try:
+        for _ in range(200):
+            if len([r for r in site.requests if r[0] == f"/feeds/{out}.xml"]) >= feed_reads + 3 and \
+                    len([r for r in tme.requests if r[0] == f"/s/{chan}"]) >= chan_reads + 3:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            pytest.fail("the poller waited for its tick")
+        assert 0 < await w.until_due() <= 1.0
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await w.aclose()
