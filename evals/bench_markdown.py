@@ -484,7 +484,9 @@ def watch_block(figures: dict, config) -> str:
         code(command),
         "",
         f"{_sizes_note(figures)}{c['channels']} channels of {c['posts']} posts on a local t.me, read by the real "
-        f"reader and stored by the real corroborator (requests back to back, no pause):",
+        f"reader and stored by the real corroborator (requests back to back, no pause)"
+        + (f"; {f['cpus']} CPUs, load average {f['load_average']['start']} at the start and "
+           f"{f['load_average']['end']} at the end" if f.get("load_average") else "") + ":",
         "",
         table(["", "requests", "posts stored", "wall s", "CPU s"],
               [[f"first read ({first['posts_per_s']} posts/s)", first["requests"], first["posts_stored"],

@@ -29,6 +29,7 @@ so the lookup can tell them apart.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import statistics
 import tempfile
@@ -43,6 +44,7 @@ from bot.watch import WatchService, message_key
 from core.evaluation import EvalDataError
 from core.telegram_preview import PreviewReader
 from evals.bench import temp_settings
+from evals.bench_machine import load_average
 from evals.preview_server import BenchChannel, BenchPost, BenchPreviewServer
 from storage.watched import WatchStore
 
@@ -104,6 +106,7 @@ async def bench_watch(settings: Settings, *, channels: int = 200, posts: int = 2
 async def _run(app, server: BenchPreviewServer, rng: random.Random, say, *, channels: int, posts: int, new: int,
                cycles: int, interval_s: float, gap_s: float, tick_s: float, checks: int, rate: float,
                check_every_s: float) -> dict:
+    load_at_start = load_average()
     fcs = await app.db.all_factchecks()
     pool = [t for fc in fcs for t in (fc.claim, fc.title) if t and len(t) > 20]
     names = [f"bench_ch{k:04d}" for k in range(channels)]
@@ -237,6 +240,7 @@ async def _run(app, server: BenchPreviewServer, rng: random.Random, say, *, chan
     cycle_requests = statistics.median(s["requests"] for s in steady)
     await watch.aclose()
     return {
+        "load_average": {"start": load_at_start, "end": load_average()}, "cpus": os.cpu_count(),
         "config": {"channels": channels, "posts": posts, "new_per_cycle": new, "cycles": cycles,
                    "interval_s": interval_s, "gap_s": gap_s, "tick_s": tick_s, "checks": checks,
                    "check_every_s": check_every_s},
