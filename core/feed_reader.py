@@ -170,8 +170,8 @@ def _item(entry: Any) -> FeedItem | None:
     link = str(entry.get("link") or "").strip()
     if link and not link.lower().startswith(("http://", "https://")):
         link = ""
-    if summary.startswith(title):
-        title_text = summary
+    if title and summary.startswith(title) and not summary[len(title):len(title) + 1].isalnum():
+        title_text = summary  # the summary repeats the title: once is enough
     else:
         title_text = f"{title}\n{summary}" if title and summary else title or summary
     text = title_text[:MAX_TEXT].strip()

@@ -118,6 +118,9 @@ async def test_parsing_is_bounded_and_refuses_entities():
     long = parse_feed(('<rss version="2.0"><channel><item><title>T</title><description>'
                        + "слово " * 5000 + "</description></item></channel></rss>").encode())
     assert len(long.items[0].text) == 4000  # MAX_TEXT
+    scripted = parse_feed(b'<rss version="2.0"><channel><item><title>T</title><description>&lt;script&gt;alert(1)'
+                          b'&lt;/script&gt;&lt;p onclick="x()"&gt;Text&lt;/p&gt;</description></item></channel></rss>')
+    assert scripted.items[0].text == "T\nText"
 
 
 async def test_an_rss_feed_is_read_once_then_answers_304_and_only_new_items_are_stored(app, site):
