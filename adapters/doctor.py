@@ -13,9 +13,10 @@ within `timeout_s`. Nothing here changes any state: no webhook is set, no messag
 that is not configured is "off"; with TIPLINE_OFFLINE=true every outside provider is off and nothing is
 reached but your own servers and chat platforms. Every search provider, GDELT included, is off until the
 operator sets it, so a machine without internet access and nothing configured exits 0. The last row says
-what leaves the machine and to whom; before it, one "watch @name" row per watched public channel with the
-status of its last read (docs/watch.md). The first rows, "settings  warn", name each TIPLINE_* variable that is
-no setting and so is ignored (a typo such as TIPLINE_TELEGRAM_BOT_TOKEN), with the setting it likely meant.
+what leaves the machine and to whom; before it, one "watch @name" row per watched public channel (and one
+"watch <url>" row per news feed) with the status of its last read (docs/watch.md). The first rows,
+"settings  warn", name each TIPLINE_* variable that is no setting and so is ignored (a typo such as
+TIPLINE_TELEGRAM_BOT_TOKEN), with the setting it likely meant.
 """
 
 from __future__ import annotations
@@ -267,7 +268,8 @@ async def diagnose(settings: Settings, *, timeout_s: float = 10.0, warnings: Seq
 
 
 def watch_rows(s: Settings, now: float | None = None) -> list[Row]:
-    """One row per watched public channel (bot/watch.py) with the status of its last read, from the data dir's
+    """One row per watched public channel (bot/watch.py) and news feed (bot/watch_feeds.py) with the status of
+    its last read, from the data dir's
     database as the running poller left it (read-only; nothing is fetched): warn when it cannot be read."""
     import time
 
@@ -279,6 +281,13 @@ def watch_rows(s: Settings, now: float | None = None) -> list[Row]:
         status: Status = "off" if s.offline else "ok" if ch.status in ("ok", "new") else "warn"
         detail = describe(ch, time.time() if now is None else now).split(" — ", 1)[-1]
         rows.append(Row(f"watch @{ch.name}", status, detail + (" (not read: TIPLINE_OFFLINE=true)" if s.offline else "")))
+    from bot.watch_feeds import describe_feed
+    from storage.watched_feeds import read_feeds
+
+    for feed in read_feeds(s.sqlite_path):
+        status = "off" if s.offline else "ok" if feed.status in ("ok", "new") else "warn"
+        detail = describe_feed(feed, time.time() if now is None else now).split(" — ", 1)[-1]
+        rows.append(Row(f"watch {feed.url}", status, detail + (" (not read: TIPLINE_OFFLINE=true)" if s.offline else "")))
     return rows
 
 

@@ -13,11 +13,12 @@ failure a user can cause ends in one sentence and a non-zero exit.
     tipline eval corroboration ...       same-story detection over CLEF tweets as a message stream
     tipline eval evidence --data PATH    CLIMATE-FEVER: evidence retrieval and the verdict policy
     tipline bench ingest|match|corroborate|digest|pipeline ...   speed figures
+    tipline bench watch [--channels N]   watched channels at scale: ingest, poll cost, lag, requests/min
     tipline bench burst [-n N]           N concurrent REST checks: time to 201/202, /healthz meanwhile
     tipline bench cold [--repeats N]     CPU, wall and peak RSS of a cold `tipline check` (fresh processes)
     tipline bench ocr [--quick]          screenshots: OCR character error rate and time per image
     tipline bench report [--quick]       every documented figure, written into docs/benchmarks.md
-    tipline watch add|list|remove @NAME  public Telegram channels read from their web preview (docs/watch.md)
+    tipline watch add|list|remove @NAME|URL  public Telegram channels (web preview) and news feeds (docs/watch.md)
     tipline watch login|logout           the account reader's Telegram account (channels without a preview)
     tipline schema [PATH]                write the Result JSON schema
 """
@@ -508,6 +509,15 @@ async def cmd_bench(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         print(json.dumps(ocr, indent=2, ensure_ascii=False) if args.json else format_ocr(ocr))
         return 0
+    if args.what == "watch":
+        from evals.bench_watch import bench_watch, format_watch
+
+        watched = await bench_watch(settings, channels=args.channels, posts=args.posts, new=args.new,
+                                    cycles=args.cycles, interval_s=args.interval, gap_s=args.gap, tick_s=args.tick,
+                                    checks=args.checks, live_rate=args.live_rate, check_every_s=args.check_every,
+                                    progress=lambda m: print(f"bench watch: {m}", file=sys.stderr))
+        print(json.dumps(watched, indent=2, ensure_ascii=False) if args.json else format_watch(watched))
+        return 0
     if args.what == "pipeline":
         from evals.bench_pipeline import bench_pipeline, format_pipeline
 
@@ -668,6 +678,23 @@ def _bench_parsers(sub, common: argparse.ArgumentParser) -> None:
     bp.add_argument("--no-processes", action="store_true",
                     help="skip timing tipline ingest/check/run as processes (time and peak RSS)")
 
+    bw = bsub.add_parser("watch", parents=[common, out], help="watched public channels at scale: first-read ingest, "
+                         "a poll cycle's cost, the lag to 'also reported by', requests per minute, checks beside it")
+    bw.add_argument("--channels", type=int, default=200, help="channels on the local t.me")
+    bw.add_argument("--posts", type=int, default=20, help="posts each channel has at first")
+    bw.add_argument("--new", type=int, default=3, help="posts each channel adds per 10-minute cycle")
+    bw.add_argument("--cycles", type=int, default=2, help="steady-state cycles timed")
+    bw.add_argument("--interval", type=float, default=120.0, help="the live phase's poll interval, seconds "
+                    "(TIPLINE_WATCH_INTERVAL_S is 600; the phase lasts two intervals)")
+    bw.add_argument("--gap", type=float, default=0.2, help="the live phase's pause between requests, seconds "
+                    "(tipline run: 1)")
+    bw.add_argument("--tick", type=float, default=30.0, help="how often the live poller looks for channels due")
+    bw.add_argument("--checks", type=int, default=20, help="checks timed with nothing else running")
+    bw.add_argument("--check-every", type=float, default=1.0, help="seconds between the starts of two checks "
+                    "beside the live poller")
+    bw.add_argument("--live-rate", type=float, help="posts per second in the live phase (default: the rate of "
+                    "--channels channels adding --new posts per 10 minutes)")
+
     bo = bsub.add_parser("ocr", parents=[common, out], help="screenshots: character error rate and time per image "
                          "on images rendered from our own English, Russian and Ukrainian sentences")
     bo.add_argument("--quick", action="store_true", help="two renders of two sentences per language (a smoke test)")
@@ -781,13 +808,13 @@ def build_parser() -> argparse.ArgumentParser:
     vp.add_argument("--api-key", help="the server's API key (default TIPLINE_QDRANT_API_KEY)")
     vp.add_argument("--replace", action="store_true", help="overwrite collections the server already has")
     w = sub.add_parser("watch", parents=[common], help="public Telegram channels read from their web preview, "
-                       "without admin rights (docs/watch.md)")
+                       "without admin rights, and news outlets' RSS/Atom feeds (docs/watch.md)")
     wsub = w.add_subparsers(dest="action", required=True)
-    for action, what in (("add", "watch channels: each is read at once"),
+    for action, what in (("add", "watch channels or feeds: each is read at once"),
                          ("remove", "stop watching; their stored posts are deleted")):
         wa = wsub.add_parser(action, parents=[common], help=what)
-        wa.add_argument("channels", nargs="+", help="@name or a t.me link")
-    wsub.add_parser("list", parents=[common], help="the watched channels and how each was last read")
+        wa.add_argument("channels", nargs="+", help="@name or a t.me link (a channel), or a feed's address")
+    wsub.add_parser("list", parents=[common], help="the watched channels and feeds and how each was last read")
     wsub.add_parser("login", parents=[common], help="log the account reader's dedicated Telegram account in (for "
                     "channels without a public preview; asks for the phone, the code and the 2FA password)")
     wsub.add_parser("logout", parents=[common], help="end the account reader's session and delete its file")

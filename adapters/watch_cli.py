@@ -1,5 +1,5 @@
-"""`tipline watch add|list|remove`: watched public Telegram channels from the command line (bot/watch.py);
-`login|logout` are the account reader's (adapters/account_cli.py).
+"""`tipline watch add|list|remove`: watched public Telegram channels and news feeds from the command line
+(bot/watch.py, bot/watch_feeds.py); `login|logout` are the account reader's (adapters/account_cli.py).
 
 With the data dir free, `add` and `remove` do what /watch does in a chat: the app is built, each added
 channel is read at once (its preview's first page), a removed one's posts are deleted. While `tipline run`
@@ -45,6 +45,16 @@ async def watch_command(action: str, refs: Sequence[str], settings: Settings) ->
     return EXIT_FAILED if any(" not added" in line or line.startswith("“") for line in lines) else 0
 
 
+async def _feeds_of(settings: Settings) -> list:
+    from storage.watched_feeds import FeedStore
+
+    db = await Database.open(settings.sqlite_path)
+    try:
+        return await FeedStore(db).feeds()
+    finally:
+        await db.close()
+
+
 async def _list(settings: Settings) -> int:
     from bot.watch import STATUS_TEXT, describe
     from storage.watched import WatchStore
@@ -54,22 +64,32 @@ async def _list(settings: Settings) -> int:
         channels = await WatchStore(db).channels()
     finally:
         await db.close()
-    if not channels:
-        print("No channels are watched: `tipline watch add @channel` reads a public channel from its web preview.")
+    from bot.watch_feeds import STATUS_TEXT as FEED_STATUS
+    from bot.watch_feeds import describe_feed
+
+    feeds = await _feeds_of(settings)
+    if not channels and not feeds:
+        print("No channels are watched: `tipline watch add @channel` reads a public channel from its web preview, "
+              "`tipline watch add https://outlet.example/rss.xml` a news outlet's feed.")
         return 0
     now = time.time()
     for ch in channels:
         print(describe(ch, now))
-    bad = [ch for ch in channels if ch.status not in ("ok", "new")]
+    for feed in feeds:
+        print(describe_feed(feed, now))
+    bad = [f"@{c.name}: {STATUS_TEXT.get(c.status, c.status).split(' (')[0]}" for c in channels
+           if c.status not in ("ok", "new")]
+    bad += [f"{f.url}: {FEED_STATUS.get(f.status, f.status).split(' (')[0]}" for f in feeds
+            if f.status not in ("ok", "new")]
     if bad:
-        print(f"{len(bad)} of {len(channels)} channel(s) cannot be read now: "
-              + "; ".join(f"@{c.name}: {STATUS_TEXT.get(c.status, c.status).split(' (')[0]}" for c in bad))
+        print(f"{len(bad)} of {len(channels) + len(feeds)} watched source(s) cannot be read now: " + "; ".join(bad))
     return 0
 
 
 async def _add_rows(settings: Settings, refs: Sequence[str]) -> list[str]:
     """A running bot holds the data dir: check each name with one request and record it for the bot."""
     from bot.watch import PLATFORM, REFUSED_AT_ADD, STATUS_TEXT, TICK_S, account_configured, chat_id_of, session_path
+    from core.feed_reader import is_feed_ref
     from core.telegram_preview import NotAChannel, PreviewReader, channel_name
     from storage.messages import MessageStore
     from storage.watched import WatchStore
@@ -80,6 +100,9 @@ async def _add_rows(settings: Settings, refs: Sequence[str]) -> list[str]:
     try:
         store, messages = WatchStore(db), MessageStore(db)
         for ref in refs:
+            if is_feed_ref(ref):
+                lines.append(await _add_feed_row(settings, db, ref))
+                continue
             try:
                 name = channel_name(ref)
             except NotAChannel as exc:
@@ -105,9 +128,44 @@ async def _add_rows(settings: Settings, refs: Sequence[str]) -> list[str]:
     return lines
 
 
+async def _add_feed_row(settings: Settings, db: Database, ref: str) -> str:
+    """A feed, while a running bot holds the data dir: checked with one request, recorded for the bot."""
+    from bot.watch import TICK_S
+    from bot.watch_feeds import PLATFORM, REFUSED_AT_ADD, STATUS_TEXT, chat_id_of
+    from core.evidence.ssrf import SSRFGuard
+    from core.feed_reader import FeedReader, NotAFeed, feed_url
+    from storage.messages import MessageStore
+    from storage.watched_feeds import FeedStore
+
+    try:
+        url = feed_url(ref)
+    except NotAFeed as exc:
+        return f"“{ref}” not added: {exc}."
+    title = ""
+    if not settings.offline:
+        reader = FeedReader(SSRFGuard(settings.fetch_allow_hosts), max_bytes=settings.fetch_max_bytes)
+        try:
+            outcome = await reader.read(url)
+        finally:
+            await reader.aclose()
+        if outcome.status in REFUSED_AT_ADD:
+            return f"{url} not added: {STATUS_TEXT[outcome.status]} [{outcome.detail}]."
+        title = outcome.page.title if outcome.page else ""
+    if not await FeedStore(db).add(url, by="cli", now=time.time()):
+        return f"{url} is already watched."
+    await MessageStore(db).set_flag(PLATFORM, chat_id_of(url), "tracking", True, by="cli", kind="channel",
+                                    title=title, handle=title)
+    return (f"Watching {url}: the running tipline reads it within {TICK_S:g} s"
+            + (" (not while TIPLINE_OFFLINE=true)." if settings.offline else "."))
+
+
 async def _remove_rows(settings: Settings, refs: Sequence[str]) -> list[str]:
     from bot.watch import PLATFORM, chat_id_of
+    from bot.watch_feeds import PLATFORM as FEED_PLATFORM
+    from bot.watch_feeds import chat_id_of as feed_chat
+    from core.feed_reader import NotAFeed, feed_url, is_feed_ref
     from core.telegram_preview import NotAChannel, channel_name
+    from storage.watched_feeds import FeedStore
     from storage.messages import MessageStore
     from storage.watched import WatchStore
 
@@ -116,6 +174,19 @@ async def _remove_rows(settings: Settings, refs: Sequence[str]) -> list[str]:
     try:
         store, messages = WatchStore(db), MessageStore(db)
         for ref in refs:
+            if is_feed_ref(ref):
+                try:
+                    url = feed_url(ref)
+                except NotAFeed as exc:
+                    lines.append(f"“{ref}” is not a feed: {exc}.")
+                    continue
+                if not await FeedStore(db).mark_removed(url):
+                    lines.append(f"{url} is not watched.")
+                    continue
+                if await messages.chat(FEED_PLATFORM, feed_chat(url)) is not None:
+                    await messages.set_flag(FEED_PLATFORM, feed_chat(url), "tracking", False, by="cli", kind="channel")
+                lines.append(f"Stopped watching {url}; the running tipline deletes its stored items on its next cycle.")
+                continue
             try:
                 name = channel_name(ref)
             except NotAChannel as exc:

@@ -140,7 +140,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("digest", "Admins: /digest on [daily HH:MM | every N h] [top K], off, now: what spread in tracked chats"),
     ("trending", "Admins: /trending [hours] the stories spreading in tracked chats now"),
     ("alerts", "Admins: /alerts on N: one message per false story reaching N tracked chats"),
-    ("watch", "Admins: /watch add @channel reads a public channel's posts (list, remove)"),
+    ("watch", "Admins: /watch add @channel or a feed's URL reads public channels and news feeds (list, remove)"),
 ]
 
 _COMMAND = re.compile(r"^/(?P<cmd>[A-Za-z0-9_]{1,32})(?:@(?P<bot>[A-Za-z0-9_]{3,64}))?(?=\s|$)")
@@ -365,7 +365,8 @@ HELP_TEXT = (
     "/digest off); /trending [hours] posts it at once; /alerts on N tells you once per false story that "
     "reached N tracked chats.\n"
     "• /watch add @channel (or a t.me link) reads a public Telegram channel's posts from its web preview, with no "
-    "admin rights in it, so 'also reported by' and digests count it too; /watch list, /watch remove @channel.\n"
+    "admin rights in it, so 'also reported by' and digests count it too (a news outlet's RSS or Atom feed's "
+    "address works the same way); /watch list, /watch remove @channel.\n"
     "• /review (in a private chat) lists the checks waiting for a person; /review <check id> <rating> <url> "
     "records a verdict, and everyone who asked about that claim gets it as a reply where they asked.\n\n"
     "Privacy\n"

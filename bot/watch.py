@@ -15,9 +15,10 @@ channel and no Telegram account are needed; only public pages are read (docs/wat
   A post's photo is downloaded from the page's photo URL (core/preview_photos.py: the preview's host or
   Telegram's CDN only, bounded) and its perceptual hash stored with the tracked message, so the same
   picture in several channels links their posts into one story; a photo-only post is stored by its hash.
-- `run(stop)`: the poller of `tipline run`: every TICK_S it reads the channels due (last read more than
+- `run(stop)`: the poller of `tipline run`: it reads the channels due (last read more than
   TIPLINE_WATCH_INTERVAL_S ago, or never: one added by `tipline watch add` while the bot runs), one
-  request at a time, REQUEST_GAP_S apart. A 429 pauses every read until its Retry-After has passed.
+  request at a time, REQUEST_GAP_S apart, then those that fell due meanwhile, then sleeps until the next
+  is due (at most TICK_S). A 429 pauses every read until its Retry-After has passed.
   Nothing a channel or the network does stops it: each outcome is the channel's status, logged once
   when it changes.
 
@@ -44,6 +45,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.render import ago
+from bot.watch_feeds import every as _every
+from core.feed_reader import is_feed_ref
 from core.preview_photos import PreviewPhotos
 from core.telegram_preview import NotAChannel, Outcome, PreviewPost, PreviewReader, channel_name, short_count
 from schema.models import AlsoReported, ReportedBy
@@ -53,12 +56,15 @@ from storage.watched import WatchedChannel, WatchedPost, WatchStore
 if TYPE_CHECKING:
     from bot.settings import Settings
     from core.account_reader import AccountReader
+    from bot.watch_feeds import FeedWatch
     from core.tracking import Corroborator
 
 log = logging.getLogger(__name__)
 
 PLATFORM = "telegram"  # a watched channel is the tracked chat ("telegram", "@<name>")
 TICK_S = 30.0  # how often the poller looks for channels due (a channel added from the CLI waits at most this)
+MIN_WAIT_S = 1.0  # the poller's shortest sleep between two cycles
+PASSES = 3  # looks for channels due within one cycle
 REQUEST_GAP_S = 1.0  # between two page requests to Telegram
 MAX_AT_ONCE = 20  # channels one /watch add takes
 MAX_CHANNELS = 1000
@@ -93,14 +99,6 @@ def message_key(name: str, post_id: int) -> str:
     return stored_key(PLATFORM, chat_id_of(name), post_id)
 
 
-def _every(seconds: float) -> str:
-    if seconds % 3600 == 0:
-        return f"{seconds / 3600:g} h"
-    if seconds >= 60:
-        return f"{seconds / 60:g} min"
-    return f"{seconds:g} s"
-
-
 def _utc(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%H:%M UTC" if abs(ts - time.time()) < 86400 else
                                                     "%Y-%m-%d %H:%M UTC")
@@ -122,7 +120,8 @@ class WatchService:
     def __init__(self, store: WatchStore, corroborator: Corroborator, reader: PreviewReader, *,
                  interval_s: float = 600.0, backfill_pages: int = 5, retention_days: float = 30.0,
                  enabled: bool = True, clock: Callable[[], float] = time.time, request_gap_s: float = REQUEST_GAP_S,
-                 tick_s: float = TICK_S, photos: PreviewPhotos | None = None, account: AccountReader | None = None):
+                 tick_s: float = TICK_S, photos: PreviewPhotos | None = None, account: AccountReader | None = None,
+                 feeds: FeedWatch | None = None):
         self.store = store
         self.photos = photos  # None: posts' photos are not read (TIPLINE_WATCH_PHOTOS=false)
         self.corroborator = corroborator
@@ -136,6 +135,7 @@ class WatchService:
         self.clock = clock
         self.request_gap_s = request_gap_s
         self.tick_s = tick_s
+        self.feeds = feeds  # news outlets' RSS/Atom feeds, watched beside the channels (bot/watch_feeds.py)
         self.paused_until = 0.0  # a 429's Retry-After: no request to Telegram before this
         self._locks: dict[str, asyncio.Lock] = {}
         self._cleaned = 0.0
@@ -146,6 +146,8 @@ class WatchService:
             await self.account.aclose()
         if self.photos is not None:
             await self.photos.aclose()
+        if self.feeds is not None:
+            await self.feeds.aclose()
 
     # --- commands ------------------------------------------------------------------------------
 
@@ -153,7 +155,11 @@ class WatchService:
         """Watch each channel in `refs` and read it once; one line per channel saying how it went."""
         lines: list[str] = []
         names: list[str] = []
+        feeds: list[str] = []
         for ref in refs:
+            if self.feeds is not None and is_feed_ref(ref):
+                feeds.append(ref)
+                continue
             try:
                 name = channel_name(ref)
             except NotAChannel as exc:
@@ -161,10 +167,11 @@ class WatchService:
                 continue
             if name not in names:
                 names.append(name)
-        if len(names) > MAX_AT_ONCE:
-            lines.append(f"At most {MAX_AT_ONCE} channels at once: {', '.join('@' + n for n in names[MAX_AT_ONCE:])} "
-                         "not added.")
+        if len(names) + len(feeds) > MAX_AT_ONCE:
+            left = [*("@" + n for n in names), *feeds][MAX_AT_ONCE:]
+            lines.append(f"At most {MAX_AT_ONCE} channels and feeds at once: {', '.join(left)} not added.")
             names = names[:MAX_AT_ONCE]
+            feeds = feeds[:MAX_AT_ONCE - len(names)]
         watched = len(await self.store.channels())
         for i, name in enumerate(names):
             if watched >= MAX_CHANNELS:
@@ -190,6 +197,9 @@ class WatchService:
                              + (f" [{report.detail}]" if report.detail else "") + "." + hint)
                 continue
             lines.append(self._added(name, report))
+        for ref in feeds:
+            assert self.feeds is not None
+            lines.append(await self.feeds.add(ref, by=by))
         return lines
 
     def _added(self, name: str, report: PollReport) -> str:
@@ -207,6 +217,9 @@ class WatchService:
     async def remove(self, refs: Sequence[str]) -> list[str]:
         lines: list[str] = []
         for ref in refs:
+            if self.feeds is not None and is_feed_ref(ref):
+                lines.append(await self.feeds.remove(ref))
+                continue
             try:
                 name = channel_name(ref)
             except NotAChannel as exc:
@@ -221,23 +234,47 @@ class WatchService:
         return lines
 
     async def listing(self, limit: int = LIST_CHARS) -> str:
-        """Every watched channel with its status, those that cannot be read first; cut to `limit` characters
-        (one chat message), the rest counted."""
+        """Every watched channel and feed with its status, those that cannot be read first; cut to `limit`
+        characters (one chat message), the rest counted."""
+        from bot.watch_feeds import describe_feed
+
         channels = await self.store.channels()
-        if not channels:
+        feeds = await self.feeds.store.feeds() if self.feeds is not None else []
+        if not channels and not feeds:
             return ("No channels are watched. /watch add @channel (or a t.me link; several at once) reads a public "
-                    "channel's posts from its web preview, with no admin rights in it.")
-        head = (f"Watched channels ({len(channels)}), read from their public web preview every "
-                f"{_every(self.interval_s)}" + ("" if self.enabled else " (not read: TIPLINE_OFFLINE=true)") + ":")
-        lines, size = [head], len(head)
-        ordered = sorted(channels, key=lambda c: (c.status in ("ok", "new"), c.name))
-        for i, ch in enumerate(ordered):
-            line = f"• {self.describe(ch)}"
-            if size + len(line) + 1 > limit - 80:
-                lines.append(f"(+{len(ordered) - i} more: `tipline watch list` shows every channel)")
+                    "channel's posts from its web preview, with no admin rights in it"
+                    + ("; /watch add https://outlet.example/rss.xml reads a news outlet's RSS or Atom feed."
+                       if self.feeds is not None else "."))
+        off = "" if self.enabled else " (not read: TIPLINE_OFFLINE=true)"
+        now = self.clock()
+        blocks: list[tuple[str, list[str]]] = []
+        if channels:
+            ordered = sorted(channels, key=lambda c: (c.status in ("ok", "new"), c.name))
+            blocks.append((f"Watched channels ({len(channels)}), read from their public web preview every "
+                           f"{_every(self.interval_s)}{off}:", [f"• {self.describe(c, now)}" for c in ordered]))
+        if feeds:
+            by_status = sorted(feeds, key=lambda f: (f.status in ("ok", "new"), f.url))
+            blocks.append((f"Watched feeds ({len(feeds)}), read every {_every(self.interval_s)}{off}:",
+                           [f"• {describe_feed(f, now)}" for f in by_status]))
+        lines: list[str] = []
+        size = 0
+        left = sum(len(rows) for _, rows in blocks)
+        for head, rows in blocks:
+            if lines and size + len(head) + 1 > limit - 80:
                 break
-            lines.append(line)
-            size += len(line) + 1
+            lines.append(head)
+            size += len(head) + 1
+            for line in rows:
+                if size + len(line) + 1 > limit - 80:
+                    break
+                lines.append(line)
+                size += len(line) + 1
+                left -= 1
+            else:
+                continue
+            break  # the message is full: what did not fit is counted
+        if left:
+            lines.append(f"(+{left} more: `tipline watch list` shows every channel and feed)")
         return "\n".join(lines)
 
     def describe(self, ch: WatchedChannel, now: float | None = None) -> str:
@@ -247,54 +284,83 @@ class WatchService:
     # --- polling -------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
-        """The poller of `tipline run`, until `stop` is set. Never raises: a failed cycle is logged."""
+        """The poller of `tipline run`, until `stop` is set: it reads what is due, then sleeps until the next
+        channel or feed is due (at most `tick_s`, which is how soon one added from the CLI is seen). Never
+        raises: a failed cycle is logged."""
         while not stop.is_set():
+            wait = self.tick_s
             try:
                 await self.poll_due(stop)
+                wait = await self.until_due()
             except Exception:
                 log.exception("watch: a polling cycle failed; the next one tries again")
             with suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.tick_s)
+                await asyncio.wait_for(stop.wait(), wait)
+
+    async def until_due(self) -> float:
+        """Seconds until the next channel or feed is due, within [MIN_WAIT_S, tick_s]."""
+        now = self.clock()
+        times = [max(self.paused_until, c.retry_at if c.retry_at is not None else (c.last_poll_at or 0.0)
+                     + self.interval_s) for c in await self.store.channels()]
+        if self.feeds is not None:
+            times += await self.feeds.due_times()
+        return min(self.tick_s, max(MIN_WAIT_S, min(times, default=now + self.tick_s) - now))
 
     async def poll_due(self, stop: asyncio.Event | None = None) -> int:
-        """Read every channel that is due, oldest read first; returns how many were read."""
-        for ch in await self.store.channels(removed=True):  # `tipline watch remove` while this process ran
-            await self._forget(ch.name)
+        """Read every channel and feed that is due, oldest read first; returns how many were read. Channels
+        and feeds are read side by side: a slow Telegram does not hold the outlets back, nor they it."""
         now = self.clock()
         if now - self._cleaned >= 3600:
             await self.store.delete_older(now - self.retention_s)
+            if self.feeds is not None:
+                await self.feeds.delete_older(now - self.retention_s)
             self._cleaned = now
-        if not self.enabled:
-            return 0
-        # Due: never read, read an interval ago, or slowed down and its Retry-After has passed.
-        due = [c for c in await self.store.channels()
-               if (c.retry_at or 0.0) <= now and (c.last_poll_at is None or now - c.last_poll_at >= self.interval_s
-                                                  or c.retry_at is not None)]
-        due.sort(key=lambda c: c.last_poll_at or 0.0)
-        # Two queues side by side: the account's pacing (seconds per request) must not hold up the previews.
-        through_account = [c for c in due if self._via_account(c)]
-        previews = [c for c in due if not self._via_account(c)]
-        counts = await asyncio.gather(self._read_each(previews, stop, gap=True),
-                                      self._read_each(through_account, stop, gap=False))
-        return sum(counts)
+        if self.feeds is None:
+            return await self._poll_channels(stop)
+        counts = await asyncio.gather(self._poll_channels(stop), self.feeds.poll_due(stop), return_exceptions=True)
+        for failed in (c for c in counts if isinstance(c, BaseException)):
+            log.error("watch: a polling cycle failed; the next one tries again", exc_info=failed)
+        return sum(c for c in counts if isinstance(c, int))
 
-    async def _read_each(self, channels: Sequence[WatchedChannel], stop: asyncio.Event | None, *, gap: bool) -> int:
-        read = 0
+    async def _poll_channels(self, stop: asyncio.Event | None) -> int:
+        for ch in await self.store.channels(removed=True):  # `tipline watch remove` while this process ran
+            await self._forget(ch.name)
+        done: set[str] = set()
+        # Channels that fell due while this cycle read others are read right after it, not a tick later.
+        for _ in range(PASSES):
+            now = self.clock()
+            if not self.enabled or (stop is not None and stop.is_set()):
+                break
+            # Due: never read, read an interval ago, or slowed down and its Retry-After has passed.
+            due = [c for c in await self.store.channels()
+                   if c.name not in done and (c.retry_at or 0.0) <= now and self._paused_for(c) <= now
+                   and (c.last_poll_at is None or now - c.last_poll_at >= self.interval_s or c.retry_at is not None)]
+            if not due:
+                break
+            due.sort(key=lambda c: c.last_poll_at or 0.0)
+            # Two queues side by side: the account's pacing (seconds per request) must not hold up the previews.
+            through_account = [c for c in due if self._via_account(c)]
+            previews = [c for c in due if not self._via_account(c)]
+            await asyncio.gather(self._read_each(previews, stop, done, gap=True),
+                                 self._read_each(through_account, stop, done, gap=False))
+        return len(done)
+
+    async def _read_each(self, channels: Sequence[WatchedChannel], stop: asyncio.Event | None, done: set[str], *,
+                         gap: bool) -> None:
         for ch in channels:
             if stop is not None and stop.is_set():
                 break
             if self._paused_for(ch) > self.clock():
                 continue  # its reader was told to slow down; the other reader's channels go on
-            if read and gap:
+            if done and gap:
                 await self._pause(stop)  # the account reader paces its own requests
+            done.add(ch.name)
             try:
                 await self.poll(ch.name)
             except Exception as exc:  # a bug, not the channel: its status says so, the log has it once
                 if ch.status != "error":
                     log.exception("watch: reading @%s failed", ch.name)
                 await self.store.record(ch.name, status="error", detail=type(exc).__name__, now=self.clock())
-            read += 1
-        return read
 
     async def _pause(self, stop: asyncio.Event | None = None) -> None:
         if self.request_gap_s <= 0:
@@ -568,10 +634,21 @@ def build_watch(settings: Settings, corroborator: Corroborator | None) -> WatchS
     photos = PreviewPhotos(settings.telegram_preview_url, timeout_s=max(5.0, settings.fetch_timeout_s * 2),
                            limits=ImageLimits(max_bytes=settings.watch_photo_max_bytes,
                                               max_pixels=settings.ocr_max_pixels)) if settings.watch_photos else None
+    from bot.watch_feeds import FeedWatch
+    from core.evidence.ssrf import SSRFGuard
+    from core.feed_reader import FeedReader
+    from storage.watched_feeds import FeedStore
+
     store = WatchStore(corroborator.store.db)
+    feeds = FeedWatch(FeedStore(corroborator.store.db), corroborator,
+                      FeedReader(SSRFGuard(settings.fetch_allow_hosts), timeout_s=max(5.0, settings.fetch_timeout_s * 2),
+                                 max_bytes=settings.fetch_max_bytes),
+                      interval_s=settings.watch_interval_s, retention_days=settings.retention_days,
+                      enabled=not settings.offline)
     return WatchService(store, corroborator, reader, interval_s=settings.watch_interval_s,
                         backfill_pages=settings.watch_backfill_pages, retention_days=settings.retention_days,
-                        enabled=not settings.offline, photos=photos, account=build_account(settings, store))
+                        enabled=not settings.offline, photos=photos, account=build_account(settings, store),
+                        feeds=feeds)
 
 
 def session_path(settings: Settings) -> Path:

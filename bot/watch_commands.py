@@ -34,8 +34,9 @@ NOT_AVAILABLE = "Watching channels is not available on this deployment (it needs
 USAGE = ("Usage:\n"
          "/watch add @channel — read a public Telegram channel from its web preview (a t.me link works too; "
          "several at once)\n"
-         "/watch list — the watched channels and how each was last read\n"
-         "/watch remove @channel — stop watching it and delete what was stored of it")
+         "/watch add https://outlet.example/rss.xml — read a news outlet's RSS or Atom feed\n"
+         "/watch list — the watched channels and feeds and how each was last read\n"
+         "/watch remove @channel (or a feed's address) — stop watching it and delete what was stored of it")
 _ADD = {"add", "+"}
 _REMOVE = {"remove", "rm", "del", "delete", "-"}
 _LIST = {"list", "ls", "status"}

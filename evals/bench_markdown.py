@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from evals.bench import Spread
 
 BLOCKS = ("run", "claim-matching", "realistic", "match", "ingest", "corroboration-eval", "corroborate", "pipeline", "evidence",
-          "ocr", "cold", "burst")
+          "ocr", "cold", "burst", "watch")
 TIPLINE = ".venv/bin/tipline"
 
 
@@ -469,7 +469,47 @@ def _burst_stalls(f: dict) -> list[str]:
     return ["", " ".join(lines)] if lines else []
 
 
-_RENDER = {"burst": burst_block, "cold": cold_block, "run": run_block, "claim-matching": claim_matching_block,
+def watch_block(figures: dict, config) -> str:
+    f = figures["watch"]
+    c, first, live = f["config"], f["first_read"], f["live"]
+    lag, extra, alone, beside = live["lag_s"], live["lag_minus_interval_s"], f["checks_alone"], live["checks_beside"]
+    command = (f"{TIPLINE} bench watch --channels {c['channels']} --posts {c['posts']} --new {c['new_per_cycle']} "
+               f"--cycles {c['cycles']} --interval {c['interval_s']:g} --gap {c['gap_s']:g} --tick {c['tick_s']:g} "
+               f"--check-every {c['check_every_s']:g}")
+    steady = [[f"steady cycle {i}: +{c['new_per_cycle']} posts per channel", s["requests"], s["posts_stored"],
+               s["wall_s"], s["cpu_s"]] for i, s in enumerate(f["steady"], 1)]
+    burst = live["first_interval_lag_s"]
+    met = lag["max"] is not None and lag["max"] <= live["goal_s"] and live["found_by_lookup"] == live["posts_shown"]
+    return "\n".join([
+        code(command),
+        "",
+        f"{_sizes_note(figures)}{c['channels']} channels of {c['posts']} posts on a local t.me, read by the real "
+        f"reader and stored by the real corroborator (requests back to back, no pause)"
+        + (f"; {f['cpus']} CPUs, load average {f['load_average']['start']} at the start and "
+           f"{f['load_average']['end']} at the end" if f.get("load_average") else "") + ":",
+        "",
+        table(["", "requests", "posts stored", "wall s", "CPU s"],
+              [[f"first read ({first['posts_per_s']} posts/s)", first["requests"], first["posts_stored"],
+                first["wall_s"], first["cpu_s"]], *steady]),
+        "",
+        f"Live, the poller as `tipline run` runs it (interval {c['interval_s']:g} s, {c['gap_s']:g} s between "
+        f"requests, a look at least every {c['tick_s']:g} s) for {live['seconds']} s, posts appearing at "
+        f"{live['post_rate_per_s']}/s and a check starting every {c['check_every_s']:g} s: "
+        f"{live['found_by_lookup']} of {live['posts_shown']} posts found by the \"also reported by\" lookup. "
+        f"Posts of the last two intervals ({live['steady_posts']}): lag p50 {lag['p50']} s, p95 {lag['p95']} s, "
+        f"max {lag['max']} s (minus the interval: p50 {extra['p50']} s, max {extra['max']} s); goal ≤ "
+        f"{live['goal_s']:g} s: **{'met' if met else 'missed'}**. Posts of the first interval, when every channel "
+        f"fell due at once as after a restart ({burst['n']}): lag p50 {burst['p50']} s, max {burst['max']} s. "
+        f"Requests: {live['requests_per_min']} per minute, at most {live['max_requests_in_a_minute']} in a minute "
+        f"(at `tipline run`'s 600 s interval: {live['requests_per_min_at_600s']} per minute).",
+        "",
+        table(["checks, one after another", "n", "p50 ms", "p95 ms", "max ms"],
+              [[label, d["n"], d.get("p50_ms", "–"), d.get("p95_ms", "–"), d.get("max_ms", "–")]
+               for label, d in (("alone", alone), ("beside the live poller", beside))]),
+    ])
+
+
+_RENDER = {"watch": watch_block, "burst": burst_block, "cold": cold_block, "run": run_block, "claim-matching": claim_matching_block,
            "realistic": realistic_block, "match": match_block, "ingest": ingest_block,
            "corroboration-eval": corroboration_eval_block, "corroborate": corroborate_block,
            "pipeline": pipeline_block, "evidence": evidence_block, "ocr": ocr_block}

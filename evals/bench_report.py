@@ -20,6 +20,8 @@ One run measures, with fixed seeds and the sizes in `Sizes`:
   ocr             `tipline bench ocr`: character error rate and time per image on rendered screenshots.
   cold            `tipline bench cold`: CPU, wall time and peak RSS of a cold `tipline check` process.
   burst           `tipline bench burst`: N concurrent REST checks to `tipline run`, and /healthz meanwhile.
+  watch           `tipline bench watch`: 200 watched channels on a local t.me: ingest, a poll cycle, the lag to
+                  "also reported by", requests per minute, checks beside the poller.
 """
 
 from __future__ import annotations
@@ -298,6 +300,15 @@ async def _burst(settings: Settings, config: ReportConfig) -> dict:
     return await bench_burst(settings, n=4 if config.quick else 300)
 
 
+async def _watch(settings: Settings, config: ReportConfig) -> dict:
+    from evals.bench_watch import bench_watch
+
+    if config.quick:
+        return await bench_watch(settings, channels=3, posts=4, new=2, cycles=1, interval_s=3, gap_s=0.1, tick_s=0.5,
+                                 checks=2, live_rate=1.5)
+    return await bench_watch(settings)
+
+
 # --- the run -------------------------------------------------------------------------------------
 
 async def collect(settings: Settings, config: ReportConfig, progress: Progress = lambda _m: None) -> dict:
@@ -354,6 +365,7 @@ async def collect(settings: Settings, config: ReportConfig, progress: Progress =
         await part("ocr", lambda: _ocr(settings, config, progress))
         await part("cold", lambda: _cold(settings, config))
         await part("burst", lambda: _burst(settings, config))
+        await part("watch", lambda: _watch(settings, config))
         figures["vector_cache"] = {"directory": str(config.vector_cache) if config.vector_cache else None,
                                    "reused": cache.hits, "computed": cache.misses}
     figures["seconds"]["total"] = round(time.perf_counter() - t_all, 1)

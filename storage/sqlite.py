@@ -360,6 +360,35 @@ MIGRATIONS: tuple[str, ...] = (
         resolved_at REAL NOT NULL
     );
     """,
+    # 15: news outlets' RSS/Atom feeds watched like channels, and the items read from them
+    # (storage/watched_feeds.py, bot/watch_feeds.py).
+    """
+    CREATE TABLE IF NOT EXISTS watched_feeds (
+        url TEXT PRIMARY KEY,  -- the feed's canonical address (core/feed_reader.py feed_url)
+        title TEXT NOT NULL DEFAULT '',
+        added_by TEXT,
+        added_at REAL NOT NULL,
+        removed INTEGER NOT NULL DEFAULT 0,  -- removed by `tipline watch remove` while another process ran
+        etag TEXT NOT NULL DEFAULT '',  -- the last 200's validators, sent back as If-None-Match / If-Modified-Since
+        last_modified TEXT NOT NULL DEFAULT '',
+        last_item_at REAL,
+        last_poll_at REAL,
+        last_ok_at REAL,
+        status TEXT NOT NULL DEFAULT 'new',
+        detail TEXT NOT NULL DEFAULT '',
+        retry_at REAL,  -- not read before this (HTTP 429 Retry-After)
+        items INTEGER NOT NULL DEFAULT 0,  -- items stored since it was added
+        unchanged INTEGER NOT NULL DEFAULT 0  -- reads answered 304 Not Modified
+    );
+    CREATE TABLE IF NOT EXISTS watched_feed_items (
+        key TEXT PRIMARY KEY,  -- the tracked message's key, "feed:<feed address without scheme>:<item id>"
+        feed TEXT NOT NULL,
+        ts REAL NOT NULL,
+        stored INTEGER NOT NULL DEFAULT 1  -- 0: not a tracked message (older than the retention period)
+    );
+    CREATE INDEX IF NOT EXISTS watched_feed_items_feed ON watched_feed_items(feed);
+    CREATE INDEX IF NOT EXISTS watched_feed_items_ts ON watched_feed_items(ts);
+    """,
 )
 
 # A pseudonym: PSEUDONYM_PREFIX and 32 hex digits (128 bits of an HMAC-SHA256).

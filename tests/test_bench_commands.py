@@ -39,6 +39,7 @@ COVERED = {
     "bench ocr": "test_bench_ocr",
     "bench cold": "test_bench_cold",
     "bench burst": "test_bench_burst",
+    "bench watch": "test_bench_watch",
     "eval claim-matching": "test_eval_claim_matching",
     "eval corroboration": "test_eval_corroboration",
     "eval evidence": "test_eval_evidence",
@@ -208,6 +209,19 @@ def test_bench_digest(tipline) -> None:
     assert len(report["build_s"]["runs"]) == 2 and report["build_s"]["median"] > 0
     assert report["goal_s"] == 2.0 and isinstance(report["goal_met"], bool)
     assert "build_s:" in tipline("bench", "digest", "--stored", 50, "--chats", 5, "--stories", 5, "--repeats", 1)
+
+
+def test_bench_watch(tipline) -> None:
+    report = json.loads(tipline("bench", "watch", "--channels", 3, "--posts", 4, "--new", 2, "--cycles", 1,
+                                "--interval", 3, "--gap", 0.1, "--tick", 0.5, "--checks", 2, "--live-rate", 1.5,
+                                "--json"))
+    first, [steady], live = report["first_read"], report["steady"], report["live"]
+    assert first["posts_stored"] == 12 and first["requests"] == 3 and first["statuses"] == ["ok"]
+    assert steady["posts_stored"] == 6 and steady["requests"] == 3
+    assert report["checks_alone"]["n"] == 2 and live["checks_beside"]["n"] >= 1
+    assert live["posts_shown"] >= 1 and live["found_by_lookup"] == live["posts_shown"]  # every post found
+    assert 0 <= live["lag_s"]["p50"] <= live["lag_s"]["max"]
+    assert live["requests"] >= 3 and live["goal_s"] == 33.0
 
 
 def test_bench_digest_refuses_sizes_below_one(tmp_path: Path, model_dir: Path, capsys: pytest.CaptureFixture) -> None:
