@@ -14,7 +14,7 @@ that is not configured is "off"; with TIPLINE_OFFLINE=true every outside provide
 reached but your own servers and chat platforms. Every search provider, GDELT included, is off until the
 operator sets it, so a machine without internet access and nothing configured exits 0. The last row says
 what leaves the machine and to whom; before it, one "watch @name" row per watched public channel with the
-status of its last read (docs/watch.md). The first rows, "settings  warn", name each TIPLINE_* variable that is
+status of its last read (docs/watch.md), and one "feed <name>" row per fact-checker's feed (docs/feeds.md). The first rows, "settings  warn", name each TIPLINE_* variable that is
 no setting and so is ignored (a typo such as TIPLINE_TELEGRAM_BOT_TOKEN), with the setting it likely meant.
 """
 
