@@ -186,7 +186,7 @@ async def _add_and_read(settings: Settings, feeds: Sequence[FeedRef]) -> tuple[i
             if read is not None and read.status in REFUSED:
                 await store.remove(feed.url)
                 refused += 1
-                lines.append(f"{_label(feed)} not added: {read.detail}.")
+                lines.append(f"{_label(feed)} not added: {read.detail}" + ("" if read.detail.endswith((".", "?")) else "."))
             elif stored is not None:
                 lines.append("Added " + describe_feed(stored, now))
         if report.fetched:

@@ -92,7 +92,7 @@ def _raise_for(resp: aiohttp.ClientResponse) -> None:
         wait = retry_after_s(resp.headers.get("Retry-After"))
         raise FeedFetchError("slowed down", f"the site asked tipline to wait {wait:.0f} s (HTTP 429)", wait)
     if code in (404, 410):
-        raise FeedFetchError("not found", f"the site has no feed at this address (HTTP {code}): moved or retired?")
+        raise FeedFetchError("not found", f"the site has no feed at this address (HTTP {code}; moved or retired?)")
     if code in (401, 403, 451):
         raise FeedFetchError("refused", f"the site refuses to serve the feed (HTTP {code})")
     raise FeedFetchError("unreachable", f"the site answered HTTP {code}")

@@ -259,7 +259,7 @@ async def test_tipline_feeds_add_then_an_offline_check_finds_the_fact_check(tmp_
     code, out = await tipline("feeds", "add", site.base_url + "/proc/rss.xml", site.base_url + "/proc/missing.xml")
     assert code == 1, out
     assert f"Added {site.base_url}/proc/rss.xml — ok" in out and "1 fact-check(s) read" in out
-    assert f"{site.base_url}/proc/missing.xml not added: the site has no feed at this address (HTTP 404)" in out
+    assert f"{site.base_url}/proc/missing.xml not added: the site has no feed at this address (HTTP 404; moved or retired?)." in out
     code, out = await tipline("check", "gargling salt water 3 times a day cures a cold overnight",
                               TIPLINE_OFFLINE="true")
     assert code == 0, out
