@@ -14,7 +14,8 @@ that is not configured is "off"; with TIPLINE_OFFLINE=true every outside provide
 reached but your own servers and chat platforms. Every search provider, GDELT included, is off until the
 operator sets it, so a machine without internet access and nothing configured exits 0. The last row says
 what leaves the machine and to whom; before it, one "watch @name" row per watched public channel (and one
-"watch <url>" row per news feed) with the status of its last read (docs/watch.md). The first rows,
+"watch <url>" row per news feed) with the status of its last read (docs/watch.md), and one "feed <name>"
+row per fact-checker's feed (docs/feeds.md). The first rows,
 "settings  warn", name each TIPLINE_* variable that is no setting and so is ignored (a typo such as
 TIPLINE_TELEGRAM_BOT_TOKEN), with the setting it likely meant.
 """
@@ -263,6 +264,7 @@ async def diagnose(settings: Settings, *, timeout_s: float = 10.0, warnings: Seq
         status, detail = results.get(name, ("local" if local else "off", why_off or ""))
         rows.append(Row(name, status, detail))
     rows += watch_rows(settings)
+    rows += feed_rows(settings)
     rows.append(Row("privacy", "ok", leaves_machine(settings)))
     return rows
 
@@ -313,9 +315,28 @@ def account_row(s: Settings) -> Row:
                f"account, one request per {s.telegram_account_gap_s:g} s at most (session {session})")
 
 
+def feed_rows(s: Settings, now: float | None = None) -> list[Row]:
+    """One row per fact-checker's feed `tipline feeds add` stored (docs/feeds.md) with the status of its last read,
+    read-only from the data dir's database: warn when it cannot be read."""
+    import time
+
+    from bot.feeds import describe_feed
+    from storage.factcheck_feeds import read_feeds
+
+    rows = []
+    for feed in read_feeds(s.sqlite_path):
+        status: Status = "off" if s.offline else "ok" if feed.status in ("ok", "new") else "warn"
+        detail = describe_feed(feed, time.time() if now is None else now).split(" — ", 1)[-1]
+        rows.append(Row(f"feed {feed.label}", status, detail + (" (not read: TIPLINE_OFFLINE=true)" if s.offline else "")))
+    return rows
+
+
 def leaves_machine(s: Settings) -> str:
-    """What from a message leaves the machine, and to whom, in one line (bot/outflow.py says it to users too)."""
-    return describe(outflow(s))
+    """What from a message leaves the machine, and to whom, in one line (bot/outflow.py says it to users too),
+    naming the fact-checkers' feeds read when there are some."""
+    from storage.factcheck_feeds import read_feeds
+
+    return describe(outflow(s, stored_feeds=len(read_feeds(s.sqlite_path))))
 
 
 def format_table(rows: list[Row]) -> str:

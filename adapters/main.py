@@ -20,6 +20,7 @@ failure a user can cause ends in one sentence and a non-zero exit.
     tipline bench report [--quick]       every documented figure, written into docs/benchmarks.md
     tipline watch add|list|remove @NAME|URL  public Telegram channels (web preview) and news feeds (docs/watch.md)
     tipline watch login|logout           the account reader's Telegram account (channels without a preview)
+    tipline feeds add|list|remove|refresh  fact-checkers' feeds that fill the knowledge base (docs/feeds.md)
     tipline schema [PATH]                write the Result JSON schema
 """
 
@@ -568,6 +569,13 @@ async def cmd_vectors(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_feeds(args: argparse.Namespace) -> int:
+    from adapters.feeds_cli import feeds_command
+
+    return await feeds_command(args.action, getattr(args, "feeds", []), _settings(args),
+                               recommended=getattr(args, "recommended", False))
+
+
 async def cmd_watch(args: argparse.Namespace) -> int:
     from adapters.watch_cli import watch_command
 
@@ -818,6 +826,17 @@ def build_parser() -> argparse.ArgumentParser:
     wsub.add_parser("login", parents=[common], help="log the account reader's dedicated Telegram account in (for "
                     "channels without a public preview; asks for the phone, the code and the 2FA password)")
     wsub.add_parser("logout", parents=[common], help="end the account reader's session and delete its file")
+    f = sub.add_parser("feeds", parents=[common], help="fact-checkers' feeds that fill the knowledge base: a "
+                       "curated list and any other, read on `tipline run`'s schedule (docs/feeds.md)")
+    fsub = f.add_subparsers(dest="action", required=True)
+    fa = fsub.add_parser("add", parents=[common], help="read these feeds from now on; each is read at once")
+    fa.add_argument("feeds", nargs="*", help="a recommended feed's name (stopfake-ru, snopes, …) or a feed's address")
+    fa.add_argument("--recommended", action="store_true", help="every feed of the recommended list")
+    fl = fsub.add_parser("list", parents=[common], help="the feeds read and how each was last read")
+    fl.add_argument("--recommended", action="store_true", help="the recommended list instead (nothing is added)")
+    fr = fsub.add_parser("remove", parents=[common], help="stop reading feeds (their fact-checks stay)")
+    fr.add_argument("feeds", nargs="+", help="a feed's name or address")
+    fsub.add_parser("refresh", parents=[common], help="read every feed now (not while tipline run holds the data dir)")
     s = sub.add_parser("schema", parents=[common], help="write the Result JSON schema")
     s.add_argument("path", nargs="?", default="docs/result.schema.json")
     o = sub.add_parser("openapi", parents=[common], help="write the REST API's OpenAPI document")
@@ -827,7 +846,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _dispatch(args: argparse.Namespace) -> int:
     handlers = {"run": cmd_run, "doctor": cmd_doctor, "check": cmd_check, "chat": cmd_chat, "ingest": cmd_ingest, "forget": cmd_forget, "eval": cmd_eval, "bench": cmd_bench,
-                "vectors": cmd_vectors, "watch": cmd_watch}
+                "vectors": cmd_vectors, "watch": cmd_watch, "feeds": cmd_feeds}
     return await handlers[args.command](args)
 
 

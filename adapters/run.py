@@ -191,7 +191,7 @@ def attach_background(settings: Settings, app: App, chat: ChatApp, stop: asyncio
                       stack: AsyncExitStack) -> None:
     """The queue-depth gauge, feed refresh, cache expiry, digests and alerts, the watched channels' poller,
     as background tasks."""
-    from bot.feeds import FeedRefresher
+    from bot.feeds import open_refresher
     from storage.cache import TTLCache
 
     queue = chat.queue
@@ -215,9 +215,15 @@ def attach_background(settings: Settings, app: App, chat: ChatApp, stop: asyncio
         tasks.append(asyncio.create_task(app.metrics.watch_event_loop(stop), name="tipline-loop-lag"))
     if chat.digests is not None:  # scheduled digests and alerts (bot/digest_schedule.py)
         tasks.append(asyncio.create_task(chat.digests.run(stop), name="tipline-digests"))
-    if settings.feeds:
-        refresher = FeedRefresher(app.kb, settings.feeds, interval_minutes=settings.feed_refresh_minutes)
-        tasks.append(asyncio.create_task(refresher.run_forever(stop), name="tipline-feeds"))
+    if not settings.offline:  # TIPLINE_FEEDS and the fact-checkers' feeds `tipline feeds add` stored (docs/feeds.md)
+        async def refresh_feeds() -> None:
+            async with open_refresher(app.kb, feeds=settings.feeds, interval_minutes=settings.feed_refresh_minutes,
+                                      fetch_allow_hosts=settings.fetch_allow_hosts,
+                                      fetch_max_bytes=settings.fetch_max_bytes,
+                                      fetch_timeout_s=settings.fetch_timeout_s) as refresher:
+                await refresher.run_forever(stop)
+
+        tasks.append(asyncio.create_task(refresh_feeds(), name="tipline-feeds"))
     from bot.watch import build_watch
 
     watch = build_watch(settings, app.corroborator)

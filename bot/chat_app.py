@@ -285,6 +285,7 @@ def build_chat(settings: Settings, app: App) -> ChatApp:
     """The chat application of a running `tipline run`: the one durable queue and its one `CheckService`,
     with "also reported by", repeat reuse and metrics on every check."""
     from bot.limits import RateLimiter
+    from storage.factcheck_feeds import read_feeds
     from storage.jobs import JobStore
 
     service = CheckService(app.engine)
@@ -301,7 +302,7 @@ def build_chat(settings: Settings, app: App) -> ChatApp:
                    corroborator=app.corroborator, db=app.db, digests=build_digests(settings, app),
                    images=app.images, privacy=Privacy(app.db, corroborator=app.corroborator,
                                                       check_retention_days=settings.check_retention_days),
-                   outflow=outflow(settings),
+                   outflow=outflow(settings, stored_feeds=len(read_feeds(settings.sqlite_path))),
                    photos=PhotoMemory(app.db, ImageLimits(max_bytes=settings.ocr_max_bytes,
                                                           max_pixels=settings.ocr_max_pixels)))
 

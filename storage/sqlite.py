@@ -389,6 +389,35 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX IF NOT EXISTS watched_feed_items_feed ON watched_feed_items(feed);
     CREATE INDEX IF NOT EXISTS watched_feed_items_ts ON watched_feed_items(ts);
     """,
+    # 16: the fact-checkers' feeds an operator added (storage/factcheck_feeds.py, bot/feeds.py) and the items
+    # already decided, so an article page is read once; IF NOT EXISTS, as 12.
+    """
+    CREATE TABLE IF NOT EXISTS factcheck_feeds (
+        url TEXT PRIMARY KEY,
+        name TEXT NOT NULL DEFAULT '',  -- its name in core/data/recommended_feeds.json, '' for another feed
+        added_by TEXT,
+        added_at REAL NOT NULL,
+        etag TEXT NOT NULL DEFAULT '',  -- the last complete read's validators, sent back (conditional GET)
+        last_modified TEXT NOT NULL DEFAULT '',
+        title TEXT NOT NULL DEFAULT '',
+        status TEXT NOT NULL DEFAULT 'new',
+        detail TEXT NOT NULL DEFAULT '',
+        last_read_at REAL,
+        last_ok_at REAL,
+        retry_at REAL,  -- not read before this (HTTP 429 Retry-After)
+        added INTEGER NOT NULL DEFAULT 0,  -- fact-checks it brought, over its reads
+        skipped INTEGER NOT NULL DEFAULT 0  -- items left out (no ClaimReview, no verdict in the title)
+    );
+    CREATE TABLE IF NOT EXISTS factcheck_feed_items (
+        feed TEXT NOT NULL,
+        key TEXT NOT NULL,  -- the item's guid / Atom id, else its link
+        outcome TEXT NOT NULL,  -- claimreview | title | skipped | pending
+        attempts INTEGER NOT NULL DEFAULT 0,  -- page reads that failed for a passing reason
+        seen_at REAL NOT NULL,
+        PRIMARY KEY (feed, key)
+    );
+    CREATE INDEX IF NOT EXISTS factcheck_feed_items_seen ON factcheck_feed_items(seen_at);
+    """,
 )
 
 # A pseudonym: PSEUDONYM_PREFIX and 32 hex digits (128 bits of an HMAC-SHA256).

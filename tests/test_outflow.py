@@ -40,3 +40,14 @@ def test_an_llm_and_search_are_named_with_where_they_go(tmp_path):
 def test_offline_sends_nothing_whatever_is_configured(tmp_path):
     o = outflow(_settings(tmp_path, offline=True, llm_api_key="sk-test", brave_api_key="b"))
     assert describe(o, "uk") == "нічого з повідомлень не залишає цей сервер"
+
+
+def test_fact_checkers_feeds_are_named_when_some_are_read(tmp_path):
+    o = outflow(_settings(tmp_path, feeds=["https://checks.example/rss"]), stored_feeds=2)
+    assert describe(o) == ("nothing from messages leaves the machine; 3 fact-checkers' feed(s) are read from their "
+                           "sites (no message text in those requests)")
+    assert "лент фактчекеров, читаемых с их сайтов: 3" in sentence(o, "ru")
+    llm = outflow(_settings(tmp_path, llm_api_key="sk-test", max_links=0), stored_feeds=1)
+    assert describe(llm, "uk").endswith("стрічок фактчекерів, що читаються з їхніх сайтів: 1 (у цих запитах немає "
+                                        "тексту повідомлень)")
+    assert outflow(_settings(tmp_path, offline=True), stored_feeds=4).feeds == 0

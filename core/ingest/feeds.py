@@ -11,7 +11,7 @@ written and losing a whole fact-check over one is worse than storing it undated.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 from typing import Any
 
@@ -36,8 +36,9 @@ _SUMMARY_RATING = re.compile(
 )
 
 
-def split_title(title: str) -> tuple[str, Verdict | None, str]:
-    """(claim, verdict from a prefix or None, rating words) with label/rating prefixes removed.
+def split_title(title: str, lookup: Callable[[str], Verdict | None] | None = None) -> tuple[str, Verdict | None, str]:
+    """(claim, verdict from a prefix or None, rating words) with label/rating prefixes removed. `lookup` reads
+    a prefix's words (a publisher's own table, core/recommended_feeds.py); by default the shared one.
 
     Loops because publishers stack them: "Fact Check: FALSE: ...".
     """
@@ -47,7 +48,7 @@ def split_title(title: str) -> tuple[str, Verdict | None, str]:
         if not m or not m["rest"].strip():
             break
         head = m["head"].strip()
-        found = match_rating(head, exact=True)
+        found = lookup(head) if lookup is not None else match_rating(head, exact=True)
         if found is not None and verdict is None:
             verdict, rating_words = found, head
         elif rating_key(head) not in _LABELS:
@@ -73,7 +74,8 @@ def _entry_rating(entry: Any, title_verdict: Verdict | None, title_words: str) -
     return "", Verdict.NOT_ENOUGH_EVIDENCE
 
 
-def _entry_date(entry: Any) -> date | None:
+def entry_date(entry: Any) -> date | None:
+    """An entry's date (published, else updated, else created), or None."""
     # dict.get: FeedParserDict.get aliases updated<->published with a DeprecationWarning.
     for key in ("published", "updated", "created"):
         if raw := dict.get(entry, key):
@@ -91,8 +93,8 @@ _ENTITY_DECLARATION = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _PROLOG_BYTES = 64 * 1024  # a DOCTYPE comes before the root element
 
 
-def parse_bytes(data: bytes) -> Iterator[ParsedRow]:
-    """Rows for each entry; `line` is the 1-based entry index."""
+def parse_feed(data: bytes) -> Any:
+    """feedparser's reading of an RSS/Atom document (`.feed`, `.entries`); IngestFormatError when it is none."""
     if _ENTITY_DECLARATION.search(data[:_PROLOG_BYTES]):
         # feedparser does not expand them, but a declared entity's name then became a fact-check's
         # claim ("&lol9;" from a billion-laughs file). A feed has no use for them.
@@ -107,6 +109,12 @@ def parse_bytes(data: bytes) -> Iterator[ParsedRow]:
     if not parsed.entries and (parsed.bozo or not version):
         reason = parsed.get("bozo_exception")
         raise IngestFormatError(f"The file is not a readable RSS or Atom feed ({reason or 'no feed element'}).")
+    return parsed
+
+
+def parse_bytes(data: bytes) -> Iterator[ParsedRow]:
+    """Rows for each entry; `line` is the 1-based entry index."""
+    parsed = parse_feed(data)
     feed = parsed.feed
     publisher = clean_text(feed.get("title"))
     feed_language = feed.get("language")
@@ -124,7 +132,7 @@ def parse_bytes(data: bytes) -> Iterator[ParsedRow]:
                 title=title,
                 url=entry.get("link", ""),
                 publisher=publisher,
-                published_at=_entry_date(entry),
+                published_at=entry_date(entry),
                 rating_text=rating_text,
                 language=title_detail.get("language") or feed_language,
                 source_id=entry.get("id", ""),
