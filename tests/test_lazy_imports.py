@@ -34,6 +34,8 @@ UNUSED = {
     "adapters.slack": "the Slack bot",
     "adapters.http_api": "the REST API",
     "evals": "`tipline eval` / `tipline bench`",
+    "telethon": "the account reader of watched channels (an optional extra)",
+    "scipy": "photos' perceptual hashes (imagehash)",
 }
 # Prints the exit code, which of UNUSED got loaded, whether the check's models ran, whether garbage
 # collection is on again after the imports (adapters/gc_pause.py) and the threads the imports left running

@@ -94,8 +94,10 @@ def test_script_detection():
     # A mixed message and Russian ones against the English 5G and autism fact-checks.
     ("Говорят что 5G towers cause COVID, это правда?", None),
     ("Вакцины вызывают аутизм у детей", None),
-    # Ukrainian.
-    ("Щеплення викликають аутизм у дітей", None),
+    # Ukrainian, restating the English autism fact-check's own claim (the general "Щеплення викликають аутизм"
+    # is a wider claim than the one it rates: "possibly related", as a near miss is).
+    ("Викривач із CDC розповів, що агентство приховало дані: вакцина MMR різко підвищує ризик аутизму в "
+     "темношкірих хлопчиків", None),
 ])
 async def test_non_english_messages_inherit_the_fact_check(shared, text, url_part):
     result = await shared.engine.check(text)
@@ -230,7 +232,7 @@ async def test_a_model_change_reembeds_aside_and_an_interruption_loses_nothing(t
 
 
 async def test_a_ukrainian_message_gets_a_ukrainian_card(shared):
-    result = await shared.engine.check("Щеплення викликають аутизм у дітей")
+    result = await shared.engine.check("Вежі 5G поширюють коронавірус по всьому світу")
     assert result.language == "uk"
     card = render_card(to_reply(result))
     assert "Неправда" in card and "Джерела" in card, card

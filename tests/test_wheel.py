@@ -225,9 +225,15 @@ def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def declared_distributions() -> set[str]:
+# An optional extra's package, imported by one module only, which the product imports lazily when the operator
+# turned that part on (tests/test_lazy_imports.py): module -> (extra, the one importing file).
+OPTIONAL = {"telethon": ("account", "core/mtproto.py")}
+
+
+def declared_distributions(extra: str | None = None) -> set[str]:
     names = set()
-    for requirement in PYPROJECT["project"]["dependencies"]:
+    for requirement in (PYPROJECT["project"]["optional-dependencies"][extra] if extra
+                        else PYPROJECT["project"]["dependencies"]):
         m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
         assert m, requirement
         names.add(_normalise(m[1]))
@@ -274,6 +280,11 @@ def test_every_third_party_import_of_the_product_is_a_declared_dependency() -> N
     for module, files in sorted(imports.items()):
         distributions = {_normalise(d) for d in owners[module]}
         if distributions & NO_DEPS_PACKAGES:
+            continue
+        if module in OPTIONAL:
+            extra, only_file = OPTIONAL[module]
+            assert distributions & declared_distributions(extra), f"{module} is not in the {extra!r} extra"
+            assert {str(f) for f in files} == {only_file}, f"{module} imported beyond {only_file}: {sorted(files)}"
             continue
         if not distributions & declared:
             undeclared[module] = (sorted(distributions), sorted(files)[:3])
