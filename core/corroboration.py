@@ -37,6 +37,8 @@ from core.matchfeatures import entities as _raw_entities
 from core.matchfeatures import latin_script
 from core.npy_files import read_arrays
 from core.sparse import term_ids
+from core.story_numbers import NUMBER_FEATURES, number_features, story_numbers
+from core.token_align import alignment_rp
 
 # --- fitted constants ----------------------------------------------------------------------------
 # Fitted 2025-06 on CLEF-2020 Task 2 TRAIN only (800 tweets, 193 same-vclaim pairs; 475 candidate pairs
@@ -53,6 +55,13 @@ from core.sparse import term_ids
 # Dev: F1 0 -- 19 of dev's 21 gold pairs are > 7 days apart or from one account, the remaining 2 are
 # not linked (see docs/corroboration.md for the table, incl. the unconstrained variant).
 FEATURES: tuple[str, ...] = ("cos", "ent", "rare", "shared")
+# What the CROSS and NATIVE routes read beyond FEATURES (columns after them; the English model's weights
+# stop at FEATURES, so it never reads them): how well the two posts' e5 token states align (each post's
+# mean best cosine into the other's, the lower and the higher of the two; core/token_align.py) and whether
+# their numbers meet (core/story_numbers.py). Figures: docs/decisions/2026-11-29-stories-across-languages.md.
+ALIGN_FEATURES: tuple[str, ...] = ("tok_lo", "tok_hi")
+ROUTE_EXTRA: tuple[str, ...] = ALIGN_FEATURES + NUMBER_FEATURES
+ALL_FEATURES: tuple[str, ...] = FEATURES + ROUTE_EXTRA
 WEIGHTS: tuple[float, ...] = (11.6071, 2.6237, 11.5905, 5.1260)
 BIAS: float = -8.9010
 THRESHOLD: float = 0.4064
@@ -253,7 +262,9 @@ class StoryModel:
     strict_threshold: float | None = STRICT_THRESHOLD
 
     def score(self, feats: np.ndarray) -> np.ndarray:
-        return _sigmoid(feats @ np.asarray(self.weights, dtype=np.float64) + self.bias)
+        """Probabilities of rows of features (ALL_FEATURES or FEATURES; a model reads its weights' columns)."""
+        w = np.asarray(self.weights, dtype=np.float64)
+        return _sigmoid(feats[:, :len(w)] @ w + self.bias)
 
 
 ENGLISH, CROSS, NATIVE = 0, 1, 2  # routes: both Latin / across scripts / both one non-Latin script
@@ -343,6 +354,20 @@ def pair_features(ents: frozenset[str], terms: frozenset[int],
     return out
 
 
+def route_extra(states: np.ndarray | None, nums: frozenset[str],
+                others: Sequence[tuple[np.ndarray | None, frozenset[str]]]) -> np.ndarray:
+    """The ROUTE_EXTRA columns of a message (its projected e5 token states, its numbers) against each of
+    `others` (states, numbers); a side without states aligns 0."""
+    out = np.zeros((len(others), len(ROUTE_EXTRA)), dtype=np.float64)
+    if not len(others):
+        return out
+    if states is not None and len(states):
+        rp = alignment_rp(states, [s for s, _ in others])
+        out[:, 0], out[:, 1] = rp.min(axis=1), rp.max(axis=1)
+    out[:, 2:] = number_features(nums, [n for _, n in others])
+    return out
+
+
 def jaccard(a: frozenset, b: frozenset) -> float:
     if not a or not b:
         return 0.0
@@ -373,6 +398,8 @@ class StoryDetector:
         self._account_ids: dict[str, int] = {}
         self._ents: list[frozenset[str]] = []
         self._terms: list[frozenset[int]] = []
+        self._states: list[np.ndarray | None] = []  # projected e5 token states (routes reading ALIGN_FEATURES)
+        self._nums: list[frozenset[str]] = []
         self._df: dict[int, int] = {}
         self.ids: list[str] = []
         self._index: dict[str, int] = {}
@@ -385,11 +412,11 @@ class StoryDetector:
 
     # -- public -------------------------------------------------------------------------------------
     def add(self, message_id: str, account: str, time: datetime | float | None, text: str,
-            vector: np.ndarray, multi: np.ndarray | None = None) -> str:
+            vector: np.ndarray, multi: np.ndarray | None = None, states: np.ndarray | None = None) -> str:
         """Store a message, link it to same-story messages (of other accounts within the window, or any
         earlier one at the strict threshold), return its cluster id (the message id of the oldest
         message of the story)."""
-        i = self._store(message_id, account, time, text, vector, multi)
+        i = self._store(message_id, account, time, text, vector, multi, states)
         cand, inside = self._candidates(i)
         if cand.size:
             routes = self.routes(i, cand)  # once per message: the features and the decision both read them
@@ -440,7 +467,7 @@ class StoryDetector:
 
     # -- internals ----------------------------------------------------------------------------------
     def _store(self, message_id: str, account: str, time, text: str, vector: np.ndarray,
-               multi: np.ndarray | None = None) -> int:
+               multi: np.ndarray | None = None, states: np.ndarray | None = None) -> int:
         if message_id in self._index:
             raise ValueError(f"duplicate message id {message_id!r}")
         if self.n == len(self._times):
@@ -464,6 +491,8 @@ class StoryDetector:
         self._times[i] = _seconds(time)
         self._accounts[i] = self._account_ids.setdefault(account, len(self._account_ids))
         self._ents.append(story_entities(text))
+        self._states.append(states)
+        self._nums.append(story_numbers(text))
         t = story_terms(_alias_terms(transliterate(text)))
         self._terms.append(t)
         for tid in t:
@@ -502,8 +531,16 @@ class StoryDetector:
         if self._multi is not None:
             routes = self.routes(i, cand) if routes is None else routes
             cos = np.where(routes == ENGLISH, cos, self._multi[cand] @ self._multi[i])
-        return pair_features(self._ents[i], self._terms[i], [(self._ents[j], self._terms[j]) for j in cand],
+        base = pair_features(self._ents[i], self._terms[i], [(self._ents[j], self._terms[j]) for j in cand],
                              cos, self.n, self._df, self.common)
+        out = np.zeros((len(cand), len(ALL_FEATURES)))
+        out[:, :len(FEATURES)] = base
+        if self._multi is not None and routes is not None:
+            other = np.flatnonzero(routes != ENGLISH)  # only the CROSS and NATIVE models read the extra columns
+            if other.size:
+                out[other, len(FEATURES):] = route_extra(
+                    self._states[i], self._nums[i], [(self._states[j], self._nums[j]) for j in cand[other]])
+        return out
 
 
 def _seconds(time: datetime | float | None) -> float:

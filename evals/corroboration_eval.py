@@ -23,6 +23,7 @@ from core.corroboration import (
     NATIVE,
     COS_FLOOR,
     DEFAULT_WINDOW_DAYS,
+    ALL_FEATURES,
     FEATURES,
     ROUTE_FEATURES,
     TEXT_STEPS,
@@ -107,7 +108,8 @@ def _stream_order(msgs: Sequence[Message]) -> list[int]:
 def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | None = None,
                window_days: float = DEFAULT_WINDOW_DAYS, record_pairs: bool = False,
                same_account: bool = False, multi: np.ndarray | None = None,
-               others: Sequence[StoryModel] | None = None, common: frozenset[int] | None = None) -> StoryDetector:
+               others: Sequence[StoryModel] | None = None, common: frozenset[int] | None = None,
+               states: Sequence[np.ndarray | None] | None = None) -> StoryDetector:
     """Replay `msgs` in time order; with `multi` (multilingual vectors) pairs with a non-Latin side are
     judged on those by `others` (the CROSS and NATIVE models), as the live path does; `common` replaces
     the shipped common words of the `shared` feature (core.corroboration.COMMON_TERMS_FILE)."""
@@ -116,7 +118,8 @@ def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | No
                         common=common)
     for k in _stream_order(msgs):
         m = msgs[k]
-        det.add(m.id, m.account, m.time, m.text, vecs[k], None if multi is None else multi[k])
+        det.add(m.id, m.account, m.time, m.text, vecs[k], None if multi is None else multi[k],
+                None if states is None else states[k])
     return det
 
 
@@ -139,7 +142,7 @@ def fit(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]],
                        weak_threshold=None)  # links nothing
     det = run_stream(msgs, vecs, probe, window_days, record_pairs=True, same_account=same_account)
     pairs = [(i, j) for i, j, _ in det.pairs]
-    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, len(FEATURES)))
+    x = np.array([f[:len(FEATURES)] for _, _, f in det.pairs]) if det.pairs else np.zeros((0, len(FEATURES)))
     if features is not None:
         mask = np.zeros(x.shape[1], dtype=bool)
         mask[list(features)] = True
@@ -155,23 +158,36 @@ def fit(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]],
 
 def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gold: dict[str, set[str]],
                english: StoryModel | None = None, window_days: float = DEFAULT_WINDOW_DAYS,
-               cos_floor: float = COS_FLOOR) -> tuple[list[StoryModel], dict]:
+               cos_floor: float = COS_FLOOR, states: Sequence[np.ndarray | None] | None = None,
+               columns: Sequence[int] | None = None, l2: float = 1e-4,
+               extra: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = (),
+               parts: Sequence[dict[str, set[str]]] | None = None) -> tuple[list[StoryModel], dict]:
     """Fit the CROSS and NATIVE models (the ENGLISH one kept), each on the candidate pairs of its route,
-    then each threshold in turn to maximise the whole clustering's pairwise F1 (use TRAIN)."""
+    then each threshold in turn to maximise the whole clustering's pairwise F1 (use TRAIN). `columns`: the
+    ALL_FEATURES the two models read (default cos, ent, rare); `extra`: more labelled pairs (features,
+    routes, labels) for the weights only, e.g. another corpus's (the thresholds stay this stream's);
+    `parts`: the stream's corpora (each a part of `gold`), whose F1s the thresholds maximise the mean of,
+    so that a small corpus counts as much as a big one."""
+    columns = list(range(ROUTE_FEATURES)) if columns is None else list(columns)
     english = english or StoryModel()
     probe = StoryModel(weights=(0.0,) * len(FEATURES), bias=0.0, threshold=2.0, cos_floor=cos_floor,
                        weak_threshold=None)
-    det = run_stream(msgs, vecs, english, window_days, record_pairs=True, multi=multi, others=[probe, probe])
+    det = run_stream(msgs, vecs, english, window_days, record_pairs=True, multi=multi, others=[probe, probe],
+                     states=states)
     pairs = [(i, j) for i, j, _ in det.pairs]
-    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, len(FEATURES)))
+    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, len(ALL_FEATURES)))
     routes = np.array([int(route(det._latin[i], det._latin[j])) for i, j in pairs], dtype=int)
     y = np.array([float(bool(gold.get(det.ids[i], set()) & gold.get(det.ids[j], set()))) for i, j in pairs])
     models = [english]
     for r in (CROSS, NATIVE):
         sel = routes == r
-        if y[sel].sum() >= 5 and (1 - y[sel]).sum() >= 5:
-            w, b = fit_logistic(x[sel][:, :ROUTE_FEATURES], y[sel])
-            w = np.concatenate([w, np.zeros(x.shape[1] - ROUTE_FEATURES)])
+        xs, ys = x[sel][:, columns], y[sel]
+        for ex, er, ey in extra:
+            xs, ys = np.vstack([xs, ex[er == r][:, columns]]), np.concatenate([ys, ey[er == r]])
+        if ys.sum() >= 5 and (1 - ys).sum() >= 5:
+            fitted, b = fit_logistic(xs, ys, l2=l2)
+            w = np.zeros(max(columns) + 1)
+            w[columns] = fitted
             models.append(StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, cos_floor=cos_floor,
                                      weak_threshold=None))
         else:  # too few pairs of this route to fit: it links nothing
@@ -183,7 +199,8 @@ def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gol
         best = (models[r].threshold, -1.0)
         for t in np.unique(np.round(models[r].score(x[sel]), 4)):
             models[r].threshold = float(t)
-            f1 = pairwise_scores(clusters_at(det.ids, pairs, route_scores(models, routes, x) + 1.0, 1.0), gold).f1
+            clusters = clusters_at(det.ids, pairs, route_scores(models, routes, x) + 1.0, 1.0)
+            f1 = float(np.mean([pairwise_scores(clusters, g).f1 for g in (parts or [gold])]))
             if f1 > best[1]:
                 best = (float(t), f1)
         models[r].threshold = best[0]
