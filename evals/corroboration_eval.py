@@ -161,13 +161,15 @@ def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gol
                cos_floor: float = COS_FLOOR, states: Sequence[np.ndarray | None] | None = None,
                columns: Sequence[int] | None = None, l2: float = 1e-4,
                extra: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = (),
-               parts: Sequence[dict[str, set[str]]] | None = None) -> tuple[list[StoryModel], dict]:
+               parts: Sequence[dict[str, set[str]]] | None = None,
+               balance: bool = False) -> tuple[list[StoryModel], dict]:
     """Fit the CROSS and NATIVE models (the ENGLISH one kept), each on the candidate pairs of its route,
     then each threshold in turn to maximise the whole clustering's pairwise F1 (use TRAIN). `columns`: the
     ALL_FEATURES the two models read (default cos, ent, rare); `extra`: more labelled pairs (features,
     routes, labels) for the weights only, e.g. another corpus's (the thresholds stay this stream's);
     `parts`: the stream's corpora (each a part of `gold`), whose F1s the thresholds maximise the mean of,
-    so that a small corpus counts as much as a big one."""
+    so that a small corpus counts as much as a big one; `balance`: the parts' pairs also weigh alike in the
+    logistic fit."""
     columns = list(range(ROUTE_FEATURES)) if columns is None else list(columns)
     english = english or StoryModel()
     probe = StoryModel(weights=(0.0,) * len(FEATURES), bias=0.0, threshold=2.0, cos_floor=cos_floor,
@@ -182,10 +184,16 @@ def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gol
     for r in (CROSS, NATIVE):
         sel = routes == r
         xs, ys = x[sel][:, columns], y[sel]
+        sw = np.ones(len(ys))
+        if balance and parts:
+            part_of = np.array([next((k for k, g in enumerate(parts) if det.ids[i] in g), 0) for i, _ in pairs])[sel]
+            counts = np.bincount(part_of, minlength=len(parts))
+            sw = 1.0 / np.maximum(counts[part_of], 1)
         for ex, er, ey in extra:
             xs, ys = np.vstack([xs, ex[er == r][:, columns]]), np.concatenate([ys, ey[er == r]])
+            sw = np.concatenate([sw, np.full(int((er == r).sum()), float(sw.mean()))])
         if ys.sum() >= 5 and (1 - ys).sum() >= 5:
-            fitted, b = fit_logistic(xs, ys, l2=l2)
+            fitted, b = fit_logistic(xs, ys, l2=l2, weights=sw)
             w = np.zeros(max(columns) + 1)
             w[columns] = fitted
             models.append(StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, cos_floor=cos_floor,

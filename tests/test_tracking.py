@@ -369,11 +369,12 @@ async def test_stored_rows_carry_author_link_time_and_language(app):
     c = app.corroborator
     (a,) = await tracked(app, 1)
     m = msg(a, "Взрывы в Киеве этим утром, работает ПВО", NOW - timedelta(minutes=3))
-    assert await c.ingest(m) == m.key
+    story = await c.ingest(m)  # STORY retold in Russian: it joins the English posts' story (across languages)
     row = (await c.store.get([m.key]))[m.key]
     assert (row.platform, row.chat_id, row.message_id) == ("telegram", a, m.message_id)
     assert row.author == m.author and row.permalink == m.permalink and row.language == "ru"
-    assert abs(row.ts - NOW.timestamp() + 180) < 1e-3 and row.story_id == m.key
+    assert abs(row.ts - NOW.timestamp() + 180) < 1e-3 and row.story_id == story != m.key
+    assert STORY in {r.text for r in (await c.store.get([story])).values()}
 
 
 RECALL = ("Pfizer recalls its COVID vaccine worldwide, the company said",

@@ -34,6 +34,7 @@ from bot.app import load_embedder, load_multilingual  # noqa: E402
 from bot.settings import Settings  # noqa: E402
 from core.corroboration import (  # noqa: E402
     ALL_FEATURES, CROSS, NATIVE, StoryDetector, StoryModel, pairwise_scores, prepare_text, route, story_models)
+from core.token_align import stored_states  # noqa: E402
 from evals.corroboration_eval import Message, fit_routes, run_stream, translated_stream  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--l2", type=float, default=1e-4)
     ap.add_argument("--variants", default="base,align,numbers,both")
     ap.add_argument("--show-wrong", action="store_true", help="print the last variant's wrong direct links")
+    ap.add_argument("--balance", action="store_true", help="and the two corpora's pairs weigh alike in the fit")
     ap.add_argument("--balanced", action="store_true",
                     help="thresholds maximise the mean of CLEF's and the story set's train F1 (else the pooled F1)")
     ap.add_argument("--no-stories-train", action="store_true", help="fit on CLEF alone (the story set only reported)")
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         mini = cached(texts, "mini", lambda t: np.asarray(embedder.embed_sync(t), np.float32))
         multi = cached(texts, "e5", lambda t: np.asarray(multilingual.queries_sync(t), np.float32))
         states = cached(texts, "states", lambda t: e5._with_states(t, True)[1])
-        return mini, multi, states
+        return mini, multi, [stored_states(s) for s in states]  # as a tracked message's read back
 
     streams: dict[str, tuple] = {}
     for split in ("train", "dev"):
@@ -128,11 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     train = streams["clef_train"] if args.no_stories_train else joined(streams["clef_train"], streams["stories_train"])
     native_train = russian(streams["clef_train"]) if args.no_stories_train else \
         joined(russian(streams["clef_train"]), cyrillic(streams["stories_train"]))
-    variants = {"base": [0, 1, 2], "align": [0, 1, 2, 4, 5], "numbers": [0, 1, 2, 6, 7], "both": [0, 1, 2, 4, 5, 6, 7],
-                "align_only": [0, 4, 5], "align_num": [0, 4, 5, 6, 7]}
+    col = {f: k for k, f in enumerate(ALL_FEATURES)}
+    base = [col["cos"], col["ent"], col["rare"]]
+    align = [col["tok_lo"], col["tok_hi"]]
+    nums = [col["num_same"], col["num_apart"]]
+    variants = {"base": base, "align": base + align, "numbers": base + nums, "both": base + align + nums,
+                "worst": base + align + [col["tok_worst"]] + nums}
     probe_vecs = (np.asarray(embedder.embed_sync([prepare_text(t) for p in PROBES for t in p[:2]]), np.float32),
                   np.asarray(multilingual.queries_sync([prepare_text(t) for p in PROBES for t in p[:2]]), np.float32),
-                  e5._with_states([prepare_text(t) for p in PROBES for t in p[:2]], True)[1])
+                  [stored_states(s) for s in e5._with_states([prepare_text(t) for p in PROBES for t in p[:2]], True)[1]])
     shipped = story_models()
     results = {"shipped": shipped}
     for name in args.variants.split(","):
@@ -140,11 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         msgs, gold, mini, multi, states = train
         parts = None if args.no_stories_train or not args.balanced else _parts(gold)
         models, info = fit_routes(msgs, mini, multi, gold, StoryModel(), states=states, columns=cols, l2=args.l2,
-                                  parts=parts)
+                                  parts=parts, balance=args.balance)
         nm, ng, nmini, nmulti, nstates = native_train
         parts = None if args.no_stories_train or not args.balanced else _parts(ng)
         native_models, _ = fit_routes(nm, nmini, nmulti, ng, StoryModel(), states=nstates, columns=cols, l2=args.l2,
-                                      parts=parts)
+                                      parts=parts, balance=args.balance)
         results[name] = (models[0], models[1], native_models[2])
     for name, models in results.items():
         print(f"== {name}")
@@ -152,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             m = models[r]
             print(f"  {label}: weights {dict((f, round(w, 3)) for f, w in zip(ALL_FEATURES, m.weights) if w)} "
                   f"bias {m.bias:.3f} threshold {m.threshold:.4f}")
+            print(f"    {label}_WEIGHTS = ({', '.join(f'{w:.4f}' for w in m.weights)})  {label}_BIAS = {m.bias:.4f}  "
+                  f"{label}_THRESHOLD = {m.threshold:.4f}")
         for split in ("clef_train", "clef_dev", "stories_train", "stories_dev"):
             msgs, gold, mini, multi, states = streams[split]
             clusters = run_stream(msgs, mini, StoryModel(), multi=multi, others=list(models[1:]), states=states).clusters()
