@@ -204,9 +204,11 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                     t0 = time.perf_counter()
                     await embed_both([prepare_text(text)])
                     embed_all.append((time.perf_counter() - t0) * 1000)
-                    # The bot's order: the engine's match embeds clean_query(text) with both models (not
-                    # timed), then the lookup.
-                    await embed_both([clean_query(text)])
+                    # The bot's order: the engine's match embeds clean_query(text) with both models, e5 with its
+                    # token states (core/matching.py; not timed), then the lookup.
+                    await embedder.embed([clean_query(text)])
+                    if multi is not None:
+                        await multi.queries_with_states([clean_query(text)])
                     for j in range(len(ks)):
                         k = ks[(i + j) % len(ks)]
                         c.lookup_candidates = k
