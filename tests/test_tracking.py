@@ -451,6 +451,7 @@ async def test_stories_across_languages_can_be_turned_off_and_on_again(app):
     await again.open()
     found = await again.lookup(RECALL[1], exclude_chats=[("telegram", asker)], at=NOW)
     assert found is not None and ru in {i.chat_id for i in found.items}
-    # The English messages stored while it was off were given their multilingual vector on open.
+    # The English messages stored while it was off were given their multilingual vector and token states on open.
     keys = [m.id for m in await c.store.since((NOW - timedelta(hours=4)).timestamp()) if m.chat_id in (en, en2)]
-    assert len(keys) == 2 and all(m.has_multi for m in (await again.vectors.scoring_data(keys)).values())
+    assert len(keys) == 2 and all(m.has_multi and m.states and m.numbers == frozenset()
+                                  for m in (await again.vectors.scoring_data(keys)).values())
