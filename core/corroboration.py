@@ -38,7 +38,7 @@ from core.matchfeatures import latin_script
 from core.npy_files import read_arrays
 from core.sparse import term_ids
 from core.story_numbers import NUMBER_FEATURES, number_features, story_numbers
-from core.token_align import alignment_rp
+
 
 # --- fitted constants ----------------------------------------------------------------------------
 # Fitted 2025-06 on CLEF-2020 Task 2 TRAIN only (800 tweets, 193 same-vclaim pairs; 475 candidate pairs
@@ -368,20 +368,33 @@ def pair_features(ents: frozenset[str], terms: frozenset[int],
 def route_extra(states: np.ndarray | None, nums: frozenset[str],
                 others: Sequence[tuple[np.ndarray | None, frozenset[str]]]) -> np.ndarray:
     """The ROUTE_EXTRA columns of a message (its projected e5 token states, its numbers) against each of
-    `others` (states, numbers); a side without states aligns 0."""
+    `others` (states, numbers); a side without states aligns 0. One product against every other post's
+    states at once, reduced per post (as `core.token_align.alignment_rp`): 64 posts of ~44 tokens in ~1 ms."""
     out = np.zeros((len(others), len(ROUTE_EXTRA)), dtype=np.float64)
     if not len(others):
         return out
-    if states is not None and len(states):
-        rp = alignment_rp(states, [s for s, _ in others])
-        out[:, 0], out[:, 1] = rp.min(axis=1), rp.max(axis=1)
-        for r, (s, _) in enumerate(others):
-            if s is not None and len(s):
-                sims = np.asarray(states, np.float32) @ np.asarray(s, np.float32).T
-                out[r, 2] = min(np.quantile(sims.max(axis=1), WORST_QUANTILE),
-                                np.quantile(sims.max(axis=0), WORST_QUANTILE))
+    have = [r for r, (s, _) in enumerate(others) if s is not None and len(s)]
+    if states is not None and len(states) and have:
+        docs = [np.asarray(others[r][0], dtype=np.float32) for r in have]
+        lens = np.array([len(d) for d in docs])
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        sims = np.asarray(states, dtype=np.float32) @ np.concatenate(docs).T
+        fwd = np.maximum.reduceat(sims, starts, axis=1)  # each of the message's tokens' best, per post
+        back = sims.max(axis=0)  # each of the other posts' tokens' best in the message
+        rp = np.stack([fwd.mean(axis=0), np.add.reduceat(back, starts) / lens], axis=1)
+        worst_back = [_quantile(back[a:a + n], WORST_QUANTILE) for a, n in zip(starts, lens)]
+        out[have, 0], out[have, 1] = rp.min(axis=1), rp.max(axis=1)
+        out[have, 2] = np.minimum(np.quantile(fwd, WORST_QUANTILE, axis=0), worst_back)
     out[:, len(ALIGN_FEATURES):] = number_features(nums, [n for _, n in others])
     return out
+
+
+def _quantile(x: np.ndarray, q: float) -> float:
+    """`np.quantile(x, q)` (linear), without its overhead per call."""
+    v = np.sort(x)
+    pos = q * (len(v) - 1)
+    lo = int(pos)
+    return float(v[lo] + (pos - lo) * (v[min(lo + 1, len(v) - 1)] - v[lo]))
 
 
 def jaccard(a: frozenset, b: frozenset) -> float:
