@@ -172,12 +172,12 @@ def main(argv: list[str] | None = None) -> int:
                 extra = f" own translation {own:.3f}"
             else:
                 extra = f" cross-language pairs {_cross_recall(msgs, gold, clusters)}"
-            if split.startswith("stories"):
+            print(f"  {split:14} P {s.precision:.3f} R {s.recall:.3f} F1 {s.f1:.3f} (pred {s.predicted_pairs}, "
+                  f"gold {s.gold_pairs}){extra}")
+            if split.startswith("stories"):  # this split's direct links, after its line
                 print("    direct links: " + _route_errors(models, msgs, mini, multi, states, gold))
                 if args.show_wrong and name == args.variants.split(",")[-1]:
                     print("\n".join("      " + w for w in wrong_links(models, msgs, mini, multi, states, gold)))
-            print(f"  {split:14} P {s.precision:.3f} R {s.recall:.3f} F1 {s.f1:.3f} (pred {s.predicted_pairs}, "
-                  f"gold {s.gold_pairs}){extra}")
         print("  probes: " + "; ".join(f"{p:.3f}{'' if (p >= t) == same else ' WRONG'}"
                                         for p, t, same in _probes(models, probe_vecs)))
     return 0
