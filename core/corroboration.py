@@ -37,6 +37,8 @@ from core.matchfeatures import entities as _raw_entities
 from core.matchfeatures import latin_script
 from core.npy_files import read_arrays
 from core.sparse import term_ids
+from core.story_numbers import NUMBER_FEATURES, number_features, story_numbers
+
 
 # --- fitted constants ----------------------------------------------------------------------------
 # Fitted 2025-06 on CLEF-2020 Task 2 TRAIN only (800 tweets, 193 same-vclaim pairs; 475 candidate pairs
@@ -53,6 +55,17 @@ from core.sparse import term_ids
 # Dev: F1 0 -- 19 of dev's 21 gold pairs are > 7 days apart or from one account, the remaining 2 are
 # not linked (see docs/corroboration.md for the table, incl. the unconstrained variant).
 FEATURES: tuple[str, ...] = ("cos", "ent", "rare", "shared")
+# What the CROSS and NATIVE routes read beyond FEATURES (columns after them; the English model's weights
+# stop at FEATURES, so it never reads them): how well the two posts' e5 token states align (each post's
+# mean best cosine into the other's, the lower and the higher of the two; core/token_align.py) and whether
+# their numbers meet (core/story_numbers.py). Figures: docs/decisions/2026-11-29-stories-across-languages.md.
+ALIGN_FEATURES: tuple[str, ...] = ("tok_lo", "tok_hi", "tok_worst")
+# tok_worst: the lower of the two posts' first quartile of their tokens' best matches, how well the
+# post's worst-met words are met (a new event's words meet nothing). Quartile 0.1 / 0.25 / 0.5: mean train
+# F1 of the two corpora .823 / .826 / .827, story-set dev .736 / .745 / .736 (0.25 was the one tried first).
+WORST_QUANTILE = 0.25
+ROUTE_EXTRA: tuple[str, ...] = ALIGN_FEATURES + NUMBER_FEATURES
+ALL_FEATURES: tuple[str, ...] = FEATURES + ROUTE_EXTRA
 WEIGHTS: tuple[float, ...] = (11.6071, 2.6237, 11.5905, 5.1260)
 BIAS: float = -8.9010
 THRESHOLD: float = 0.4064
@@ -90,19 +103,26 @@ COS_FLOOR: float = 0.35  # pairs below this cosine are never scored (cheap pre-f
 DEFAULT_WINDOW_DAYS: float = 7.0
 # A pair with a non-Latin side is judged on the multilingual model's cosine (e5 "query:" vectors):
 # MiniLM reads no Russian (Tatoeba RU->EN 0.2 %), and the English model on MiniLM linked Russian
-# translations of the train tweets at pairwise precision 0.010. Two more models, same three features,
-# fitted like the English one on CLEF train tweets plus our Russian translations of them posted by other
-# accounts (eval/clef2020-ru): one for pairs across scripts (Russian and English), one for pairs both in
-# one non-Latin script (Russian and Russian). Figures and refit: docs/corroboration.md.
+# translations of the train tweets at pairwise precision 0.010. Two more models, one for pairs across
+# scripts (Russian/Ukrainian and English), one for pairs both in one non-Latin script (Russian and
+# Ukrainian), read cos, ent, rare and the ROUTE_EXTRA columns (token alignment, numbers).
+# Fitted 2026-11-29 by tools/story_routes_xl.py on one train stream: the CLEF-2020 train tweets plus our
+# Russian translations of them posted by other accounts (eval/clef2020-ru), and eval/stories/train.jsonl
+# (our ru/uk/en news posts by event, with other events of the same city or person); NATIVE on the
+# translations and the story set's Cyrillic posts. Newton logistic (L2 1e-4); each threshold maximises
+# the mean of the two corpora's train pairwise F1. On cos, ent and rare alone the CROSS route linked any
+# two posts about one city ("В Киеве открыли новую станцию метро" with a Kyiv curfew, probability 0.996
+# on NATIVE) and not the curfew itself across languages (0.13); dev figures and the ablation:
+# docs/decisions/2026-11-29-stories-across-languages.md.
 # Signatures ("— Name (@handle) date") are stripped from both sides before fitting: a translation keeps
 # its tweet's handle, which no real pair of posts shares (kept, the cross model leaned on that overlap).
-CROSS_WEIGHTS: tuple[float, ...] = (22.6712, 7.6542, 7.0581, 0.0)
-CROSS_BIAS: float = -21.6595
-CROSS_THRESHOLD: float = 0.2816
-NATIVE_WEIGHTS: tuple[float, ...] = (8.2519, 8.9425, 8.0687, 0.0)
-ROUTE_FEATURES = 3  # CROSS and NATIVE read cos, ent, rare (their 4th weight 0: `shared` was fitted in English)
-NATIVE_BIAS: float = -11.2336
-NATIVE_THRESHOLD: float = 0.1032
+CROSS_WEIGHTS: tuple[float, ...] = (7.8983, 2.4870, 1.9813, 0.0, 8.3270, 8.6054, 9.7207, 2.7893, -1.0508)
+CROSS_BIAS: float = -27.2053
+CROSS_THRESHOLD: float = 0.3023
+NATIVE_WEIGHTS: tuple[float, ...] = (5.0471, 2.0815, 3.0930, 0.0, 5.3160, 6.0333, 5.7632, 2.4675, -1.2076)
+NATIVE_BIAS: float = -20.1599
+NATIVE_THRESHOLD: float = 0.3217
+ROUTE_FEATURES = 3  # the FEATURES CROSS and NATIVE read (cos, ent, rare: `shared` was fitted in English)
 # textclean steps applied before embedding/terms; measured on train (docs/corroboration.md): the
 # claim-matching defaults help (.761 -> .773), also stripping the signature hurts (-> .749).
 TEXT_STEPS: tuple[str, ...] = ("forward_header", "pic_links", "urls", "hashtag_words")
@@ -253,7 +273,9 @@ class StoryModel:
     strict_threshold: float | None = STRICT_THRESHOLD
 
     def score(self, feats: np.ndarray) -> np.ndarray:
-        return _sigmoid(feats @ np.asarray(self.weights, dtype=np.float64) + self.bias)
+        """Probabilities of rows of features (ALL_FEATURES or FEATURES; a model reads its weights' columns)."""
+        w = np.asarray(self.weights, dtype=np.float64)
+        return _sigmoid(feats[:, :len(w)] @ w + self.bias)
 
 
 ENGLISH, CROSS, NATIVE = 0, 1, 2  # routes: both Latin / across scripts / both one non-Latin script
@@ -343,6 +365,38 @@ def pair_features(ents: frozenset[str], terms: frozenset[int],
     return out
 
 
+def route_extra(states: np.ndarray | None, nums: frozenset[str],
+                others: Sequence[tuple[np.ndarray | None, frozenset[str]]]) -> np.ndarray:
+    """The ROUTE_EXTRA columns of a message (its projected e5 token states, its numbers) against each of
+    `others` (states, numbers); a side without states aligns 0. One product against every other post's
+    states at once, reduced per post (as `core.token_align.alignment_rp`): 64 posts of ~44 tokens in ~1 ms."""
+    out = np.zeros((len(others), len(ROUTE_EXTRA)), dtype=np.float64)
+    if not len(others):
+        return out
+    have = [r for r, (s, _) in enumerate(others) if s is not None and len(s)]
+    if states is not None and len(states) and have:
+        docs = [np.asarray(others[r][0], dtype=np.float32) for r in have]
+        lens = np.array([len(d) for d in docs])
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        sims = np.asarray(states, dtype=np.float32) @ np.concatenate(docs).T
+        fwd = np.maximum.reduceat(sims, starts, axis=1)  # each of the message's tokens' best, per post
+        back = sims.max(axis=0)  # each of the other posts' tokens' best in the message
+        rp = np.stack([fwd.mean(axis=0), np.add.reduceat(back, starts) / lens], axis=1)
+        worst_back = [_quantile(back[a:a + n], WORST_QUANTILE) for a, n in zip(starts, lens)]
+        out[have, 0], out[have, 1] = rp.min(axis=1), rp.max(axis=1)
+        out[have, 2] = np.minimum(np.quantile(fwd, WORST_QUANTILE, axis=0), worst_back)
+    out[:, len(ALIGN_FEATURES):] = number_features(nums, [n for _, n in others])
+    return out
+
+
+def _quantile(x: np.ndarray, q: float) -> float:
+    """`np.quantile(x, q)` (linear), without its overhead per call."""
+    v = np.sort(x)
+    pos = q * (len(v) - 1)
+    lo = int(pos)
+    return float(v[lo] + (pos - lo) * (v[min(lo + 1, len(v) - 1)] - v[lo]))
+
+
 def jaccard(a: frozenset, b: frozenset) -> float:
     if not a or not b:
         return 0.0
@@ -373,6 +427,8 @@ class StoryDetector:
         self._account_ids: dict[str, int] = {}
         self._ents: list[frozenset[str]] = []
         self._terms: list[frozenset[int]] = []
+        self._states: list[np.ndarray | None] = []  # projected e5 token states (routes reading ALIGN_FEATURES)
+        self._nums: list[frozenset[str]] = []
         self._df: dict[int, int] = {}
         self.ids: list[str] = []
         self._index: dict[str, int] = {}
@@ -385,11 +441,11 @@ class StoryDetector:
 
     # -- public -------------------------------------------------------------------------------------
     def add(self, message_id: str, account: str, time: datetime | float | None, text: str,
-            vector: np.ndarray, multi: np.ndarray | None = None) -> str:
+            vector: np.ndarray, multi: np.ndarray | None = None, states: np.ndarray | None = None) -> str:
         """Store a message, link it to same-story messages (of other accounts within the window, or any
         earlier one at the strict threshold), return its cluster id (the message id of the oldest
         message of the story)."""
-        i = self._store(message_id, account, time, text, vector, multi)
+        i = self._store(message_id, account, time, text, vector, multi, states)
         cand, inside = self._candidates(i)
         if cand.size:
             routes = self.routes(i, cand)  # once per message: the features and the decision both read them
@@ -440,7 +496,7 @@ class StoryDetector:
 
     # -- internals ----------------------------------------------------------------------------------
     def _store(self, message_id: str, account: str, time, text: str, vector: np.ndarray,
-               multi: np.ndarray | None = None) -> int:
+               multi: np.ndarray | None = None, states: np.ndarray | None = None) -> int:
         if message_id in self._index:
             raise ValueError(f"duplicate message id {message_id!r}")
         if self.n == len(self._times):
@@ -464,6 +520,8 @@ class StoryDetector:
         self._times[i] = _seconds(time)
         self._accounts[i] = self._account_ids.setdefault(account, len(self._account_ids))
         self._ents.append(story_entities(text))
+        self._states.append(states)
+        self._nums.append(story_numbers(text))
         t = story_terms(_alias_terms(transliterate(text)))
         self._terms.append(t)
         for tid in t:
@@ -502,8 +560,16 @@ class StoryDetector:
         if self._multi is not None:
             routes = self.routes(i, cand) if routes is None else routes
             cos = np.where(routes == ENGLISH, cos, self._multi[cand] @ self._multi[i])
-        return pair_features(self._ents[i], self._terms[i], [(self._ents[j], self._terms[j]) for j in cand],
+        base = pair_features(self._ents[i], self._terms[i], [(self._ents[j], self._terms[j]) for j in cand],
                              cos, self.n, self._df, self.common)
+        out = np.zeros((len(cand), len(ALL_FEATURES)))
+        out[:, :len(FEATURES)] = base
+        if self._multi is not None and routes is not None:
+            other = np.flatnonzero(routes != ENGLISH)  # only the CROSS and NATIVE models read the extra columns
+            if other.size:
+                out[other, len(FEATURES):] = route_extra(
+                    self._states[i], self._nums[i], [(self._states[j], self._nums[j]) for j in cand[other]])
+        return out
 
 
 def _seconds(time: datetime | float | None) -> float:
@@ -556,16 +622,20 @@ def pairwise_scores(clusters: Mapping[str, str], gold: Mapping[str, Iterable[str
     return PairScores(p, r, f, predicted, len(gold_pairs), true)
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-4, iters: int = 100) -> tuple[np.ndarray, float]:
-    """Newton-IRLS logistic regression with a small L2 penalty (bias unpenalised)."""
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-4, iters: int = 100,
+                 weights: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Newton-IRLS logistic regression with a small L2 penalty (bias unpenalised); `weights`: each row's
+    weight (default 1)."""
     xb = np.hstack([x, np.ones((len(x), 1))])
+    sw = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
+    sw = sw * len(y) / sw.sum()
     w = np.zeros(xb.shape[1])
     reg = np.full(xb.shape[1], l2)
     reg[-1] = 0.0
     for _ in range(iters):
         p = _sigmoid(xb @ w)
-        g = xb.T @ (p - y) / len(y) + reg * w
-        h = (xb * (p * (1 - p))[:, None]).T @ xb / len(y) + np.diag(reg) + 1e-9 * np.eye(len(w))
+        g = xb.T @ (sw * (p - y)) / len(y) + reg * w
+        h = (xb * (sw * p * (1 - p))[:, None]).T @ xb / len(y) + np.diag(reg) + 1e-9 * np.eye(len(w))
         step = np.linalg.solve(h, g)
         w -= step
         if np.abs(step).max() < 1e-8:

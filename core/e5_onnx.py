@@ -156,6 +156,9 @@ class E5OnnxEncoder(E5Queries):
     async def passages_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         return await asyncio.to_thread(self._with_states, list(texts), False)
 
+    def queries_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self._with_states(list(texts), True)
+
     async def queries_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         return await asyncio.to_thread(self._with_states, list(texts), True)
 

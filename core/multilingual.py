@@ -45,6 +45,8 @@ class MultilingualEncoder(Protocol):
         """Query vectors and each text's token states (core/token_align.py), from one model call."""
         ...
 
+    def queries_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]: ...
+
     async def passages_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]: ...
 
     def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]: ...
@@ -195,6 +197,9 @@ class WithPrecomputedPassages:
 
     async def queries_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         return await self.inner.queries_with_states(texts)
+
+    def queries_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self.inner.queries_with_states_sync(texts)
 
     def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
         return with_table(texts, self._table, self.dim, self.inner.passages_sync)

@@ -16,6 +16,7 @@ seed fact-checks (tools/token_projection.py; core/data/e5_token_projection.npy),
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Sequence
 from functools import cache
@@ -73,3 +74,31 @@ def harmonic(rp: np.ndarray) -> np.ndarray:
 def alignment_f(message: np.ndarray, docs: Sequence[np.ndarray | None]) -> np.ndarray:
     """F of the message's token states with each doc's (0 for a doc without states)."""
     return harmonic(alignment_rp(message, docs))
+
+
+# A tracked message's states are stored with its vector point (storage/message_vectors.py) for the story
+# models' alignment columns: the first STORED_TOKENS tokens (a news post leads with its event), each unit
+# row as int8 (x127), base64 in the payload: ~40 tokens x 64 bytes = 2.6 KB for a short post, 11 KB at most.
+STORED_TOKENS = 128
+_SCALE = 127.0
+
+
+def pack_states(states: np.ndarray | None) -> str:
+    """Projected unit-row states -> the payload string ("" for none)."""
+    if states is None or not len(states):
+        return ""
+    q = np.clip(np.rint(np.asarray(states[:STORED_TOKENS], dtype=np.float32) * _SCALE), -127, 127).astype(np.int8)
+    return base64.b64encode(q.tobytes()).decode("ascii")
+
+
+def unpack_states(packed: str | None) -> np.ndarray | None:
+    """The payload string -> (tokens, PROJECTION_DIM) float32 rows (None for none)."""
+    if not packed:
+        return None
+    q = np.frombuffer(base64.b64decode(packed), dtype=np.int8).reshape(-1, PROJECTION_DIM)
+    return q.astype(np.float32) / _SCALE
+
+
+def stored_states(states: np.ndarray | None) -> np.ndarray | None:
+    """The states as a stored message's read back (cut and quantised): what evaluations should compare."""
+    return unpack_states(pack_states(states))

@@ -45,8 +45,11 @@ from typing import Literal
 import numpy as np
 
 from core.corroboration import (
+    ALL_FEATURES,
     DEFAULT_WINDOW_DAYS,
     ENGLISH,
+    FEATURES,
+    route_extra,
     StoryModel,
     route,
     route_needs,
@@ -67,6 +70,8 @@ from core.matchfeatures import latin_script
 from core.multilingual import MultilingualEncoder
 from core.photo_hash import BITS as PHOTO_BITS
 from core.photo_index import PhotoEntry, PhotoIndex
+from core.story_numbers import story_numbers
+from core.token_align import pack_states, unpack_states
 from schema.models import AlsoReported, ReportedBy
 from storage.message_vectors import MULTI, VECTOR, MessagePoint, MessageVectors, Near, StoredMessageVector
 from storage.messages import MessageStore, StoredMessage, message_key, resolve_story
@@ -138,12 +143,13 @@ class _Row:
     terms: frozenset[int]
     denies: bool
     latin: bool  # which same-story model judges its pairs (core.corroboration.route)
+    numbers: frozenset[str] = frozenset()  # core/story_numbers.py, read by the CROSS and NATIVE models
 
 
 def _row_of(clean: str, latin: bool | None = None) -> _Row:
     """`latin`: the text's script when the caller already read it (a lookup, for its search)."""
     return _Row(story_entities(clean), story_terms(_alias_terms(transliterate(clean))), denies(clean),
-                latin_script(clean) if latin is None else latin)
+                latin_script(clean) if latin is None else latin, story_numbers(clean))
 
 
 def _rows_of(texts: Sequence[str]) -> list[_Row]:
@@ -173,6 +179,7 @@ class _Prepared:
     keep: list[TrackedMessage]
     vecs: np.ndarray
     multi: np.ndarray | None
+    states: list[str]  # each message's packed e5 token states ("" for none)
     stories: dict[str, str]
     merges: list[tuple[str, list[str]]]
 
@@ -321,7 +328,8 @@ class Corroborator:
         lacking = self.multilingual is not None
         # A photo-only post has no text, so no vector point: it is in the photo index only.
         todo = [m for m in rows if m.text.strip() and (m.id not in points or not points[m.id].complete
-                                                       or (lacking and not points[m.id].has_multi))]
+                                                       or (lacking and not (points[m.id].has_multi
+                                                                            and points[m.id].has_states)))]
         if not todo:
             return
         log.warning("corroboration: indexing %d stored messages", len(todo))
@@ -338,20 +346,23 @@ class Corroborator:
                 emb = await self.embedder.embed([prepare_text(m.text) for m in missing])
                 for m, v in zip(missing, emb):
                     vecs.setdefault(m.id, {})[VECTOR] = v
+            packed: dict[str, str] = {}
             if self.multilingual is not None:
-                missing = [m for m in chunk if MULTI not in vecs.get(m.id, {})]
-                if missing:
-                    emb = await self.multilingual.queries([prepare_text(m.text) for m in missing])
-                    for m, v in zip(missing, emb):
-                        vecs.setdefault(m.id, {})[MULTI] = v
+                # The token states come from the same model call as the vector, so a point lacking either
+                # is embedded again (points from before the states were kept).
+                emb, states = await self.multilingual.queries_with_states([prepare_text(m.text) for m in chunk])
+                for m, v, st in zip(chunk, emb, states):
+                    vecs.setdefault(m.id, {})[MULTI] = v
+                    packed[m.id] = pack_states(st)
             rows_info = await asyncio.to_thread(_rows_of, [m.text for m in chunk])
             fresh = [MessagePoint(m.id, f"{m.platform}:{m.chat_id}", m.ts, story[m.id], start[story[m.id]],
                                   r.entities, r.terms, r.denies, latin=r.latin, vector=vecs[m.id][VECTOR],
-                                  platform=m.platform, message_id=str(m.message_id), multi=vecs[m.id].get(MULTI))
+                                  platform=m.platform, message_id=str(m.message_id), multi=vecs[m.id].get(MULTI),
+                                  numbers=r.numbers, states=packed.get(m.id, ""))
                      for m, r in zip(chunk, rows_info)]
             await self.vectors.upsert(fresh)
             points.update((p.key, StoredMessageVector(p.key, p.chat, p.ts, p.story, p.story_start, p.entities,
-                                                      p.terms, p.denies)) for p in fresh)
+                                                      p.terms, p.denies, numbers=p.numbers)) for p in fresh)
 
     def _count_all(self, terms: Iterable[frozenset[int]]) -> None:
         with self._lock:
@@ -460,21 +471,25 @@ class Corroborator:
                 and await self.store.is_tracked(m.platform, m.chat_id)]
         keep.sort(key=lambda m: _secs(m.at))
         if not keep:
-            return _Prepared(messages, [], np.zeros((0, self.embedder.dim), np.float32), None, {}, [])
+            return _Prepared(messages, [], np.zeros((0, self.embedder.dim), np.float32), None, [], {}, [])
         clean = [prepare_text(m.text) for m in keep]
         texted = [i for i, m in enumerate(keep) if m.text.strip()]  # the others are photo-only posts
         vecs = np.zeros((len(keep), self.embedder.dim), dtype=np.float32)
         multi: np.ndarray | None = None
+        states: list[str] = [""] * len(keep)
         if texted:
             vecs[texted] = await self._embed([clean[i] for i in texted])
             # e5 "query:" vectors of the same cleaned text the matcher embeds, so a lookup after a check
-            # finds its vector in the encoder's cache.
+            # finds its vector in the encoder's cache; its token states come from the same model call.
             if self.multilingual is not None:
-                some = await self.multilingual.queries([clean[i] for i in texted])
+                some, token_states = await self.multilingual.queries_with_states([clean[i] for i in texted])
                 multi = np.zeros((len(keep), some.shape[1]), dtype=some.dtype)
                 multi[texted] = some
-        stories, merges = await self._link_batch(keep, clean, vecs, multi)
-        return _Prepared(messages, keep, vecs, multi, stories, merges)
+                packed = await asyncio.to_thread(lambda: [pack_states(st) for st in token_states])
+                for i, st in zip(texted, packed):
+                    states[i] = st
+        stories, merges = await self._link_batch(keep, clean, vecs, multi, states)
+        return _Prepared(messages, keep, vecs, multi, states, stories, merges)
 
     async def _write(self, p: _Prepared) -> list[str | None]:
         if p.keep:
@@ -491,10 +506,11 @@ class Corroborator:
 
     async def bulk_load(self, messages: Sequence[TrackedMessage], vectors: np.ndarray,
                         stories: Sequence[str] | None = None, multi: np.ndarray | None = None, *,
-                        starts: Mapping[str, float] | None = None) -> None:
+                        starts: Mapping[str, float] | None = None, states: Sequence[str] | None = None) -> None:
         """Store messages with precomputed vectors and known story ids, without linking (imports and
         `tipline bench corroborate`, which fills up to 1M messages without embedding each one).
-        `starts`: when each story began, for a fill in several calls (default: its earliest message here)."""
+        `starts`: when each story began, for a fill in several calls (default: its earliest message here);
+        `states`: each message's packed e5 token states (core.token_align.pack_states)."""
         stories = list(stories) if stories is not None else [m.key for m in messages]
         rows = [StoredMessage(id=m.key, platform=m.platform, chat_id=str(m.chat_id), message_id=str(m.message_id),
                               text=m.text, ts=_secs(m.at), author=m.author, permalink=m.permalink,
@@ -510,7 +526,8 @@ class Corroborator:
             await self.vectors.upsert([
                 MessagePoint(m.key, m.chat, _secs(m.at), s, start[s], r.entities, r.terms, r.denies, latin=r.latin,
                              vector=v, platform=m.platform, message_id=str(m.message_id),
-                             multi=None if multi is None else multi[i + k])
+                             multi=None if multi is None else multi[i + k], numbers=r.numbers,
+                             states="" if states is None else states[i + k])
                 for k, (m, v, s, r) in enumerate(zip(chunk, vectors[i:i + 1024], stories[i:i + 1024], info))])
             await asyncio.to_thread(self._count_many, [r.terms for r in info], +1)
 
@@ -520,7 +537,8 @@ class Corroborator:
                 self._count(t, sign)
 
     async def _link_batch(self, msgs: Sequence[TrackedMessage], clean: Sequence[str], vecs: np.ndarray,
-                          multi: np.ndarray | None) -> tuple[dict[str, str], list[tuple[str, list[str]]]]:
+                          multi: np.ndarray | None, states: Sequence[str]
+                          ) -> tuple[dict[str, str], list[tuple[str, list[str]]]]:
         """Link each message to the same-story messages of other chats within the window and store it;
         stories that a message joins are merged (the one that started first keeps its id, so story ids
         stay stable)."""
@@ -541,7 +559,8 @@ class Corroborator:
                     await asyncio.to_thread(self._count_many, [info.terms], +1)  # the IDF counts the message
                     cands, inside = await self._candidates(info.latin, v, mv, ts, [m.chat], m.key, strict=True)
                     if cands:
-                        _, ok, weak = await asyncio.to_thread(self._scores, info, cands, inside)
+                        _, ok, weak = await asyncio.to_thread(self._scores, info, cands, inside,
+                                                              unpack_states(states[at]))
                         linked = [c for c, good in zip(cands, ok) if good]
                         if not linked and weak.size:
                             best = await self._weak_link(cands, weak, ts)
@@ -564,7 +583,7 @@ class Corroborator:
                     await self.vectors.upsert([MessagePoint(m.key, m.chat, ts, story, start, info.entities,
                                                             info.terms, info.denies, latin=info.latin, vector=v,
                                                             platform=m.platform, message_id=str(m.message_id),
-                                                            multi=mv)])
+                                                            multi=mv, numbers=info.numbers, states=states[at])])
                 if m.photo_hash is not None:
                     self.photos.add(PhotoEntry(m.key, m.chat, ts, story, start, m.photo_hash, has_text=has_text))
                 stories[m.key] = story
@@ -611,17 +630,17 @@ class Corroborator:
             members.setdefault(m.story, set()).add(m.key)
         return next((int(k) for k in weak if members.get(cands[k].story, set()) <= {cands[k].key}), None)
 
-    def _scores(self, info: _Row, cands: Sequence[StoredMessageVector],
-                inside: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _scores(self, info: _Row, cands: Sequence[StoredMessageVector], inside: np.ndarray | None = None,
+                states: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each candidate's same-story probability by its route's model, whether it links (a candidate
         not `inside` at the strict threshold), and the weak-band candidates best first (tried only when
-        none links)."""
+        none links). `states`: the text's e5 token states as stored (core.token_align.unpack_states)."""
         with self._lock:
             feats = self._features(info, cands)
-        return self._judge(info, cands, feats, inside)
+        return self._judge(info, cands, self._with_extra(info, cands, feats, states), inside)
 
-    def _scores_unless_busy(self, info: _Row, cands: Sequence[StoredMessageVector]
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def _scores_unless_busy(self, info: _Row, cands: Sequence[StoredMessageVector], states: np.ndarray | None = None
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """`_scores` without waiting for the document frequencies: None while a worker thread counts them
         (a bulk load's chunk, the start's count of every stored message), so the event loop never blocks
         on them."""
@@ -631,7 +650,7 @@ class Corroborator:
             feats = self._features(info, cands)
         finally:
             self._lock.release()
-        return self._judge(info, cands, feats, None)
+        return self._judge(info, cands, self._with_extra(info, cands, feats, states), None)
 
     def _judge(self, info: _Row, cands: Sequence[StoredMessageVector], feats: np.ndarray,
                inside: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -645,11 +664,24 @@ class Corroborator:
             linked &= routes == ENGLISH
         return probs, linked, weak_order(self.models, routes, probs, margin, inside)
 
-    def _row_and_scores(self, clean: str, latin: bool, cands: Sequence[StoredMessageVector]
-                        ) -> tuple[_Row, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _row_and_scores(self, clean: str, latin: bool, cands: Sequence[StoredMessageVector],
+                        states: np.ndarray | None = None) -> tuple[_Row, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """A long text's row and scores, in one worker-thread hop."""
         info = _row_of(clean, latin)
-        return info, self._scores(info, cands)
+        return info, self._scores(info, cands, None, states)
+
+    def _with_extra(self, info: _Row, cands: Sequence[StoredMessageVector], feats: np.ndarray,
+                    states: np.ndarray | None) -> np.ndarray:
+        """FEATURES plus, for pairs off the English route, the ROUTE_EXTRA columns (`route_extra`, as
+        `StoryDetector.features` computes them): token alignment with each candidate's stored states and
+        the numbers' overlap. Needs no term statistics, so it runs outside the lock."""
+        out = np.zeros((len(cands), len(ALL_FEATURES)))
+        out[:, :len(FEATURES)] = feats
+        other = [k for k, c in enumerate(cands) if not (c.latin and info.latin)]
+        if other and self.multilingual is not None:
+            out[other, len(FEATURES):] = route_extra(
+                states, info.numbers, [(unpack_states(cands[k].states), cands[k].numbers) for k in other])
+        return out
 
     def _features(self, info: _Row, cands: Sequence[StoredMessageVector]) -> np.ndarray:
         """`core.corroboration.pair_features`, as `StoryDetector.features` computes them, with the
@@ -673,8 +705,11 @@ class Corroborator:
         chats = [f"{p}:{c}" for p, c in exclude_chats]
         if clean.strip():
             vec = (await self._embed([clean]))[0]
-            multi = (await self.multilingual.queries([clean]))[0] if self.multilingual is not None else None
-            found = await self._find(clean, vec, multi, t, chats)
+            multi, states = None, None
+            if self.multilingual is not None:  # the check embedded the same text with its states (cached)
+                vecs, token_states = await self.multilingual.queries_with_states([clean])
+                multi, states = vecs[0], unpack_states(pack_states(token_states[0]))
+            found = await self._find(clean, vec, multi, t, chats, states)
         else:
             found = _Found()
         if photo is not None:
@@ -722,7 +757,7 @@ class Corroborator:
                             tier=tier, note=note)
 
     async def _find(self, clean: str, vec: np.ndarray, multi: np.ndarray | None, t: float,
-                    chats: list[str]) -> _Found:
+                    chats: list[str], states: np.ndarray | None = None) -> _Found:
         found = _Found()
         # The asker's chat is dropped here rather than in the engine's filter: a must_not on the chat
         # field cost the filtered search ~0.9 of 3.9 ms at 100k stored (tools/window_recall.py's dir).
@@ -737,10 +772,11 @@ class Corroborator:
         # took p50 5.17 ms on the loop, 5.80 ms with the thread (tools/lookup_inline_ab.py, 591 each).
         if len(clean) <= self.inline_row_chars:
             info = _row_of(clean, latin)
-            quick = self._scores_unless_busy(info, cands)
-            scores, linked, weak = quick if quick is not None else await asyncio.to_thread(self._scores, info, cands)
+            quick = self._scores_unless_busy(info, cands, states)
+            scores, linked, weak = quick if quick is not None else await asyncio.to_thread(
+                self._scores, info, cands, None, states)
         else:
-            info, (scores, linked, weak) = await asyncio.to_thread(self._row_and_scores, clean, latin, cands)
+            info, (scores, linked, weak) = await asyncio.to_thread(self._row_and_scores, clean, latin, cands, states)
         if not linked.any() and weak.size:  # the text links as a new message would (StoryDetector's rule)
             k = await self._weak_link(cands, weak, t)
             if k is not None:

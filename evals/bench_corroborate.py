@@ -73,9 +73,15 @@ async def _fill(app: App, base: list[str], stored: int, chats: int, rng: np.rand
     vecs = await cache.vectors("corroborate-base", await identity_of_embedder(embedder.embed, embedder.model_name),
                                prepared, lambda: embedder.embed(prepared))
     multi_base = None
+    packed: list[str] | None = None
     if multi is not None:
         multi_base = await cache.vectors("corroborate-base", await identity_of_embedder(multi.queries, multi.model_name),
                                          prepared, lambda: multi.queries(prepared))
+        # Each repost carries its tweet's token states, as an ingested message does (the CROSS and NATIVE
+        # story models read them; their size is part of what is measured).
+        from core.token_align import pack_states
+
+        packed = [pack_states(st) for st in (await multi.queries_with_states(prepared))[1]]
     for k in range(chats):
         await c.store.set_flag("telegram", f"-100{k:07d}", "tracking", True, kind="channel", handle=f"@bench{k}")
     chat_of = rng.integers(chats, size=stored)
@@ -99,7 +105,8 @@ async def _fill(app: App, base: list[str], stored: int, chats: int, rng: np.rand
             mvecs = jittered(vecs, tweet[idx], rng)
             mmulti = jittered(multi_base, tweet[idx], rng) if multi_base is not None else None
             t0 = time.perf_counter()
-            await c.bulk_load(msgs, mvecs, [f"telegram:bench:{j}" for j in tweet[idx]], mmulti, starts=starts)
+            await c.bulk_load(msgs, mvecs, [f"telegram:bench:{j}" for j in tweet[idx]], mmulti, starts=starts,
+                              states=None if packed is None else [packed[j] for j in tweet[idx]])
             fill_s += time.perf_counter() - t0
     # The vector engine indexes in the background; time a running bot's steady state.
     t0 = time.perf_counter()
@@ -197,9 +204,11 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                     t0 = time.perf_counter()
                     await embed_both([prepare_text(text)])
                     embed_all.append((time.perf_counter() - t0) * 1000)
-                    # The bot's order: the engine's match embeds clean_query(text) with both models (not
-                    # timed), then the lookup.
-                    await embed_both([clean_query(text)])
+                    # The bot's order: the engine's match embeds clean_query(text) with both models, e5 with its
+                    # token states (core/matching.py; not timed), then the lookup.
+                    await embedder.embed([clean_query(text)])
+                    if multi is not None:
+                        await multi.queries_with_states([clean_query(text)])
                     for j in range(len(ks)):
                         k = ks[(i + j) % len(ks)]
                         c.lookup_candidates = k

@@ -23,6 +23,7 @@ from core.corroboration import (
     NATIVE,
     COS_FLOOR,
     DEFAULT_WINDOW_DAYS,
+    ALL_FEATURES,
     FEATURES,
     ROUTE_FEATURES,
     TEXT_STEPS,
@@ -38,6 +39,7 @@ from core.corroboration import (
     route_scores,
 )
 from core.evaluation import read_qrels, read_queries
+from core.token_align import stored_states
 from evals.vector_cache import VectorCache, identity_of_embedder_sync
 
 DEFAULT_MODEL_DIR = Path("/tmp/model")
@@ -107,7 +109,8 @@ def _stream_order(msgs: Sequence[Message]) -> list[int]:
 def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | None = None,
                window_days: float = DEFAULT_WINDOW_DAYS, record_pairs: bool = False,
                same_account: bool = False, multi: np.ndarray | None = None,
-               others: Sequence[StoryModel] | None = None, common: frozenset[int] | None = None) -> StoryDetector:
+               others: Sequence[StoryModel] | None = None, common: frozenset[int] | None = None,
+               states: Sequence[np.ndarray | None] | None = None) -> StoryDetector:
     """Replay `msgs` in time order; with `multi` (multilingual vectors) pairs with a non-Latin side are
     judged on those by `others` (the CROSS and NATIVE models), as the live path does; `common` replaces
     the shipped common words of the `shared` feature (core.corroboration.COMMON_TERMS_FILE)."""
@@ -116,7 +119,8 @@ def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | No
                         common=common)
     for k in _stream_order(msgs):
         m = msgs[k]
-        det.add(m.id, m.account, m.time, m.text, vecs[k], None if multi is None else multi[k])
+        det.add(m.id, m.account, m.time, m.text, vecs[k], None if multi is None else multi[k],
+                None if states is None else states[k])
     return det
 
 
@@ -139,7 +143,7 @@ def fit(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]],
                        weak_threshold=None)  # links nothing
     det = run_stream(msgs, vecs, probe, window_days, record_pairs=True, same_account=same_account)
     pairs = [(i, j) for i, j, _ in det.pairs]
-    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, len(FEATURES)))
+    x = np.array([f[:len(FEATURES)] for _, _, f in det.pairs]) if det.pairs else np.zeros((0, len(FEATURES)))
     if features is not None:
         mask = np.zeros(x.shape[1], dtype=bool)
         mask[list(features)] = True
@@ -155,23 +159,44 @@ def fit(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]],
 
 def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gold: dict[str, set[str]],
                english: StoryModel | None = None, window_days: float = DEFAULT_WINDOW_DAYS,
-               cos_floor: float = COS_FLOOR) -> tuple[list[StoryModel], dict]:
+               cos_floor: float = COS_FLOOR, states: Sequence[np.ndarray | None] | None = None,
+               columns: Sequence[int] | None = None, l2: float = 1e-4,
+               extra: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = (),
+               parts: Sequence[dict[str, set[str]]] | None = None,
+               balance: bool = False) -> tuple[list[StoryModel], dict]:
     """Fit the CROSS and NATIVE models (the ENGLISH one kept), each on the candidate pairs of its route,
-    then each threshold in turn to maximise the whole clustering's pairwise F1 (use TRAIN)."""
+    then each threshold in turn to maximise the whole clustering's pairwise F1 (use TRAIN). `columns`: the
+    ALL_FEATURES the two models read (default cos, ent, rare); `extra`: more labelled pairs (features,
+    routes, labels) for the weights only, e.g. another corpus's (the thresholds stay this stream's);
+    `parts`: the stream's corpora (each a part of `gold`), whose F1s the thresholds maximise the mean of,
+    so that a small corpus counts as much as a big one; `balance`: the parts' pairs also weigh alike in the
+    logistic fit."""
+    columns = list(range(ROUTE_FEATURES)) if columns is None else list(columns)
     english = english or StoryModel()
     probe = StoryModel(weights=(0.0,) * len(FEATURES), bias=0.0, threshold=2.0, cos_floor=cos_floor,
                        weak_threshold=None)
-    det = run_stream(msgs, vecs, english, window_days, record_pairs=True, multi=multi, others=[probe, probe])
+    det = run_stream(msgs, vecs, english, window_days, record_pairs=True, multi=multi, others=[probe, probe],
+                     states=states)
     pairs = [(i, j) for i, j, _ in det.pairs]
-    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, len(FEATURES)))
+    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, len(ALL_FEATURES)))
     routes = np.array([int(route(det._latin[i], det._latin[j])) for i, j in pairs], dtype=int)
     y = np.array([float(bool(gold.get(det.ids[i], set()) & gold.get(det.ids[j], set()))) for i, j in pairs])
     models = [english]
     for r in (CROSS, NATIVE):
         sel = routes == r
-        if y[sel].sum() >= 5 and (1 - y[sel]).sum() >= 5:
-            w, b = fit_logistic(x[sel][:, :ROUTE_FEATURES], y[sel])
-            w = np.concatenate([w, np.zeros(x.shape[1] - ROUTE_FEATURES)])
+        xs, ys = x[sel][:, columns], y[sel]
+        sw = np.ones(len(ys))
+        if balance and parts:
+            part_of = np.array([next((k for k, g in enumerate(parts) if det.ids[i] in g), 0) for i, _ in pairs])[sel]
+            counts = np.bincount(part_of, minlength=len(parts))
+            sw = 1.0 / np.maximum(counts[part_of], 1)
+        for ex, er, ey in extra:
+            xs, ys = np.vstack([xs, ex[er == r][:, columns]]), np.concatenate([ys, ey[er == r]])
+            sw = np.concatenate([sw, np.full(int((er == r).sum()), float(sw.mean()))])
+        if ys.sum() >= 5 and (1 - ys).sum() >= 5:
+            fitted, b = fit_logistic(xs, ys, l2=l2, weights=sw)
+            w = np.zeros(max(columns) + 1)
+            w[columns] = fitted
             models.append(StoryModel(weights=tuple(float(v) for v in w), bias=b, threshold=0.5, cos_floor=cos_floor,
                                      weak_threshold=None))
         else:  # too few pairs of this route to fit: it links nothing
@@ -183,7 +208,8 @@ def fit_routes(msgs: Sequence[Message], vecs: np.ndarray, multi: np.ndarray, gol
         best = (models[r].threshold, -1.0)
         for t in np.unique(np.round(models[r].score(x[sel]), 4)):
             models[r].threshold = float(t)
-            f1 = pairwise_scores(clusters_at(det.ids, pairs, route_scores(models, routes, x) + 1.0, 1.0), gold).f1
+            clusters = clusters_at(det.ids, pairs, route_scores(models, routes, x) + 1.0, 1.0)
+            f1 = float(np.mean([pairwise_scores(clusters, g).f1 for g in (parts or [gold])]))
             if f1 > best[1]:
                 best = (float(t), f1)
         models[r].threshold = best[0]
@@ -243,7 +269,10 @@ def run_translated_eval(messages_path: Path, translations_path: Path, qrels_path
     msgs, gold = translated_stream(messages_path, translations_path, qrels_path)
     texts = [m.text for m in msgs]
     vecs, multi = eval_vectors(texts, embedder, multilingual, cache)
-    det = run_stream(msgs, vecs, multi=multi)
+    # The CROSS and NATIVE models read the token states as a tracked message's are stored (not cached:
+    # they are not vectors; ~15 s of e5 for the 394 texts of dev).
+    states = [stored_states(s) for s in multilingual.queries_with_states_sync(texts)[1]]
+    det = run_stream(msgs, vecs, multi=multi, states=states)
     clusters = det.clusters()
     s = pairwise_scores(clusters, gold)
     pairs = [m.id for m in msgs if f"ru{m.id}" in clusters]

@@ -136,6 +136,9 @@ class NotedMultilingual:
     def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         return self.notes.rows_with_states_sync("multi_passages", texts, self.real.passages_with_states_sync)
 
+    def queries_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self.notes.rows_with_states_sync("multi", texts, self.real.queries_with_states_sync)
+
     def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
         return self.notes.rows_sync("multi", texts, self.real.queries_sync)
 

@@ -5,7 +5,9 @@ One point per stored message: a dense cosine vector and the payload
     key, platform, chat ("platform:chat_id"), message_id, ts (unix seconds),
     story (the key of the story's first message), story_start (its time),
     ents (alias-normalised entities), terms (rare-term ids), denies (polarity cue),
-    script ("latin" or "other": which same-story model judges a pair, core/corroboration.py)
+    script ("latin" or "other": which same-story model judges a pair, core/corroboration.py),
+    nums (the text's numbers, core/story_numbers.py), states (its e5 token states, core/token_align.py
+    `pack_states`; "" when the multilingual model is off)
 
 and, when the multilingual model is on, a second named vector `multi` (e5): pairs with a non-Latin side
 are found and judged on it.
@@ -37,7 +39,11 @@ from storage.vectors import (
 VECTOR = "text"
 MULTI = "multi"
 _NS = uuid.UUID("0b7d3f4e-9c1a-4b6e-8f21-5a3c9e7d1b20")  # message key -> stable point id
-SCORING_FIELDS = ["key", "chat", "ts", "story", "story_start", "ents", "terms", "denies", "script", "multi"]
+# `states` is read by the searches (every field) and `scoring_data`, not by scans over the whole collection
+# (start-up, retention, /forget), which read `states_chars` (the packed states' length) to know whether it has them.
+SCAN_FIELDS = ["key", "chat", "ts", "story", "story_start", "ents", "terms", "denies", "script", "multi", "nums",
+               "states_chars"]
+SCORING_FIELDS = [*SCAN_FIELDS, "states"]
 
 
 def point_id(key: str) -> str:
@@ -61,6 +67,10 @@ class MessageScoring:
     # Which same-story model judges its pairs (core.corroboration.route). Keyword-only, so each model's
     # own fields follow `denies` in its positional order.
     latin: bool = field(default=True, kw_only=True)
+    # What the CROSS and NATIVE story models read beyond the above (core.corroboration.ROUTE_EXTRA): the
+    # text's numbers and its e5 token states, packed (core.token_align.pack_states; "" for none).
+    numbers: frozenset[str] = field(default=frozenset(), kw_only=True)
+    states: str = field(default="", kw_only=True, repr=False)
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,7 @@ class StoredMessageVector(MessageScoring):
     score: float = 0.0
     complete: bool = True  # False for a point written before the story fields existed (an older data dir)
     has_multi: bool = False  # stored with the multilingual vector (written while that was on)
+    has_states: bool = False  # stored with its token states (written by a version that keeps them)
 
     @classmethod
     def of(cls, payload: dict, score: float = 0.0) -> StoredMessageVector:
@@ -89,7 +100,8 @@ class StoredMessageVector(MessageScoring):
                    float(payload.get("story_start", ts)), frozenset(payload.get("ents") or ()),
                    frozenset(payload.get("terms") or ()), bool(payload.get("denies", False)),
                    score, complete="story" in payload, latin=payload.get("script", "latin") == "latin",
-                   has_multi=bool(payload.get("multi", False)))
+                   has_multi=bool(payload.get("multi", False)), numbers=frozenset(payload.get("nums") or ()),
+                   states=str(payload.get("states") or ""), has_states="states_chars" in payload)
 
 
 @dataclass(frozen=True)
@@ -128,7 +140,8 @@ class Near:
 def _payload(p: MessagePoint) -> dict:
     return {"key": p.key, "platform": p.platform, "chat": p.chat, "message_id": p.message_id, "ts": p.ts,
             "story": p.story, "story_start": p.story_start, "ents": sorted(p.entities), "terms": sorted(p.terms),
-            "denies": p.denies, "script": "latin" if p.latin else "other", "multi": p.multi is not None}
+            "denies": p.denies, "script": "latin" if p.latin else "other", "multi": p.multi is not None,
+            "nums": sorted(p.numbers), "states": p.states, "states_chars": len(p.states)}
 
 
 def _window(t: float | None, window_s: float, exclude_chats: Sequence[str],
@@ -236,7 +249,7 @@ class MessageVectors:
 
     async def scan(self, where: Where | None = None) -> AsyncIterator[list[StoredMessageVector]]:
         """Every stored message (matching `where`), a batch at a time, without vectors."""
-        async for records in self.store.scroll(self.name, where, payload=SCORING_FIELDS, batch=4096):
+        async for records in self.store.scroll(self.name, where, payload=SCAN_FIELDS, batch=4096):
             yield [StoredMessageVector.of(r.payload) for r in records]
 
     async def older_than(self, ts: float) -> list[StoredMessageVector]:

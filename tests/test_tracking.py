@@ -369,11 +369,12 @@ async def test_stored_rows_carry_author_link_time_and_language(app):
     c = app.corroborator
     (a,) = await tracked(app, 1)
     m = msg(a, "Взрывы в Киеве этим утром, работает ПВО", NOW - timedelta(minutes=3))
-    assert await c.ingest(m) == m.key
+    story = await c.ingest(m)  # STORY retold in Russian: it joins the English posts' story (across languages)
     row = (await c.store.get([m.key]))[m.key]
     assert (row.platform, row.chat_id, row.message_id) == ("telegram", a, m.message_id)
     assert row.author == m.author and row.permalink == m.permalink and row.language == "ru"
-    assert abs(row.ts - NOW.timestamp() + 180) < 1e-3 and row.story_id == m.key
+    assert abs(row.ts - NOW.timestamp() + 180) < 1e-3 and row.story_id == story != m.key
+    assert STORY in {r.text for r in (await c.store.get([story])).values()}
 
 
 RECALL = ("Pfizer recalls its COVID vaccine worldwide, the company said",
@@ -450,6 +451,7 @@ async def test_stories_across_languages_can_be_turned_off_and_on_again(app):
     await again.open()
     found = await again.lookup(RECALL[1], exclude_chats=[("telegram", asker)], at=NOW)
     assert found is not None and ru in {i.chat_id for i in found.items}
-    # The English messages stored while it was off were given their multilingual vector on open.
+    # The English messages stored while it was off were given their multilingual vector and token states on open.
     keys = [m.id for m in await c.store.since((NOW - timedelta(hours=4)).timestamp()) if m.chat_id in (en, en2)]
-    assert len(keys) == 2 and all(m.has_multi for m in (await again.vectors.scoring_data(keys)).values())
+    assert len(keys) == 2 and all(m.has_multi and m.states and m.numbers == frozenset()
+                                  for m in (await again.vectors.scoring_data(keys)).values())

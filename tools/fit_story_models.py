@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Fit the same-story models for pairs with a non-Latin side (core/corroboration.py: CROSS_*, NATIVE_*).
+"""Fit the same-story models for pairs with a non-Latin side on cos, ent and rare alone (core/corroboration.py:
+CROSS_*, NATIVE_* until 2026-11-29). The shipped models also read token alignment and numbers and are fitted
+with our story set by tools/story_routes_xl.py; this tool stays for the weak-link measurements below, which
+its docs cite (their figures are of the three-column models it fits).
 
 Data: the CLEF-2020 Task 2 train tweets plus our Russian translations of them (eval/clef2020-ru), each
 translation posted by another account ("@ru_<handle>") at the tweet's time; two messages are one story

@@ -74,7 +74,7 @@ def replay(msgs: Sequence[Message], vecs: np.ndarray, gold: dict[str, set[str]])
     smsgs = [msgs[k] for k in by_pos]
     svecs = det._vecs[:det.n].copy()
     pairs = [(int(i), int(j)) for i, j, _ in det.pairs]
-    x = np.array([f for _, _, f in det.pairs]) if det.pairs else np.zeros((0, ALL))
+    x = np.array([f[:ALL] for _, _, f in det.pairs]) if det.pairs else np.zeros((0, ALL))
     return Stream(smsgs, svecs, pairs, x, gold)
 
 
