@@ -300,7 +300,8 @@ def _translated_rows(f: dict) -> list[str]:
     if not rows:
         return []
     return ["", "Across languages: the same tweets plus our Russian translations of them, posted by other "
-            "accounts at the same time (pairs with a Russian side are judged on the multilingual vectors):", "",
+            "accounts at the same time (pairs with a Russian side are judged by the cross-language story models: e5 cosine, "
+            "token alignment of the two posts, numbers; docs/corroboration.md):", "",
             table(["split", "messages", "P / R / F1", "tweets linked to their own translation"], rows)]
 
 
