@@ -1,4 +1,4 @@
-"""News outlets' RSS/Atom feeds as watched sources (issue 37), beside watched channels (bot/watch.py):
+"""News outlets' RSS/Atom feeds as watched sources, beside watched channels (bot/watch.py):
 `/watch add https://outlet.example/rss.xml` (an address that is not a t.me link is a feed).
 
 `FeedWatch`:

@@ -1,4 +1,4 @@
-"""The account reader of watched channels (issue 37): public channels without a web preview read through a
+"""The account reader of watched channels: public channels without a web preview read through a
 Telegram account the operator logged in once (`tipline watch login`), over MTProto.
 
 This module holds the rules and none of the protocol: the requests go through a `ChannelSource`

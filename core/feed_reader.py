@@ -1,4 +1,4 @@
-"""News outlets' RSS and Atom feeds as watched sources (issue 37): feed addresses, one conditional GET of
+"""News outlets' RSS and Atom feeds as watched sources: feed addresses, one conditional GET of
 a feed, and its items as plain text.
 
 A feed is read with the validators of the last answer (`If-None-Match: <ETag>`, `If-Modified-Since:

@@ -1,4 +1,4 @@
-"""`tipline bench watch`: watched public channels at scale (issue 37, point 8), against a local t.me
+"""`tipline bench watch`: watched public channels at scale, against a local t.me
 (evals/preview_server.py) serving `channels` channels of `posts` posts each, in a throwaway data dir with the
 seed knowledge base and the real corroborator.
 

@@ -1,4 +1,4 @@
-"""Watched news feeds (bot/watch_feeds.py, issue 37): which feeds, how each was last read, and which of
+"""Watched news feeds (bot/watch_feeds.py): which feeds, how each was last read, and which of
 their items were read.
 
     watched_feeds        one row per feed (its canonical address): who added it, the validators of the

@@ -1,4 +1,4 @@
-"""The account reader of watched channels (core/account_reader.py, core/mtproto.py, issue 37 point 2): public
+"""The account reader of watched channels (core/account_reader.py, core/mtproto.py): public
 channels without a web preview read through a logged-in Telegram account, with the real watch service,
 corroborator (SQLite, embedded Qdrant, the models) and the local t.me (tests/fakes/telegram_preview.py).
 

@@ -1,4 +1,4 @@
-"""News outlets' RSS/Atom feeds as watched sources (bot/watch_feeds.py, issue 37), against a local news site
+"""News outlets' RSS/Atom feeds as watched sources (bot/watch_feeds.py), against a local news site
 serving RSS 2.0 and Atom with ETag / Last-Modified and the refusals a reader meets (tests/fakes/news_feeds.py),
 with the real corroborator (SQLite, embedded Qdrant, the ONNX models) and, end to end, the fake Bot API and PTB.
 

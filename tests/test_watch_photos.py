@@ -1,4 +1,4 @@
-"""Photos as stories (issue 37, point 6): watched posts' photos are downloaded from the URL the preview page
+"""Photos as stories: watched posts' photos are downloaded from the URL the preview page
 names and perceptually hashed (core/photo_hash.py, core/preview_photos.py), the same picture in two channels
 (one re-encoded) is one story for "also reported by" and the digest, and a photo an admin reviewed answers
 the next forward of it at once. Pictures are generated with Pillow; a local t.me (tests/fakes/telegram_preview.py)
