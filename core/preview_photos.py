@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from core.evidence.fetch import USER_AGENT
+from core.public_session import PublicSession
 from core.image_limits import ImageLimits, ImageRefused
 from core.photo_hash import photo_hash
 
@@ -47,8 +47,7 @@ class PreviewPhotos:
         self.preview_port = where.port
         self.timeout_s = timeout_s
         self.limits = limits or ImageLimits()
-        self._session = session
-        self._own = session is None
+        self._public = PublicSession(timeout_s, "image/jpeg,image/png,image/webp;q=0.9", session)
         self._slots = asyncio.Semaphore(MAX_AT_ONCE)
         self.requests = 0  # photos asked for, for the docs' request rate
 
@@ -66,17 +65,10 @@ class PreviewPhotos:
         return parts.scheme == "https" and port in (None, 443) and host.endswith(CDN_SUFFIXES)
 
     def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s), cookie_jar=aiohttp.DummyCookieJar(),
-                headers={"User-Agent": USER_AGENT, "Accept": "image/jpeg,image/png,image/webp;q=0.9"},
-                trust_env=True)
-            self._own = True
-        return self._session
+        return self._public.get()
 
     async def aclose(self) -> None:
-        if self._own and self._session is not None and not self._session.closed:
-            await self._session.close()
+        await self._public.aclose()
 
     async def hash(self, url: str) -> PhotoResult:
         """The perceptual hash of the photo at `url`, or the reason there is none. Never raises (but for

@@ -44,7 +44,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 
-from core.evidence.fetch import USER_AGENT, decode_body
+from core.public_session import PublicSession
+from core.evidence.fetch import decode_body
 
 log = logging.getLogger(__name__)
 
@@ -443,22 +444,14 @@ class PreviewReader:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
-        self._session = session
-        self._own = session is None
+        self._public = PublicSession(timeout_s, "text/html,application/xhtml+xml;q=0.9", session)
         self.requests = 0  # pages asked for, for the docs' request rate
 
     def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s), cookie_jar=aiohttp.DummyCookieJar(),
-                headers={"User-Agent": USER_AGENT, "Accept": "text/html,application/xhtml+xml;q=0.9"},
-                trust_env=True)
-            self._own = True
-        return self._session
+        return self._public.get()
 
     async def aclose(self) -> None:
-        if self._own and self._session is not None and not self._session.closed:
-            await self._session.close()
+        await self._public.aclose()
 
     async def _get(self, path: str, params: dict[str, str] | None = None) -> tuple[int, str, dict[str, str]]:
         """(status, decoded body up to max_bytes, headers), redirects not followed."""
