@@ -343,8 +343,9 @@ async def test_a_reviewed_photo_answers_the_next_forward_at_once(tg, app, tme):
     uk = await answer(fake, MEMBER + 2, caption="Це фото з вокзалу", photo=jpeg(picture(seed), 60))
     assert "https://factcheck.example/kharkiv-photo" in uk and "перевірили адміністратори" in uk, uk
 
-    # A photo nobody reviewed, without text, is read by the OCR as before (whatever it makes of the shapes).
-    other = await answer(fake, MEMBER + 3, photo=jpeg(picture(seed + 1), 85))
+    # A photo nobody reviewed, without text, is read by the OCR as before. A plain one: OCR guesses at a busy
+    # picture's shapes, and what it guesses would then be matched as text, which is not what this test is about.
+    other = await answer(fake, MEMBER + 3, photo=jpeg(Image.new("RGB", (960, 720), (200, 205, 210)), 85))
     assert "factcheck.example" not in other and "администраторы" not in other, other
     assert "Text read from the image" in other or other.startswith("I found no text in that image"), other
     await w.aclose()
