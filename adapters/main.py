@@ -44,6 +44,7 @@ from pydantic import ValidationError
 from adapters.banner import tipline_version
 from adapters.cli import render_card, render_json
 from bot.app import SetupError, build_app
+from core.language import use_cache_dir as use_language_cache
 from bot.chat import CheckService
 from bot.render import to_reply
 from bot.settings import Settings, configuration_warnings, settings_error
@@ -97,6 +98,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         settings = Settings(**overrides)
     except ValidationError as exc:
         raise BadSetting(settings_error(exc, os.environ)) from exc
+    use_language_cache(settings.models_dir)  # before the first message's language is read
     if args.command != "doctor":
         for line in configuration_warnings(os.environ):
             if getattr(args, "log_json", False):  # stderr stays one JSON object per line

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from bot.domains import DomainPolicy
 from bot.images import ImageReader
 from bot.settings import Settings
+from core.language import use_cache_dir as use_language_cache
 from core.budget import BudgetedLLM
 from core.checkability import CheckabilityModel, ClaimGate
 from core.denial import default_denial
@@ -196,6 +197,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
     corroborator, since no chat is tracked."""
     check_data_dir(settings.data_dir)
     one_blas_thread()
+    use_language_cache(settings.models_dir)
     async with AsyncExitStack() as stack:
         embedder, multilingual, use = await asyncio.gather(asyncio.to_thread(load_embedder, settings,
                                                                              1 if one_shot else None),

@@ -9,9 +9,15 @@ has (і ї є ґ / ы э ё ъ) decide, as before the classifier.
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
 import re
+import shutil
 import threading
+from array import array
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,26 +34,100 @@ _LETTER = re.compile(r"[^\W\d_]")
 _UKRAINIAN_ONLY = re.compile(r"[іїєґІЇЄҐ]")
 _RUSSIAN_ONLY = re.compile(r"[ыэёъЫЭЁЪ]")
 _lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
-@lru_cache(maxsize=1)
-def _identifier() -> Any:
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+_cache_dir: list[Path] = []  # where the compact table is kept; set once by the composition root
 
-    full = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+def use_cache_dir(path: Path) -> None:
+    """Keep the classifier's compact table under `path` (the models dir): later starts map it instead of
+    decompressing the package's model (0.8 s of CPU, ~110 MB of peak memory, ~65 MB kept)."""
+    _cache_dir[:] = [path]
+
+
+def _package_model() -> Path:
+    from py3langid.langid import MODEL_DIR, MODEL_FILE
+
+    return Path(MODEL_DIR) / MODEL_FILE
+
+
+def _compact_dir(root: Path) -> Path:
+    from importlib.metadata import version
+
+    model = _package_model()
+    st = model.stat()
+    tag = hashlib.sha1(",".join(LANGUAGES).encode()).hexdigest()[:8]
+    return root / f"py3langid-{version('py3langid')}-{st.st_size}-{tag}"
+
+
+def _full_subset() -> Any:
+    from py3langid.langid import LanguageIdentifier
+
+    full = LanguageIdentifier.from_model_file(str(_package_model()), norm_probs=True)
     # Built anew over our languages' columns only, so the full table (28 MB, kept by `set_languages` for a
-    # later reset) is freed: every megabyte counts in a one-shot check's peak memory.
+    # later reset) is freed.
     keep = [i for i, c in enumerate(full.nb_classes) if c in LANGUAGES]
     return LanguageIdentifier(np.ascontiguousarray(full.nb_ptc[:, keep]), full.nb_pc[keep],
                               [full.nb_classes[i] for i in keep], full.tk_nextmove, full.tk_output,
                               norm_probs=True, tk_row=full.tk_row)
 
 
+def _save_compact(ident: Any, folder: Path) -> None:
+    """The subset's arrays as .npy files, written in a private folder and renamed (no half cache is read)."""
+    tmp = folder.with_name(f"{folder.name}.{os.getpid()}.part")
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        np.save(tmp / "ptc.npy", ident.nb_ptc)
+        np.save(tmp / "pc.npy", np.asarray(ident.nb_pc))
+        np.save(tmp / "nextmove.npy", np.frombuffer(ident.tk_nextmove, dtype=f"u{ident.tk_nextmove.itemsize}"))
+        np.save(tmp / "row.npy", np.frombuffer(ident.tk_row, dtype=f"u{ident.tk_row.itemsize}"))
+        np.save(tmp / "output.npy", np.asarray(ident.tk_output, dtype=np.int32))
+        (tmp / "classes.txt").write_text("\n".join(ident.nb_classes), encoding="utf-8")
+        tmp.rename(folder)
+    except OSError:  # read-only, full, or another process got there first: the next start tries again
+        log.info("could not keep the language classifier's table in %s", folder, exc_info=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load_compact(folder: Path) -> Any:
+    from py3langid.langid import LanguageIdentifier
+
+    def mapped(name: str) -> Any:
+        return np.load(folder / name, mmap_mode="r")
+
+    # The transition table and scores are mapped: a text touches a few pages of them. The row offsets are
+    # plain Python ints, since the classifier shifts them and a numpy uint16 would overflow.
+    row = mapped("row.npy")
+    return LanguageIdentifier(mapped("ptc.npy"), np.load(folder / "pc.npy"),
+                              (folder / "classes.txt").read_text(encoding="utf-8").split("\n"),
+                              mapped("nextmove.npy"), mapped("output.npy"), norm_probs=True,
+                              tk_row=array({2: "H", 4: "I", 8: "L"}[row.dtype.itemsize], row.tobytes()))
+
+
+@lru_cache(maxsize=1)
+def _identifier() -> Any:
+    folder = _compact_dir(_cache_dir[0]) if _cache_dir else None
+    if folder is not None and (folder / "classes.txt").is_file():
+        try:
+            return _load_compact(folder)
+        except (OSError, ValueError):  # a damaged table: rebuilt below
+            log.warning("the language classifier's table in %s could not be read; rebuilding it", folder)
+            shutil.rmtree(folder, ignore_errors=True)
+    ident = _full_subset()
+    if folder is None:
+        return ident
+    _save_compact(ident, folder)
+    del ident
+    return _load_compact(folder) if (folder / "classes.txt").is_file() else _full_subset()
+
+
 def preload() -> None:
-    """Load the classifier now (~0.8 s of CPU: its model is LZMA-compressed arrays). It loads on first use
-    otherwise, which a one-shot `tipline check` wants; `tipline run` calls this in a worker thread at start,
-    since a first use on the event loop (the REST API reads the language of every request) stalled the
-    loop, and /healthz with it, for 0.9 s of a 300-request burst."""
+    """Load the classifier now. It loads on first use otherwise, which a one-shot `tipline check` wants;
+    `tipline run` calls this in a worker thread at start, since a first use on the event loop (the REST API
+    reads the language of every request) stalled the loop, and /healthz with it, for 0.9 s of a 300-request
+    burst."""
     _identifier()
 
 
