@@ -10,7 +10,7 @@ claim; core/negation.py decides its polarity), 0 otherwise (near misses and mess
 
 Rows are split by fact-check as `tipline eval realistic` splits them (one in three dev): only train rows are
 read here. The thresholds come from 5-fold cross-validated probabilities (folds by fact-check): `auto` the
-lowest with precision >= 0.93 of inherited verdicts, `related` the lowest where the top candidate is the
+lowest with precision >= 0.95 of inherited verdicts, `related` the lowest where the top candidate is the
 target or the near miss's neighbour for >= 0.9 of messages, both on the seed rows (EUvsDisinfo's
 near-duplicate narratives make its "wrong" top candidates often right).
 
@@ -41,7 +41,7 @@ from core.same_claim import FEATURES, TOP_K, VECTOR_PARTS  # noqa: E402
 from evals.realistic_eval import ASSERTING, Row, read_rows  # noqa: E402
 
 SAME = (*ASSERTING, "deny")
-AUTO_PRECISION, RELATED_PRECISION = 0.93, 0.9
+AUTO_PRECISION, RELATED_PRECISION = 0.95, 0.9
 
 
 def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50,
@@ -110,7 +110,8 @@ def predict(model: dict, X: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-np.clip(((X - model["mean"]) / model["std"]) @ model["w"] + model["b"], -50, 50)))
 
 
-def thresholds(items: list[dict], probs: list[np.ndarray], quiet: bool = False) -> dict:
+def thresholds(items: list[dict], probs: list[np.ndarray], quiet: bool = False,
+               auto_precision: float = AUTO_PRECISION) -> dict:
     """From top-1 per message (a message's answer is its best candidate)."""
     best = np.array([p.max() for p in probs])
     arg = [int(p.argmax()) for p in probs]
@@ -134,7 +135,7 @@ def thresholds(items: list[dict], probs: list[np.ndarray], quiet: bool = False) 
                 return float(t)
         return 1.0
 
-    auto = lowest(right, AUTO_PRECISION)
+    auto = lowest(right, auto_precision)
     rel = min(lowest(related, RELATED_PRECISION), auto)
     asserting = np.array([it["row"].kind in ASSERTING for it in items])
     return {"auto": auto, "related": rel,
@@ -150,6 +151,8 @@ async def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed-data-dir", type=Path, default=ROOT / "data")
     ap.add_argument("--euvs-data-dir", type=Path, help="a data dir holding the EUvsDisinfo cases (see above)")
     ap.add_argument("--euvs-cases", type=Path, default=ROOT.parent / "shared" / "eval" / "euvsdisinfo" / "cases.tsv")
+    ap.add_argument("--auto-precision", type=float, default=AUTO_PRECISION,
+                    help="precision of inherited verdicts the `auto` threshold is chosen for (cross-validated)")
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--l2-vector", type=float, nargs="*", default=[300.0, 1000.0, 3000.0],
                     help="L2 of the e5 vector parts to choose from by cross-validation (none: scalars only)")
@@ -188,7 +191,8 @@ async def main(argv: list[str] | None = None) -> None:
     tried = {}
     for l2v in [None, *args.l2_vector]:
         probs = cross_validated(l2v)
-        tried[l2v] = (thresholds([items[i] for i in seed], [probs[i] for i in seed], quiet=True)["cv"], probs)
+        tried[l2v] = (thresholds([items[i] for i in seed], [probs[i] for i in seed], quiet=True,
+                                 auto_precision=args.auto_precision)["cv"], probs)
         print(f"  L2 of the vector parts {l2v}: {tried[l2v][0]}", file=sys.stderr)
     l2_vector = max(tried, key=lambda k: (tried[k][0]["coverage_of_restatements"], k or 0))
     cv_probs = tried[l2_vector][1]
@@ -197,7 +201,7 @@ async def main(argv: list[str] | None = None) -> None:
           f"parts, in the top {TOP_K} for {np.mean([bool(it['is_target'].any()) for it in same]):.3f}; decision "
           f"first for {np.mean([bool(it['is_target'][int(cv_probs[i].argmax())]) for i, it in enumerate(items) if it['row'].kind in SAME]):.3f}",
           file=sys.stderr)
-    thr = thresholds([items[i] for i in seed], [cv_probs[i] for i in seed])
+    thr = thresholds([items[i] for i in seed], [cv_probs[i] for i in seed], auto_precision=args.auto_precision)
     model = train(items, args.l2, l2_vector)
     out = {"model": "logistic regression over the re-rankers' top candidates", "features": list(FEATURES),
            "vector_parts": list(VECTOR_PARTS) if l2_vector is not None else [],
