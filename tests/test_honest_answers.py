@@ -1,4 +1,4 @@
-"""Honest answers (issue 12), through the real engine, model, SQLite, embedded Qdrant and seed knowledge base:
+"""Honest answers, through the real engine, model, SQLite, embedded Qdrant and seed knowledge base:
 a confidence that is the probability the verdict shown is right, no percentage on an Unverified card,
 no unrelated fact-checks listed, one story per card, and long repetitive messages reduced before any cut."""
 
