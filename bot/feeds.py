@@ -1,4 +1,4 @@
-"""Scheduled refresh of fact-check and news feeds (seed 001): `tipline run` keeps the knowledge base fresh.
+"""Scheduled refresh of fact-check and news feeds: `tipline run` keeps the knowledge base fresh.
 
 Two lists are read. `TIPLINE_FEEDS` (ClaimReview JSON/HTML, Fact Check Tools answers, CSV/JSONL, RSS/Atom:
 whatever `tipline ingest` reads) is downloaded and parsed whole every `TIPLINE_FEED_REFRESH_MINUTES`. The

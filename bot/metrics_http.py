@@ -1,7 +1,7 @@
 """GET /metrics on the shared aiohttp server (`tipline run`): the exposition text of one `Metrics`.
 
 Apart from bot/metrics.py so that recording metrics does not import aiohttp's server: a one-shot
-`tipline check` builds the app without any HTTP, and aiohttp costs ~0.22 s of CPU to import (issue 14).
+`tipline check` builds the app without any HTTP, and aiohttp costs ~0.22 s of CPU to import.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 
 Sending a message is not idempotent on Telegram or Slack, and a process killed after the platform applied a
 "🔎 Checking…" but before its id was journaled (storage/reply_journal.py; ~2.2 ms mean on the shared 2-core
-container) leaves that message behind: ~0.8 % of killed checks when every check sent one at once (issue 13
-point 5). An offline check takes ~0.3 s, so with `TIPLINE_PROGRESS_AFTER_S` = 2 it never has a placeholder to
-orphan; a slow (LLM, web) check sends it after the delay and edits it as before, with the same ~2 ms window
-over many seconds.
+container) leaves that message behind: ~0.8 % of killed checks when every check sent one at once. An offline
+check takes ~0.3 s, so with `TIPLINE_PROGRESS_AFTER_S` = 2 it never has a placeholder to orphan; a slow (LLM,
+web) check sends it after the delay and edits it as before, with the same ~2 ms window over many seconds.
 
 Until then the user sees a sign that is not a message, so a crash cannot leave it behind: `Presence` (Telegram
 "typing…", repeated every 4 s because it lasts 5 s; on Slack an :eyes: reaction on the asker's message,

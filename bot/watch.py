@@ -1,4 +1,4 @@
-"""Watched public Telegram channels (issue 37): posts read from the channel's public web preview
+"""Watched public Telegram channels: posts read from the channel's public web preview
 (`https://t.me/s/<name>`, core/telegram_preview.py) join the tracked messages, so "also reported by",
 digests, /trending and alerts count channels a newsroom reads but does not run. No admin rights in the
 channel and no Telegram account are needed; only public pages are read (docs/watch.md).

@@ -1,6 +1,6 @@
 """Adjudication: the final verdict, a one-paragraph reasoning with [n] citations, and the citations.
 
-Citations are chosen first (seed 004: highest stance, diverse domains, newest) and numbered 1..n; the
+Citations are chosen first (highest stance, diverse domains, newest) and numbered 1..n; the
 LLM sees exactly those, numbered, as untrusted data, and writes the reasoning citing them.
 
 Validation after the LLM (the LLM proposes, the features dispose):

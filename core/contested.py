@@ -1,6 +1,6 @@
 """A contested automatic match: a close rival fact-check carries a word of the message that the match lacks.
 
-Issue 12: "Bill Gates wants to put microchips in people through vaccines" took the seed's fact-check
+The case it is for: "Bill Gates wants to put microchips in people through vaccines" took the seed's fact-check
 "Bill Gates admitted in a TED talk that vaccines are meant to reduce the world's population" at
 p 0.996 (`auto`: the card inherited its Misleading verdict), while the fact-check about RFID chips
 in vaccines scored 0.026. Both embedding models put the two fact-checks almost level (e5 0.901 vs
@@ -25,7 +25,7 @@ Measured (shipped English weights; precision at `auto` with the floor, coverage)
 36 of 1,315 correct automatic matches demoted for 26 of 107 wrong (0.925 -> 0.940, coverage 0.444
 -> 0.425); dev mixture, never used to choose, 10 of 317 for 7 of 30 (0.914 -> 0.930, 0.440 ->
 0.419). Most of the wrong ones caught are no-match queries (a related fact-check took `auto`:
-18 of 69 on train), the pattern of issue 12. /tmp experiments; figures in docs/decisions/2026-11-24-matching-measurements.md.
+18 of 69 on train), the Gates case above. Figures: docs/decisions/2026-11-24-matching-measurements.md.
 
 English pairs only: the words are compared as core.sparse terms, and the figures are English.
 """

@@ -41,19 +41,10 @@ from core.story_numbers import NUMBER_FEATURES, number_features, story_numbers
 
 
 # --- fitted constants ----------------------------------------------------------------------------
-# Fitted 2025-06 on CLEF-2020 Task 2 TRAIN only (800 tweets, 193 same-vclaim pairs; 475 candidate pairs
-# of other accounts within 7 days and cosine >= 0.35, 151 of them positive) by `evals.corroboration_eval.fit`
-# (Newton logistic, L2 1e-4; threshold = pairwise-F1 maximiser of the union-find clustering on train).
-# Train (in-sample) pairwise P/R/F1 .897/.679/.773 vs naive cosine baseline .624/.627/.625.
-# Refitted 2026-11 with the fourth feature `shared` (same procedure, same pairs): train in-sample
-# .837/.746/.789 (was .897/.679/.773 on three features, threshold 0.5667). Cross-validated on train
-# grouped by claim (tools/story_linking_cv.py, 5x3 folds, the fitting procedure run per fold, weak
-# links at 0.8 of the threshold; docs/digest.md "Same-story linking"): held-out F1 on test-sized streams
-# .844 -> .844 (P .960 -> .967), inside the whole train stream .678 -> .713 (P .624 -> .684).
-# A plain lower threshold (0.36, the CV choice for three features) lifted test-sized streams
-# .780 -> .851 but left F1 inside the whole train stream flat (.684 -> .692), precision .722 -> .635.
-# Dev: F1 0 -- 19 of dev's 21 gold pairs are > 7 days apart or from one account, the remaining 2 are
-# not linked (see docs/corroboration.md for the table, incl. the unconstrained variant).
+# The English model: a Newton logistic regression (L2 1e-4) over FEATURES, fitted on CLEF-2020 Task 2 train
+# only (pairs of other accounts within the window and above COS_FLOOR) by `evals.corroboration_eval.fit`;
+# THRESHOLD maximises the pairwise F1 of the union-find clustering on train. Fit and cross-validation
+# figures: docs/decisions/2026-11-29-notes-from-code.md; dev: docs/corroboration.md.
 FEATURES: tuple[str, ...] = ("cos", "ent", "rare", "shared")
 # What the CROSS and NATIVE routes read beyond FEATURES (columns after them; the English model's weights
 # stop at FEATURES, so it never reads them): how well the two posts' e5 token states align (each post's
@@ -106,7 +97,7 @@ DEFAULT_WINDOW_DAYS: float = 7.0
 # translations of the train tweets at pairwise precision 0.010. Two more models, one for pairs across
 # scripts (Russian/Ukrainian and English), one for pairs both in one non-Latin script (Russian and
 # Ukrainian), read cos, ent, rare and the ROUTE_EXTRA columns (token alignment, numbers).
-# Fitted 2026-11-29 by tools/story_routes_xl.py on one train stream: the CLEF-2020 train tweets plus our
+# Fitted by tools/story_routes_xl.py on one train stream: the CLEF-2020 train tweets plus our
 # Russian translations of them posted by other accounts (eval/clef2020-ru), and eval/stories/train.jsonl
 # (our ru/uk/en news posts by event, with other events of the same city or person); NATIVE on the
 # translations and the story set's Cyrillic posts. Newton logistic (L2 1e-4); each threshold maximises

@@ -1,10 +1,11 @@
 """Default source credibility per domain (0–1), and the admins' allow/deny rules on top of it.
 
-The tiers follow seed 000's table (fact-checkers 0.90–0.95, government/scientific 0.95, wire services
+The tiers follow the design's table (fact-checkers 0.90–0.95, government/scientific 0.95, wire services
 and public broadcasters 0.85–0.90, major newspapers 0.80, academic 0.80–0.90, international news 0.75,
-unknown 0.50), extended with the tiers the issue names: Wikipedia (a tertiary source: useful, editable
-by anyone, so below newspapers) and known low-credibility sites (repeatedly rated false by fact-checkers),
-which score below "unknown" rather than being excluded — excluding is the admins' call (deny list).
+unknown 0.50; docs/decisions/2026-11-29-notes-from-code.md), extended with two tiers: Wikipedia (a
+tertiary source: useful, editable by anyone, so below newspapers) and known low-credibility sites
+(repeatedly rated false by fact-checkers), which score below "unknown" rather than being excluded —
+excluding is the admins' call (deny list).
 
 Admin rules win over defaults: an allowed domain gets the top tier, a denied domain is excluded (`None`)
 and must never be cited. Deny is checked first, as in bot/domains.py. Rules are taken as plain
@@ -19,10 +20,10 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 TOP = 0.95  # the highest default tier; allow-listed domains get it
-UNKNOWN = 0.50  # seed 000: "neither boosted nor penalised"
+UNKNOWN = 0.50  # neither boosted nor penalised
 LOW = 0.20
 
-FACT_CHECKERS = {  # IFCN signatories and long-standing fact-check desks (seed 000 plus well-known peers)
+FACT_CHECKERS = {  # IFCN signatories and long-standing fact-check desks (the design's table and well-known peers)
     "snopes.com": 0.90, "factcheck.org": 0.95, "politifact.com": 0.95, "fullfact.org": 0.95,
     "leadstories.com": 0.90, "africacheck.org": 0.90, "checkyourfact.com": 0.90, "healthfeedback.org": 0.90,
     "sciencefeedback.co": 0.90, "maldita.es": 0.90, "newtral.es": 0.90, "correctiv.org": 0.90,
@@ -62,7 +63,7 @@ DEFAULT_TIERS: dict[str, float] = {
     **REFERENCE, **INTERNATIONAL, **ACADEMIC, **NEWSPAPERS, **WIRE_AND_PUBLIC, **GOVERNMENT_SCIENTIFIC,
     **FACT_CHECKERS, **LOW_CREDIBILITY,
 }
-# Suffixes only public institutions can register (seed 000 puts gov/scientific bodies at the top tier;
+# Suffixes only public institutions can register (gov/scientific bodies sit at the top tier;
 # .edu and .ac.* are academic).
 SUFFIX_TIERS: list[tuple[str, float]] = [
     ("gov", 0.90), ("mil", 0.85), ("int", 0.85), ("gov.uk", 0.95), ("gc.ca", 0.90), ("gov.au", 0.90),

@@ -72,11 +72,9 @@ class E5OnnxEncoder(E5Queries):
             self.model_path = cached_model(self._weights, cache_dir, variant)
             session = open_session(self.model_path, 1)
         # One single-threaded session run by `workers` threads at once (onnxruntime's Run is thread-safe),
-        # not one session per thread: each session holds its own packed copy of the weights. fp32, one
-        # process each (/tmp/s13/sess.py, 2026-11-25): RSS 208 vs 264 MB, 27.5 vs 24.2 passages/s from
-        # two threads, the same 128 ms for a lone tweet. A session with 2 threads answered a lone tweet
-        # in 81 ms but cost a third more CPU per passage from two threads (96 vs 72 ms), so each call
-        # stays on one core.
+        # not one session per thread: each session holds its own packed copy of the weights, and a session
+        # with 2 threads costs a third more CPU per passage, so each call stays on one core
+        # (docs/decisions/2026-11-29-notes-from-code.md).
         self._session: Any = session
         self._slots = threading.BoundedSemaphore(self.workers)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="tipline-e5")

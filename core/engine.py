@@ -51,7 +51,7 @@ from storage.sqlite import Database
 
 log = logging.getLogger(__name__)
 
-# Seed 000's sufficiency rule: at least this many relevant pieces before judging, else widen the search.
+# The sufficiency rule: at least this many relevant pieces before judging, else widen the search.
 MIN_EVIDENCE = 2
 MAX_ROUNDS = 3
 
@@ -286,7 +286,7 @@ class Engine:
             # Offline only a matching fact-check decides: web/news search and linked pages would be listed,
             # never judged, so the user does not wait on them and nothing from the message leaves the machine.
             sources = [s for s in sources if _stays_local(s)]
-        # The sufficiency loop (seed 000): judge once there are >= MIN_EVIDENCE pieces; stop when the
+        # The sufficiency loop: judge once there are >= MIN_EVIDENCE pieces; stop when the
         # verdict is settled (`sufficient`: enough relevant evidence, not NOT_ENOUGH_EVIDENCE or
         # conflicting); otherwise widen the search and judge again, at most MAX_ROUNDS searches.
         verdict: ClaimVerdict | None = None

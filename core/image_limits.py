@@ -71,7 +71,7 @@ def inspect_image(data: bytes, limits: ImageLimits) -> ImageInfo:
     if not data:
         raise NotAnImage("empty")
     # Imported here: every app builds an image reader, and Pillow costs ~0.03 s of a text-only `tipline
-    # check`'s CPU (issue 14).
+    # check`'s CPU.
     from PIL import Image, UnidentifiedImageError
 
     try:

@@ -38,7 +38,7 @@ _SPARSE_KEY = "sparse_version:{collection}"
 _DOC_NORM_KEY = "doc_norms_stored:{collection}"
 # Which models embedded the collection. Dimensions alone do not tell two models apart: pointing
 # TIPLINE_EMBED_URL at another 384-d model kept the old vectors, and every search compared vectors of two
-# different spaces (issue 14's note). Model names are what the settings choose, so a change shows here.
+# different spaces. Model names are what the settings choose, so a change shows here.
 _MODELS_KEY = "embedding_models:{collection}"
 
 Progress = Callable[[int, int], None]

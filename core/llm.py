@@ -6,7 +6,7 @@ A malformed answer (not JSON, schema mismatch, refusal, no choices) is retried o
 any HTTP error or timeout, `LLMError` is raised so the calling stage can degrade to its offline path.
 
 Every call is bounded: `max_tokens` sized by the caller for what its schema needs. Without one, a small
-local model behind an OpenAI-compatible server ran on for minutes (issue: hostile input). An answer
+local model behind an OpenAI-compatible server ran on for minutes. An answer
 the server cut at that size (`finish_reason: "length"`) is half a JSON document: it is reported as cut
 off and not retried, since the same call at the same size is cut again and a bigger one only waits
 longer on a model that already overran; the stage takes its offline path with a note.
@@ -39,7 +39,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ValidationError
 
-if TYPE_CHECKING:  # types only: openai is imported when an LLM is built (issue 14: cold check CPU)
+if TYPE_CHECKING:  # types only: openai is imported when an LLM is built (cold check CPU)
     from openai.types.chat import ChatCompletionMessageParam
     from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
 
@@ -271,7 +271,7 @@ class OpenAICompatibleLLM:
         self._settled = False  # set after the first call: until then calls go one at a time
         self._first = asyncio.Lock()
         # Imported here: the openai package costs ~0.6 s of CPU to import, which every offline
-        # `tipline check` paid without ever calling an LLM (issue 14: cold check CPU).
+        # `tipline check` paid without ever calling an LLM.
         import openai
 
         url, query = base_url, {}

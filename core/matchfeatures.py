@@ -489,7 +489,8 @@ def features_of(
                math.log((query.n_terms + 1.0) / (doc.d_len + 1.0))]
         if xl is not None:
             # Term overlap across scripts: Russian dev MAP@5 0.811 -> 0.823 with these three, English
-            # dev 0.9240 -> 0.9249 (docs/decisions/2026-11-24-matching-measurements.md, 2026-11-24); xl_bm25 alone gave 0.824, names alone 0.810.
+            # dev 0.9240 -> 0.9249 (docs/decisions/2026-11-24-matching-measurements.md); xl_bm25 alone gave
+            # 0.824, names alone 0.810.
             dg = doc_groups(claim, title)
             row += [xl.bm25(dg), xl.cover(dg), xl.names(dg)]
         rows.append(row)
@@ -528,7 +529,7 @@ def features_of(
     if cos.use is not None:
         # A second reader of both languages, trained differently from e5, disagrees with it where e5
         # is wrong: Russian dev MAP@5 0.752 -> 0.811 with these three (docs/decisions/2026-11-24-matching-measurements.md). Its hubness
-        # and reciprocal rank measured no further gain (/tmp/ru_exp/exp.py, 2026-11-24).
+        # and reciprocal rank measured no further gain.
         cos_u = cos.use
         out[:, _USE] = cos_u
         out[:, _USE + 1] = cos_u - cos_u.max()

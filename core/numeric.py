@@ -5,7 +5,7 @@ km/h/mph, $/€/£) and dates (years, "January 1, 2024", "2024-01-01", "01.01.20
 normalises units to one per dimension, and compares each claim quantity with the passage's quantities
 of the same dimension:
 
-- every quantity becomes an interval. A claim's plain value gets the tolerance of seed 004 and the issue:
+- every quantity becomes an interval. A claim's plain value gets a tolerance of
   ±2% or ±1 of the claim's own unit, whichever is wider; "more than X" / "less than X" are half-lines;
   "about X" is ±10% (news copy rounds "about" figures to one or two leading digits; a judgment call).
   A date is the interval of its precision (a year is the whole year, a day is that day ±1 for time zones).

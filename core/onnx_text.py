@@ -2,7 +2,7 @@
 
 Why not fastembed here: importing fastembed costs ~0.36 s of CPU (it pulls in its image models,
 huggingface_hub and requests), and it builds a fresh optimised graph on every start (~0.25 s per
-session). A cold `tipline check` paid both (issue 14 point 6). This module does what fastembed's
+session). A cold `tipline check` paid both. This module does what fastembed's
 `TextEmbedding` does for this model, step for step (tokenizer set-up as in
 `fastembed.common.preprocessor_utils.load_tokenizer`, mean pooling over the attention mask in float64,
 L2 normalisation), and `tests/test_onnx_text.py` checks the vectors against fastembed's.

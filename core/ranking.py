@@ -12,9 +12,10 @@ Steps, in order (each drop is recorded with its reason, for the trace):
    which is what lets `verify` judge stances while the embeddings run (`rank_shortlist` does the rest);
 5. relevance: cosine of the claim's and the evidence's (title + snippet) embeddings (the real ONNX
    model, off the event loop). Below `MIN_RELEVANCE` an item is dropped as off-topic;
-6. score = relevance + 0.3·(credibility − 0.5) + 0.1·(recency − 0.5). The credibility term is seed 000's
-   boost formula (CREDIBILITY_BOOST_FACTOR = 0.3); recency is a mild tie-breaker at a third of that;
-7. at most 2 items per site (the issue's "per domain"; en.wikipedia.org and de.wikipedia.org are one site), then the top `limit` (seed 004 computes features on the top 5–8).
+6. score = relevance + 0.3·(credibility − 0.5) + 0.1·(recency − 0.5). The credibility term is the design's
+   boost formula (docs/decisions/2026-11-29-notes-from-code.md); recency is a mild tie-breaker at a third of that;
+7. at most 2 items per site (en.wikipedia.org and de.wikipedia.org are one site), then the top `limit`, which
+   core/scoring.py's features read.
 
 When an item keeps the first of several duplicates, the one kept is the more useful: a fact-check with a
 verdict, then the more credible domain, then the newer, then the longer snippet.
@@ -49,9 +50,9 @@ LIMIT = 8
 MIN_RELEVANCE = 0.25
 SHINGLE_DUP = 0.5
 COSINE_DUP = 0.95
-CREDIBILITY_BOOST = 0.3  # seed 000
+CREDIBILITY_BOOST = 0.3
 RECENCY_WEIGHT = 0.1
-HALF_LIFE_DAYS = 365.0  # seed 000's TEMPORAL_DECAY_DAYS: a year-old item counts half as recent
+HALF_LIFE_DAYS = 365.0  # a year-old item counts half as recent
 UNKNOWN_RECENCY = 0.5
 
 _TRACKING = re.compile(r"^(?:utm_\w+|fbclid|gclid|yclid|mc_cid|mc_eid|ref|ref_src|cmpid|ocid|igshid|share)$", re.I)
@@ -114,7 +115,7 @@ def is_listing_page(url: str) -> bool:
 
 
 def recency_weight(published: datetime | None, now: datetime) -> float:
-    """Exponential decay with seed 000's one-year scale; unknown dates sit in the middle."""
+    """Exponential decay with a one-year scale; unknown dates sit in the middle."""
     if published is None:
         return UNKNOWN_RECENCY
     if published.tzinfo is None:
@@ -264,7 +265,7 @@ async def rank_shortlist(claim_texts: Sequence[str], short: Shortlist, *, embedd
 
 
 def rank_score(relevance: float, credibility: float, recency: float) -> float:
-    """Step 6: relevance plus the credibility boost (seed 000) and a milder recency term."""
+    """Step 6: relevance plus the credibility boost and a milder recency term."""
     return relevance + CREDIBILITY_BOOST * (credibility - 0.5) + RECENCY_WEIGHT * (recency - 0.5)
 
 

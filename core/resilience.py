@@ -143,7 +143,7 @@ def is_retryable(exc: BaseException) -> bool:
     if status is not None:
         return status in (408, 425, 429) or status >= 500
     # Imported here: an offline `tipline check` never makes a request, and aiohttp costs ~0.22 s of CPU to
-    # import (issue 14); once a source has made one it is a dict lookup.
+    # import; once a source has made one it is a dict lookup.
     import aiohttp
 
     chain = list(_chain(exc))

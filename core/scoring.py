@@ -1,27 +1,27 @@
-"""Seed 004's features, score and verdict policy, over the ranked and judged evidence.
+"""The evidence features, the truth score and the verdict policy, over the ranked and judged evidence.
 
-Features (on the ranked top items, best first; seed 004 computes them on the re-ranked top 5–8):
+Features (on the ranked top items, best first):
 - e_max: max entailment (supports) probability; e_mean3: mean entailment of the top-3 ranked passages;
 - c_max: max contradiction (refutes) probability;
-- agree_dom: unique domains with supports ≥ 0.6 and refutes < 0.5 (seed 004's rule); refute_dom: the
-  mirror image (refutes ≥ 0.6 and supports < 0.5), which the issue's "≥ 2 independent domains" needs;
+- agree_dom: unique domains with supports ≥ 0.6 and refutes < 0.5; refute_dom: the mirror image
+  (refutes ≥ 0.6 and supports < 0.5), so a refutation also needs ≥ 2 independent domains;
 - rel_avg: mean source credibility ("reliability") over the top 3; rec_max: max recency weight;
-- num_ok: 1 when some passage's numbers/dates agree with the claim's and none disagree (seed 004's
-  "future extension", a small bonus); num_bad is its mirror, reported but not scored (seed 004 only
-  names the bonus);
+- num_ok: 1 when some passage's numbers/dates agree with the claim's and none disagree (a small bonus);
+  num_bad is its mirror, reported but not scored;
 - fc_*: whether a fact-check that matches the claim rated it true/false/misleading.
 
 raw = 0.40·e_max + 0.20·e_mean3 + 0.15·min(agree_dom/3, 1) + 0.15·rel_avg + 0.10·rec_max − 0.25·c_max
-      + 0.05·num_ok                                       (weights: seed 004; num_ok's 0.05: our choice)
-score = round(100·sigmoid((raw − 0.5)/0.15))             (seed 004's example mapping)
+      + 0.05·num_ok
+score = round(100·sigmoid((raw − 0.5)/0.15))
+(where each weight and threshold comes from: docs/decisions/2026-11-29-notes-from-code.md)
 
 Verdict policy (first rule that applies):
 1. no usable evidence → NOT_ENOUGH_EVIDENCE;
-2. contested: e_max ≥ 0.70 and c_max ≥ 0.50, or c_max ≥ 0.70 and e_max ≥ 0.50 → MIXED (seed 004's
-   optional "Contested", made symmetric so strong refutation with real support is contested too);
+2. contested: e_max ≥ 0.70 and c_max ≥ 0.50, or c_max ≥ 0.70 and e_max ≥ 0.50 → MIXED (symmetric,
+   so strong refutation with real support is contested too);
 3. SUPPORTED: e_max ≥ 0.70 and c_max < 0.40 and (agree_dom ≥ 2 or a matching fact-check rated it true);
-4. REFUTED: c_max ≥ 0.70 and (refute_dom ≥ 2 or a matching fact-check rated it false) — seed 004 needs
-   only c_max ≥ 0.70; the issue adds the independence requirement, so one page cannot refute alone;
+4. REFUTED: c_max ≥ 0.70 and (refute_dom ≥ 2 or a matching fact-check rated it false) — the independence
+   requirement means one page cannot refute alone;
 5. a matching fact-check rated it misleading / mixed → MISLEADING / MIXED;
 6. otherwise NOT_ENOUGH_EVIDENCE.
 
@@ -44,11 +44,11 @@ from core.numeric import NumericCheck
 from core.ranking import Ranked
 from core.stance import Stance
 
-AGREE_ENTAIL, AGREE_CONTRA = 0.6, 0.5  # seed 004
-SUPPORT_E, SUPPORT_C = 0.70, 0.40  # seed 004
-REFUTE_C = 0.70  # seed 004
-CONTESTED_HIGH, CONTESTED_LOW = 0.70, 0.50  # seed 004's optional extension
-MIN_DOMAINS = 2  # the issue: SUPPORTED/REFUTED need >= 2 independent domains or a matching fact-check
+AGREE_ENTAIL, AGREE_CONTRA = 0.6, 0.5
+SUPPORT_E, SUPPORT_C = 0.70, 0.40
+REFUTE_C = 0.70
+CONTESTED_HIGH, CONTESTED_LOW = 0.70, 0.50
+MIN_DOMAINS = 2  # SUPPORTED/REFUTED need >= 2 independent domains or a matching fact-check: one page is not enough
 NUM_OK_BONUS = 0.05
 
 

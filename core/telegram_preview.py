@@ -1,5 +1,5 @@
 """Telegram's public web preview of a channel (`https://t.me/s/<name>`): channel names, the page's posts,
-and what an answer says about the channel (issue 37).
+and what an answer says about the channel.
 
 A public channel's preview page lists its latest ~20 posts, oldest first; `?before=<id>` gives the ~20
 before that post. Each post is a `div.tgme_widget_message` with `data-post="<name>/<id>"`; inside it:

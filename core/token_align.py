@@ -1,4 +1,4 @@
-"""Token alignment of a message with its candidate fact-checks (issue 11): what the `cyrillic` re-ranker
+"""Token alignment of a message with its candidate fact-checks: what the `cyrillic` re-ranker
 reads beside the pooled vectors.
 
 e5's pooled vector averages its tokens' states away. Compared token by token, as BERTScore does, the

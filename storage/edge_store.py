@@ -135,7 +135,7 @@ def shard_config(dense: Mapping[str, int], sparse: Sequence[str], optimize_at: i
     # started at optimize_at points does index the segment.
     threshold_kb = max(1, optimize_at * max(dense.values(), default=1) * 4 // 1024 // 2)
     # A vector nothing searches (the fact-checks' USE vector) gets no graph: m=0. Building one for it
-    # cost ~30 % more wall time to write and index 2,000 fact-checks (/tmp/ru_ship/hnsw.py).
+    # cost ~30 % more wall time to write and index 2,000 fact-checks.
     no_graph = qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=threshold_kb,
                                   max_indexing_threads=threads)
     # Cold: mapped, read on touch. "Cached" populates every 32 MB storage chunk whole at load: 200 MiB of a

@@ -1,10 +1,10 @@
 """The `evidence` collection: web/news/page evidence, indexed as checks find it.
 
 One point per evidence URL (stable id from the URL), a dense cosine vector of title + snippet, and the
-seed-000 metadata as payload: source (URL), domain, source_type, credibility, timestamp (indexed at),
+evidence metadata as payload: source (URL), domain, source_type, credibility, timestamp (indexed at),
 access_count, language, plus title/snippet/published_at so a hit can be cited without refetching.
 `access_count` is how often an item was returned as relevant; core/evidence/evidence_index.py adds a
-small boost for it (seed 000: +0.02 per use). Re-indexing a URL that is already stored keeps its point
+small boost for it (+0.02 per use). Re-indexing a URL that is already stored keeps its point
 (and its count) rather than resetting it.
 """
 

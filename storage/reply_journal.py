@@ -1,5 +1,5 @@
 """An append-only file that records, in microseconds, that a job is about to send its first reply message and
-then which platform message that was: the crash window of issue 13 point 5, made as narrow as it can be.
+then which platform message that was: the crash window between a send and its record, made as narrow as it can be.
 
 Sending a message is not idempotent on Telegram or Slack. If the process dies after the platform accepted
 a "🔎 Checking…" but before its id was stored, the resumed job cannot edit that message and it stays behind

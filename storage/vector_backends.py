@@ -15,7 +15,7 @@ from storage.vectors import VectorStore, VectorStoreError
 
 # storage.qdrant_remote is imported only when a server is configured: qdrant_client costs ~1.1 s of
 # CPU to import (its pydantic models), which every cold `tipline check` on Qdrant Edge paid for
-# nothing (issue 14).
+# nothing.
 
 
 async def open_vector_store(*, dim: int, multi_dim: int | None = None, use_dim: int | None = None,

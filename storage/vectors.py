@@ -442,7 +442,7 @@ class VectorStore(abc.ABC):
         scores them (one search per cosine, restricted to the candidates' ids; the first also reads the
         payloads and the multilingual vectors) rather than handing every vector over: Edge gives each
         vector to Python as a list of floats, and reading ~115 candidates' four vectors took 17.2 ms p50
-        against 2.1 ms for six cosines (100k claims, 40 CLEF dev tweets, /tmp/s12/alt.py, 2026-11-25).
+        against 2.1 ms for six cosines (100k claims; docs/decisions/2026-11-29-notes-from-code.md).
         The multilingual vectors are read for the candidates' similarity to each other (their cosine
         with the message is taken here)."""
         ids = tuple(hits)

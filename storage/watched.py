@@ -1,4 +1,4 @@
-"""Watched public Telegram channels (bot/watch.py, issue 37): which channels, how each was last read, and
+"""Watched public Telegram channels (bot/watch.py): which channels, how each was last read, and
 the posts read from their web preview.
 
     watched_channels   one row per channel (its lowercase @name): who added it, the last post id read (new

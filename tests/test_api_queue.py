@@ -153,7 +153,7 @@ def _hostile_bodies(seed: int = 11, n: int = 120) -> list[tuple[bytes, str, dict
 
 
 async def test_hostile_bodies_get_an_answer_never_a_server_error(q_app, jobs_db):  # noqa: F811
-    """Issue 13, fuzzing the REST body: every request is answered with a status a client can act on and
+    """Fuzzing the REST body: every request is answered with a status a client can act on and
     one JSON sentence; none is a 500, none hangs."""
     queue = make_queue(q_app, jobs_db, workers=1)
     await queue.start()

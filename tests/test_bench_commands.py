@@ -101,7 +101,7 @@ def test_bench_match(tipline) -> None:
 
 
 def test_bench_match_at_scale(tipline) -> None:
-    """`--scale-to`: synthetic claims made from the file's fill the knowledge base to N (issue 18's 100k)."""
+    """`--scale-to`: synthetic claims made from the file's fill the knowledge base to N (e.g. 100k)."""
     report = json.loads(tipline("bench", "match", "--claims", CLAIMS, "--queries", CLEF / "dev" / "tweets.queries.tsv",
                                 "-n", 2, "--repeats", 1, "--scale-to", 40, "--json"))
     assert report["claims_indexed"] == 40 and report["claims_from_file"] == 12 and report["synthetic_claims"] == 28

@@ -1,4 +1,4 @@
-"""core/contested.py: when a close rival fact-check contests an automatic match (issue 12)."""
+"""core/contested.py: when a close rival fact-check contests an automatic match."""
 
 from __future__ import annotations
 

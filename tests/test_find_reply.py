@@ -1,4 +1,4 @@
-"""A resumed Slack job finds the reply it sent before a crash (issue 13 point 5): its first message carries the
+"""A resumed Slack job finds the reply it sent before a crash: its first message carries the
 job in Slack message metadata, and after a restart with an intent but no message id in the journal, the job reads
 the thread (`conversations.replies`, `include_all_metadata`) and edits that message instead of posting a second.
 

@@ -1,4 +1,4 @@
-"""Honest answers (issue 12), through the real engine, model, SQLite, embedded Qdrant and seed knowledge base:
+"""Honest answers, through the real engine, model, SQLite, embedded Qdrant and seed knowledge base:
 a confidence that is the probability the verdict shown is right, no percentage on an Unverified card,
 no unrelated fact-checks listed, one story per card, and long repetitive messages reduced before any cut."""
 
@@ -78,7 +78,7 @@ def test_the_shipped_calibration_is_calibrated_on_dev():
 
 def test_the_shipped_calibration_holds_across_scripts():
     """Russian messages against English fact-checks (our translations of the CLEF dev tweets), through the
-    map cards use for them (the English one): ECE within the issue's 0.05, and the cross-script floor
+    map cards use for them (the English one): ECE within 0.05, and the cross-script floor
     cuts the "possibly related" Sources shown for messages whose fact-check is missing."""
     cal = ConfidenceMap.load()
     cross = cal.provenance["cross_script"]

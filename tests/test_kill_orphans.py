@@ -1,4 +1,4 @@
-"""kill -9 with no gate (issue 13 point 5): a real `tipline run` against the fake Bot API, killed at a random
+"""kill -9 with no gate: a real `tipline run` against the fake Bot API, killed at a random
 moment while it answers 100 messages, then restarted. Unlike the gated test in test_durable_queue.py, requests
 in flight at the kill may already have reached "Telegram": this is where an orphan "🔎 Checking…" came from.
 
@@ -9,7 +9,7 @@ in docs/reliability.md.
 `tipline run` runs with its default `TIPLINE_PROGRESS_AFTER_S` (0, bot/progress_delay.py): each check sends
 its "🔎 Checking…" first and edits it into the card. A kill in the ~2 ms between "Telegram" applying that
 send and the journal line leaves the placeholder behind: the Bot API cannot find a bot's message again
-(issue 13, blocked; docs/reliability.md measures ≈ 0.8 % per killed check). So one orphan in a run is that
+(docs/reliability.md measures ≈ 0.8 % per killed check). So one orphan in a run is that
 known window (with ~4 checks killed per run, about one run in 30); two or more mean the journal stopped
 working, as does any doubled card or unanswered message.
 """

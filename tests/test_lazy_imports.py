@@ -1,4 +1,4 @@
-"""What a cold `tipline check` loads: none of the modules it does not use (issue 14: at most 1.5 s of CPU).
+"""What a cold `tipline check` loads: none of the modules it does not use (at most 1.5 s of CPU).
 
 Each was on that path once, imported for nothing: aiohttp (~0.22 s of CPU; the /metrics server, the
 evidence providers' and the link fetcher's sessions), prometheus_client (~0.07 s; no metrics in a one-shot

@@ -1,4 +1,4 @@
-"""Hand-written probes against the seed knowledge base (issue 12): a message about the same people and
+"""Hand-written probes against the seed knowledge base: a message about the same people and
 subject as a fact-check but a different claim must not inherit its verdict, while paraphrases of a seed
 claim keep their automatic match.
 

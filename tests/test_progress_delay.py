@@ -1,4 +1,4 @@
-"""The progress message held back (bot/progress_delay.py, `TIPLINE_PROGRESS_AFTER_S`; issue 13 point 5).
+"""The progress message held back (bot/progress_delay.py, `TIPLINE_PROGRESS_AFTER_S`).
 
 End to end through the durable queue, the real adapters and the real engine against the fake Bot API and the
 fake Slack Web API: a check done before the delay is answered with one message (the card) and only

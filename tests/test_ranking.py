@@ -148,7 +148,7 @@ async def test_recency_and_credibility_weigh_in_the_score(embedder):
            published=utc(2010))
     r = await rank([CLAIM], [a, b], embedder=embedder, now=utc(2025))
     by = {x.evidence.url: x for x in r.items}
-    for x in r.items:  # seed 000's credibility boost plus the recency tie-breaker
+    for x in r.items:  # the credibility boost plus the recency tie-breaker
         assert x.score == pytest.approx(x.relevance + 0.3 * (x.credibility - 0.5) + 0.1 * (x.recency - 0.5))
     assert by[a.url].recency > by[b.url].recency and by[a.url].credibility > by[b.url].credibility
 

@@ -1,4 +1,4 @@
-"""core.scoring: seed 004's features, score and verdict policy."""
+"""core.scoring: the evidence features, truth score and verdict policy."""
 
 from __future__ import annotations
 

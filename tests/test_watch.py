@@ -1,4 +1,4 @@
-"""Watched public Telegram channels (bot/watch.py, issue 37): /watch, the poller and what watched posts feed,
+"""Watched public Telegram channels (bot/watch.py): /watch, the poller and what watched posts feed,
 against a local t.me serving preview pages in Telegram's markup (tests/fakes/telegram_preview.py), with
 the real corroborator (SQLite, embedded Qdrant, the ONNX models) and, end to end, the fake Bot API and PTB.
 

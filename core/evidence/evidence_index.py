@@ -6,7 +6,7 @@ and searched there as one more evidence source.
     await index.add(evidence)                          # after a check: keeps web, news and page items
     source = EvidenceIndexSource(index)                # name "evidence_index", source_type "knowledge"
 
-Scores follow seed 000: cosine similarity + 0.02 per past use (`access_count`), and an item's count goes
+Scores: cosine similarity + 0.02 per past use (`access_count`), and an item's count goes
 up each time it is returned above `min_similarity`, so evidence that keeps proving relevant rises.
 """
 

@@ -12,7 +12,7 @@ operator's provider URLs (trusted) and `fetch_session` for URLs from messages (g
 proxies from the environment). Both use a short connect timeout so an offline machine reports "could not
 be reached" in seconds rather than waiting out the whole source timeout. Each is opened only when needed:
 `api_session` when a provider is configured, `fetch_session` by the first link a message carries. Without
-them nothing imports aiohttp, ~0.22 s of a one-shot `tipline check`'s CPU (issue 14).
+them nothing imports aiohttp, ~0.22 s of a one-shot `tipline check`'s CPU.
 
 `build_sources(settings, api_session=..., fetcher=..., matcher=...)` is the pure part, for callers
 that own their sessions (tests, or a composition root with its own AsyncExitStack).

@@ -101,7 +101,7 @@ def parse_feed(data: bytes) -> Any:
         raise IngestFormatError("The feed declares XML entities (<!ENTITY …>), which tipline does not read; "
                                 "remove its DOCTYPE and try again.")
     # Imported here: `tipline check` imports core.ingest for its error type, and feedparser costs ~0.03 s
-    # of its CPU (issue 14).
+    # of its CPU.
     import feedparser
 
     parsed = feedparser.parse(data)

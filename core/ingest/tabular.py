@@ -23,7 +23,7 @@ from schema.json_limits import JSONTooDeep, loads_bounded
 from schema.models import FactCheck
 
 # Claims and summaries can be long, and the csv module's 128 KiB default cell limit stopped a whole
-# file; unbounded, one 50 MB cell went on for 180 s to 3.5 GB of memory (issue: hostile input). A cell
+# file; unbounded, one 50 MB cell went on for 180 s to 3.5 GB of memory. A cell
 # over 1 MiB is not a claim: the reader stops there and says where. The csv module's limit is one
 # global setting (the evaluation code raises it for CLEF's files), so each parse sets its own.
 MAX_CELL_BYTES = 2**20
