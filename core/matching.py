@@ -295,12 +295,12 @@ class ClaimMatcher:
         return _match_from_payload(scored.hits[i].id, scored.hits[i].payload, p, tier)
 
     def _english(self, scored: Scored, i: int, rivals: _Rivals, q: float) -> Match:
-        """An English pair keeps the English re-ranker's calibrated tier, but inherits a verdict only when the
-        same-claim decision agrees: the re-ranker, fitted on CLEF tweets, takes a chat near miss with the same
-        names for the claim (docs/decisions/2026-11-28-chat-matching.md)."""
+        """An English pair keeps the English re-ranker's calibrated tier, but inherits no verdict from a
+        candidate the same-claim decision calls unrelated: the re-ranker, fitted on CLEF tweets, takes a chat
+        near miss with the same names for the claim (docs/decisions/2026-11-28-chat-matching.md)."""
         match = self._reranked(scored, i, rivals)
         assert self.same_claim is not None
-        if match.tier == "auto" and q < self.same_claim.auto:
+        if match.tier == "auto" and q < self.same_claim.related:
             return match.model_copy(update={"tier": "suggest"})
         return match
 
@@ -313,7 +313,8 @@ class ClaimMatcher:
         q = self.same_claim.score(scored.decision_rows(top))
         rivals = _Rivals(scored.clean, scored.claims, scored.hits, scored.features, scored.probs)
         # An English message against an English fact-check keeps the English re-ranker's calibrated tiers
-        # (CLEF-2020: precision 0.90 at `auto`) where the decision agrees; every other pair is the decision's.
+        # (CLEF-2020: precision 0.90 at `auto`) unless the decision calls it unrelated; every other pair is
+        # the decision's.
         out = [self._english(scored, int(i), rivals, float(q[j])) if scored.kind[i] == 0 else
                _match_from_payload(scored.hits[i].id, scored.hits[i].payload, float(q[j]),
                                    self.same_claim.tier(float(q[j])), method="decided") for j, i in enumerate(top)]
