@@ -7,7 +7,7 @@ logistic model, trained on chat-like messages we wrote (eval/realistic, split by
 tools/train_same_claim.py), reads the top candidates of every message, whatever the languages, and gives the
 probability that each is the same claim. Two thresholds from that training decide:
 
-- `auto`: the verdict is inherited (chosen for precision of inherited verdicts >= 0.94 on the training rows,
+- `auto`: the verdict is inherited (chosen for precision of inherited verdicts >= 0.93 on the training rows,
   cross-validated, near misses and messages without a fact-check included);
 - `related`: "possibly related" is shown (a person would call them the same topic: precision >= 0.9 for the
   target fact-check or the near miss's neighbour).
