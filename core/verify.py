@@ -75,7 +75,7 @@ class ClaimVerdict(BaseModel):
     claim: str
     verdict: Verdict
     confidence: float = Field(ge=0.0, le=1.0)
-    score: int = Field(ge=0, le=100, description="Seed 004's truth score: high = supported, low = refuted.")
+    score: int = Field(ge=0, le=100, description="The 0-100 truth score: high = supported, low = refuted.")
     reasoning: str
     citations: list[Citation] = Field(default_factory=list)
     features: Features

@@ -133,7 +133,7 @@ class ReportedBy(BaseModel):
 
 
 class AlsoReported(BaseModel):
-    """Same-story messages from other tracked chats within the corroboration window (issue 5)."""
+    """Same-story messages from other tracked chats within the corroboration window."""
 
     items: list[ReportedBy] = Field(default_factory=list, description="Best first: credibility, then earliest.")
     total: int = Field(default=0, description="How many other chats carried the story (items may be fewer).")
@@ -162,7 +162,7 @@ class ClaimOutcome(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
     reasoning: str = ""
     citations: list[int] = Field(default_factory=list, description="Numbers of Result.citations it cites.")
-    score: int | None = Field(default=None, description="Seed 004's 0-100 truth score, when evidence was judged.")
+    score: int | None = Field(default=None, description="The 0-100 truth score (high = supported, low = refuted), when evidence was judged.")
 
 
 class EvidenceItem(BaseModel):
