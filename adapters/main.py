@@ -44,7 +44,7 @@ from pydantic import ValidationError
 from adapters.banner import tipline_version
 from adapters.cli import render_card, render_json
 from bot.app import SetupError, build_app
-from bot.chat import CheckService
+from bot.check_service import CheckService
 from bot.render import to_reply
 from bot.settings import Settings, configuration_warnings, settings_error
 from core.embeddings import EmbeddingError

@@ -3,7 +3,7 @@
 The only module that imports `slack_bolt`/`slack_sdk`. It runs slack-bolt's `AsyncApp` in HTTP mode
 behind an aiohttp server (`POST /slack/events`); bolt verifies the request signature (signing
 secret, 5-minute timestamp window) and answers 401 otherwise. Handlers only translate and hand the
-work to `bot.chat.CheckService` as a background task, so Slack gets its 200 at once.
+work to the durable queue (bot/queue.py), so Slack gets its 200 at once.
 
 Replies go in the thread of the checked message: a "🔎 Checking…" message is posted there, edited
 with `chat.update` as stages finish (throttled), then turned into the verdict card.
@@ -31,7 +31,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.card import QUOTE_CHARS, Markup, card
-from bot.chat import ERROR_TEXT, Addressed, ChatKind, CheckRequest, IncomingMessage, route_direct
+from bot.requests import Addressed, ChatKind, CheckRequest, IncomingMessage
+from bot.router import route_direct
+from bot.texts import ERROR_TEXT
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest, tracked_message
 from bot.digest import Digest, StoryAlert, alert_sections, digest_sections, item_lines
@@ -1035,8 +1037,8 @@ class SlackBot:
                                requested_by=user)
             responder = SlackResponder(client, channel, message_ts, requester=user)
             action_ts = (body.get("actions") or [{}])[0].get("action_ts") or body.get("trigger_id") or ""
-            await self.chat.submit(req, responder, Ticket(f"slack-digest:{channel}:{message_ts}:{user}:{action_ts}",
-                                                          "slack", SlackResponderFactory.where(responder)))
+            await self.chat.submit("slack", req, Ticket(f"slack-digest:{channel}:{message_ts}:{user}:{action_ts}",
+                                                        "slack", SlackResponderFactory.where(responder)))
         self.chat.service.spawn(self._quietly(check(), "digest check"), name="tipline-slack-digest-check")
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from adapters.telegram import TelegramBot, TelegramConfig  # noqa: E402
 from bot.app import build_app  # noqa: E402
-from bot.chat import CheckService  # noqa: E402
+from bot.check_service import CheckService  # noqa: E402
 from bot.chat_app import ChatApp  # noqa: E402
 from bot.queue import JobQueue  # noqa: E402
 from bot.settings import Settings  # noqa: E402
