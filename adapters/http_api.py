@@ -171,7 +171,7 @@ class HttpApi:
             job_id = int(request.match_info["job_id"])
         except ValueError:
             return _error(404, "no job with that id")
-        job = await self.queue.store.get_id(job_id) if self.queue is not None else None
+        job = await self.queue.store.get_id(job_id)
         if job is None or job.platform != "api":
             return _error(404, "no job with that id")
         if job.status in ("held", "pending", "running"):

@@ -161,8 +161,7 @@ async def cmd_check(args: argparse.Namespace) -> int:
     try:
         image = None if args.image is None else await read_image_file(args.image, settings)
         async with build_app(settings, one_shot=True) as app:
-            service = CheckService(app.engine)
-            service.images = app.images
+            service = CheckService(app.engine, images=app.images)
             result = await (service.check(text) if image is None else service.check_image(image, text))
     except ImageRefused as exc:  # the sentence a chat user would get, in the caption's language
         print(f"tipline: {refusal_text(exc)}", file=sys.stderr)

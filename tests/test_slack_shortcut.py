@@ -137,6 +137,7 @@ async def test_shortcut_on_a_message_without_text_says_so_privately(fake, bot):
 
 async def test_durable_shortcut_is_one_job_even_when_slack_delivers_it_twice(fake, durable, s_app):
     sb, queue = durable
+    before = (await queue.store.counts()).get("done", 0)  # the other tests' checks, through the same database
     body, payload = shortcut("Vaccines cause autism in children", trigger_id="111.222.shortcut-once")
     assert (await post(sb, body, content_type=FORM))[0] == 200
     assert (await post(sb, body, content_type=FORM))[0] == 200  # Slack's retry of the same interaction
@@ -149,7 +150,7 @@ async def test_durable_shortcut_is_one_job_even_when_slack_delivers_it_twice(fak
         await asyncio.sleep(0.05)
     done = await queue.store.get_id(job.id)
     assert done.status == "done" and done.check_id and done.check_id in upd.params["text"]
-    assert await queue.store.counts() == {"done": 1}
+    assert await queue.store.counts() == {"done": before + 1}
     assert len(fake.posts_in_thread(CHANNEL, payload["message"]["ts"])) == 1
     assert "False" in blocks_text(upd.params)
 
