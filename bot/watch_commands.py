@@ -22,7 +22,7 @@ from bot.requests import WatchRequest
 from storage.domains import DomainStore
 from storage.sqlite import Database
 
-if TYPE_CHECKING:  # bot/chat.py routes /watch: a `tipline check` must not load the reader's HTTP client
+if TYPE_CHECKING:  # bot/router.py routes /watch: a `tipline check` must not load the reader's HTTP client
     from bot.watch import WatchService
 
 log = logging.getLogger(__name__)
