@@ -113,7 +113,7 @@ async def main(messages: int, workers: int, fake_thread: bool, progress_after: f
         queue = JobQueue(store, CheckService(app.engine), workers=workers, queue_max=10_000,
                          progress_after=progress_after)
         bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
-                                         poll_timeout=1.0), ChatApp(app.engine, queue=queue))
+                                         poll_timeout=1.0), ChatApp(queue))
         for i in range(messages):
             user = 30_000 + i % 10
             await on_fake(fake.queue_message(fake.make_message(f"{CLAIMS[i % len(CLAIMS)]} (#{i})",
