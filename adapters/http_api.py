@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from bot.chat_app import ChatApp
-from bot.chat import CheckRequest
+from bot.requests import CheckRequest
 from bot.queue import JobQueue, SilentResponderFactory
 from core.intake import EmptyInput, intake
 from schema.json_limits import JSONTooDeep, loads_bounded
@@ -67,7 +67,6 @@ class HttpApi:
         self.queue = chat.queue
         self.privacy = chat.privacy
         self.wait_s = wait_s
-        self.checks = chat.service  # runs, stores and counts (metrics) each check
         # An API check cut short by a crash is finished by a worker; the client's retry finds it.
         chat.register("api", responders=SilentResponderFactory())
         self.db = chat.db
@@ -129,9 +128,6 @@ class HttpApi:
         key = request.headers.get("Idempotency-Key")
         if key is not None and not 0 < len(key) <= 200:
             return _error(400, "the Idempotency-Key must be 1-200 characters")
-        if self.queue is None:  # a bare app without workers (no `tipline run`): check in the handler
-            result = await self.checks.check(text)
-            return _created(result)
         return await self._queued_check(self.queue, key, text)
 
     async def _queued_check(self, queue: JobQueue, key: str | None, text: str) -> web.Response:
@@ -175,7 +171,7 @@ class HttpApi:
             job_id = int(request.match_info["job_id"])
         except ValueError:
             return _error(404, "no job with that id")
-        job = await self.queue.store.get_id(job_id) if self.queue is not None else None
+        job = await self.queue.store.get_id(job_id)
         if job is None or job.platform != "api":
             return _error(404, "no job with that id")
         if job.status in ("held", "pending", "running"):

@@ -44,8 +44,8 @@ from pydantic import ValidationError
 from adapters.banner import tipline_version
 from adapters.cli import render_card, render_json
 from bot.app import SetupError, build_app
+from bot.check_service import CheckService
 from core.language import use_cache_dir as use_language_cache
-from bot.chat import CheckService
 from bot.render import to_reply
 from bot.settings import Settings, configuration_warnings, settings_error
 from core.embeddings import EmbeddingError
@@ -163,8 +163,7 @@ async def cmd_check(args: argparse.Namespace) -> int:
     try:
         image = None if args.image is None else await read_image_file(args.image, settings)
         async with build_app(settings, one_shot=True) as app:
-            service = CheckService(app.engine)
-            service.images = app.images
+            service = CheckService(app.engine, images=app.images)
             result = await (service.check(text) if image is None else service.check_image(image, text))
     except ImageRefused as exc:  # the sentence a chat user would get, in the caption's language
         print(f"tipline: {refusal_text(exc)}", file=sys.stderr)

@@ -3,7 +3,7 @@
 The only module that imports `slack_bolt`/`slack_sdk`. It runs slack-bolt's `AsyncApp` in HTTP mode
 behind an aiohttp server (`POST /slack/events`); bolt verifies the request signature (signing
 secret, 5-minute timestamp window) and answers 401 otherwise. Handlers only translate and hand the
-work to `bot.chat.CheckService` as a background task, so Slack gets its 200 at once.
+work to the durable queue (bot/queue.py), so Slack gets its 200 at once.
 
 Replies go in the thread of the checked message: a "🔎 Checking…" message is posted there, edited
 with `chat.update` as stages finish (throttled), then turned into the verdict card.
@@ -31,7 +31,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.card import QUOTE_CHARS, Markup, card
-from bot.chat import ERROR_TEXT, Addressed, ChatKind, CheckRequest, IncomingMessage, route_direct
+from bot.requests import Addressed, ChatKind, CheckRequest, IncomingMessage
+from bot.router import route_direct
+from bot.texts import ERROR_TEXT
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import CHAT_COMMANDS, ChatSettingsRequest, tracked_message
 from bot.digest import Digest, StoryAlert, alert_sections, digest_sections, item_lines
@@ -637,7 +639,7 @@ class SlackPresence:
 
 
 class SlackBot:
-    """A bolt `AsyncApp` behind an aiohttp server; every check runs in a `CheckService` task."""
+    """A bolt `AsyncApp` behind an aiohttp server; every check goes through the durable queue."""
 
     def __init__(self, config: SlackConfig, chat: ChatApp):
         self.config = config
@@ -647,10 +649,10 @@ class SlackBot:
             client_kw["base_url"] = config.api_url
         self.client = AsyncWebClient(**client_kw)
         self.client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=2))  # HTTP 429
-        # Durable mode: bolt answers Slack only after the listener returned, i.e. after the check is
-        # persisted (listeners only persist or spawn, so the ack still comes in milliseconds).
+        # Bolt answers Slack only after the listener returned, i.e. after the check is persisted
+        # (listeners only persist or spawn, so the ack still comes in milliseconds).
         self.app = AsyncApp(client=self.client, signing_secret=config.signing_secret, name="tipline",
-                            process_before_response=chat.queue is not None)
+                            process_before_response=True)
         chat.register("slack", responders=SlackResponderFactory(self.client), notifier=SlackNotifier(self.client),
                       info=SLACK_INFO, poster=SlackDigestPoster(self.client),
                       images=SlackImageFetcher(self.client, config.bot_token, config.api_url),
@@ -684,9 +686,6 @@ class SlackBot:
         return web_app
 
     async def _handle_http(self, request: web.Request) -> web.Response:
-        if self.chat.queue is None and request.headers.get("X-Slack-Retry-Reason") == "http_timeout":
-            # Slack retries when we were slow to answer; the first delivery is already being handled.
-            return web.Response(status=200, headers={"X-Slack-No-Retry": "1"})
         if not _signature_headers_well_formed(request.headers):
             # slack_sdk's verifier raises (int() of the timestamp) on a malformed header: a 500 before
             # this check. A request that cannot even be verified is unauthorised.
@@ -795,7 +794,7 @@ class SlackBot:
 
     async def _on_check_shortcut(self, ack: Any, body: dict[str, Any], context: Any, client: Any) -> None:
         """The message shortcut "Check this message": check that message, answer in its thread.
-        Acked at once (Slack allows 3 s); in durable mode bolt acks after the job is persisted."""
+        Acked at once (Slack allows 3 s); bolt answers the request after the job is persisted."""
         await ack()
         if body.get("type") != "message_action":
             return  # a global shortcut with our callback id has no message to check
@@ -861,9 +860,8 @@ class SlackBot:
                       SlackResponderFactory.where(responder))
 
     async def _dispatch(self, body: dict[str, Any], action: Addressed, responder: SlackResponder) -> None:
-        """Hand a request to the chat app: a check runs in the background, or (durable mode) is persisted
-        before bolt acks the request. If persisting fails the event id is forgotten again and the error
-        propagates: Slack gets a 500 and retries."""
+        """Hand a request to the chat app: a check is persisted before bolt acks the request. If persisting
+        fails the event id is forgotten again and the error propagates: Slack gets a 500 and retries."""
         try:
             await self.chat.dispatch("slack", action, responder, ticket=self._ticket(body, action, responder))
         except Exception:
@@ -1035,8 +1033,8 @@ class SlackBot:
                                requested_by=user)
             responder = SlackResponder(client, channel, message_ts, requester=user)
             action_ts = (body.get("actions") or [{}])[0].get("action_ts") or body.get("trigger_id") or ""
-            await self.chat.submit(req, responder, Ticket(f"slack-digest:{channel}:{message_ts}:{user}:{action_ts}",
-                                                          "slack", SlackResponderFactory.where(responder)))
+            await self.chat.submit("slack", req, Ticket(f"slack-digest:{channel}:{message_ts}:{user}:{action_ts}",
+                                                        "slack", SlackResponderFactory.where(responder)))
         self.chat.service.spawn(self._quietly(check(), "digest check"), name="tipline-slack-digest-check")
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:

@@ -1,8 +1,8 @@
 """Telegram adapter: updates -> `IncomingMessage`, `Reply` -> Telegram HTML, sending and editing.
 
-The only module that imports `telegram` (python-telegram-bot v22). It runs long polling through
-PTB's `Application`; each message becomes a background task in `bot.chat.CheckService`, so
-the polling loop never waits for the engine.
+The only module that imports `telegram` (python-telegram-bot v22). Updates come by long polling or a
+webhook; each is routed once (`TelegramBot.take`): a check is persisted in the durable queue before the
+update is confirmed, a command is answered in a background task, so intake never waits for the engine.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from telegram import (
 )
 from telegram.constants import ChatAction, MessageLimit, ParseMode
 from telegram.error import BadRequest
-from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
+from telegram.ext import Application, ApplicationBuilder
 
 from adapters.telegram_flood import FloodControl
 
@@ -41,17 +41,17 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 from bot.card import Markup, card
-from bot.chat import COMMANDS, ERROR_TEXT, Addressed, ChatKind, CheckRequest, IncomingMessage, route
+from bot.requests import GLOBAL, Addressed, ChatKind, CheckRequest, IncomingMessage, chat_scope
+from bot.router import route
+from bot.texts import COMMANDS, ERROR_TEXT
 from bot.chat_app import ChatApp, Ticket
 from bot.chat_settings import tracked_message
 from bot.digest import Digest, StoryAlert, alert_sections, digest_sections, sections_text, unchecked
-from bot.domains import GLOBAL, chat_scope
 from bot.factcheck_files import FactCheckFiles
 from core.i18n import t
 from bot.images import ImageRef
 from bot.evidence import callback_data, evidence_lines, give_feedback, parse_callback
 from bot.notify import Asker, ReviewNotice, notice_text
-from bot.queue import SilentResponder
 from bot.render import AlsoReportedLine, Reply
 from core.image_limits import ImageLimits
 from schema.models import Result
@@ -437,28 +437,30 @@ class TelegramResponder:
 
 
 # ---------------------------------------------------------------------------------------------
-# Durable mode (bot/queue.py): a check is in SQLite before Telegram is told the update arrived.
+# Intake (bot/queue.py): a check is in SQLite before Telegram is told the update arrived.
 #
-# PTB's Updater confirms updates on its own (the next getUpdates carries offset = last + 1 as soon
-# as the update is put on its in-memory queue), so a crash could lose them. Here our own loop asks
-# getUpdates, persists each update's check job, and only then asks again with offset = update + 1;
-# everything else (commands, buttons) still goes through `Application.process_update`. A crash
-# after persisting and before confirming makes Telegram deliver the update again; its idempotency
-# key (update id + chat + message id) finds the job and nothing is done twice.
+# PTB's Updater confirms updates on its own (the next getUpdates carries offset = last + 1 as soon as the
+# update is put on its in-memory queue), so a crash could lose them. Our own loop asks getUpdates, takes
+# each update (a check is persisted), and only then asks again with offset = update + 1. A crash after
+# persisting and before confirming makes Telegram deliver the update again; its idempotency key (update
+# id + chat + message id) finds the job and nothing is done twice.
 
 ALLOWED_UPDATES = ["message", "channel_post", "callback_query"]
 WEBHOOK_SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 
+def where(req: Addressed) -> dict[str, Any]:
+    """Where a job answers on Telegram: the chat, the message to reply to, the topic."""
+    return {"chat_id": req.chat_id, "reply_to": req.target_id, "thread_id": req.thread_id}
+
+
 class TelegramResponderFactory:
-    """Rebuilds a `TelegramResponder` from a job's `where` (chat, message to reply to, topic)."""
+    """The queue's worker's `TelegramResponder` for a job's `where` (after a restart, too)."""
 
     def __init__(self, bot: Any):
         self.bot = bot
 
-    @staticmethod
-    def where(req: Addressed) -> dict[str, Any]:
-        return {"chat_id": req.chat_id, "reply_to": req.target_id, "thread_id": req.thread_id}
+    where = staticmethod(where)
 
     def build(self, where: Any, reply_ref: str | None) -> TelegramResponder:
         responder = TelegramResponder(self.bot, where["chat_id"], where["reply_to"], where.get("thread_id"))
@@ -511,7 +513,7 @@ def idempotency_key(update: Update, message: Message) -> str:
 
 
 class _DurableIntake:
-    """Mixed into TelegramBot: polling loop, webhook handler, persistence of check requests."""
+    """Mixed into TelegramBot: the polling loop and the webhook handler, both handing updates to `take`."""
 
     config: TelegramConfig
     application: Application
@@ -519,6 +521,9 @@ class _DurableIntake:
     username: str
     _poller: asyncio.Task[None] | None
     files: FactCheckFiles | None
+
+    async def take(self, update: Update) -> None:
+        raise NotImplementedError
 
     def factcheck_file(self, message: Message) -> Any | None:
         """The document of a message that is an admin's fact-check file (bot/factcheck_files.py), else None."""
@@ -550,25 +555,6 @@ class _DurableIntake:
             with contextlib.suppress(Exception):
                 await responder.say(ERROR_TEXT)
 
-    async def persist(self, update: Update) -> None:
-        """Queue the check this update asks for (if any). Raises if it could not be persisted."""
-        message = update.message or update.channel_post
-        if message is None:
-            return
-        if self.factcheck_file(message) is not None:
-            return  # an admin's fact-check file: ingested by _on_update, not a check
-        action = route(to_incoming(message), self.username)
-        if isinstance(action, CheckRequest):
-            await self.chat.submit(action, SilentResponder(), Ticket(idempotency_key(update, message), "telegram",
-                                                                     TelegramResponderFactory.where(action)))
-
-    async def _take(self, update: Update) -> None:
-        await self.persist(update)
-        try:
-            await self.application.process_update(update)  # commands, buttons; checks were queued
-        except Exception:
-            log.exception("telegram: could not handle update %s", update.update_id)
-
     async def _poll(self) -> None:
         bot = self.application.bot
         offset: int | None = None
@@ -579,7 +565,7 @@ class _DurableIntake:
                                                 allowed_updates=ALLOWED_UPDATES,
                                                 read_timeout=self.config.poll_timeout + 10)
                 for update in updates:
-                    await self._take(update)
+                    await self.take(update)
                     offset = update.update_id + 1  # confirmed by the next getUpdates, never before
                 delay = 1.0
             except asyncio.CancelledError:
@@ -590,7 +576,7 @@ class _DurableIntake:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
 
-    async def _start_durable(self) -> None:
+    async def start(self) -> None:
         app = self.application
         await app.initialize()  # getMe
         self.username = app.bot.username
@@ -602,7 +588,7 @@ class _DurableIntake:
         else:
             await app.bot.delete_webhook()
             self._poller = asyncio.create_task(self._poll(), name="tipline-telegram-poll")
-            log.info("telegram: polling as @%s (durable)", self.username)
+            log.info("telegram: polling as @%s", self.username)
 
     async def stop_intake(self) -> None:
         """Stop taking updates (the first step of a graceful shutdown)."""
@@ -621,7 +607,8 @@ class _DurableIntake:
         web_app.router.add_post(self.webhook_path, self.handle_webhook)
 
     async def handle_webhook(self, request: web.Request) -> web.Response:
-        """Webhook delivery: check the secret, persist, then 200 (a non-2xx makes Telegram retry)."""
+        """Webhook delivery: check the secret, take the update (a check is persisted), then 200 (a non-2xx
+        makes Telegram retry)."""
         from aiohttp import web
 
         secret = self.config.webhook_secret or ""
@@ -639,18 +626,11 @@ class _DurableIntake:
         if update is None:
             return web.json_response({"error": "not a Telegram update"}, status=400)
         try:
-            await self.persist(update)
+            await self.take(update)
         except Exception:
             log.exception("telegram: could not persist update %s", update.update_id)
             return web.json_response({"error": "try again"}, status=503)
-        self.chat.service.spawn(self._process(update), name="tipline-webhook-update")
         return web.json_response({})
-
-    async def _process(self, update: Update) -> None:
-        try:
-            await self.application.process_update(update)
-        except Exception:
-            log.exception("telegram: could not handle update %s", update.update_id)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -684,16 +664,14 @@ def build_application(config: TelegramConfig) -> Application:
 
 
 class TelegramBot(_DurableIntake):
-    """A PTB `Application` that hands every routed message to the shared `ChatApp` (with a queue, every
-    check request is persisted before the update is confirmed: see `_DurableIntake`)."""
+    """Telegram for the shared `ChatApp`: PTB's `Application` is the Bot API client (flood control, getMe);
+    our own intake (`_DurableIntake`) routes each update once and persists a check before confirming it."""
 
     def __init__(self, config: TelegramConfig, chat: ChatApp, files: FactCheckFiles | None = None):
         self.config = config
         self.chat = chat
         self.files = files  # fact-check files admins send in a private chat (bot/factcheck_files.py)
         self.application: Application = build_application(config)
-        self.application.add_handler(TypeHandler(Update, self._on_update))
-        self.application.add_error_handler(self._on_error)
         self.username: str = ""
         self._poller: asyncio.Task[None] | None = None
         chat.register("telegram", responders=TelegramResponderFactory(self.application.bot),
@@ -702,29 +680,34 @@ class TelegramBot(_DurableIntake):
                       images=TelegramImageFetcher(self.application.bot),
                       presence=TelegramPresence(self.application.bot))
 
-    async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    async def take(self, update: Update) -> None:
+        """One update, routed once. A check is in the queue when this returns (raises if it could not be
+        persisted, so the update is not confirmed and comes again); anything else runs as a background task."""
+        bot = self.application.bot
         if update.callback_query is not None:
-            self.chat.service.spawn(self._callback(context.bot, update.callback_query), name="tipline-callback")
+            self.chat.service.spawn(self._callback(bot, update.callback_query), name="tipline-callback")
             return
         message = update.message or update.channel_post
         if message is None:
             return  # edits, reactions, … are not checked
         if (doc := self.factcheck_file(message)) is not None:
-            self.chat.service.spawn(self.ingest_file(context.bot, message, doc), name="tipline-ingest-file")
+            self.chat.service.spawn(self.ingest_file(bot, message, doc), name="tipline-ingest-file")
             return
         incoming = to_incoming(message)
-        action = route(incoming, self.username or context.bot.username)
+        action = route(incoming, self.username or bot.username)
         if action is None:
             if incoming.chat_kind != "private" and incoming.text.strip():
-                self.chat.service.spawn(self._observe(context.bot, message, incoming), name="tipline-observe")
+                self.chat.service.spawn(self._observe(bot, message, incoming), name="tipline-observe")
             return
-        responder = TelegramResponder(context.bot, action.chat_id, action.target_id, action.thread_id)
+        if isinstance(action, CheckRequest):
+            await self.chat.submit("telegram", action, Ticket(idempotency_key(update, message), "telegram",
+                                                              where(action)))
+            return
         is_chat_admin = None if message.chat.type == "private" else \
-            _chat_admin_check(context.bot, message, incoming.sender_id)
-        # In durable mode `persist` queued a check already; the same key finds that job.
-        await self.chat.dispatch("telegram", action, responder, is_chat_admin=is_chat_admin,
-                                 ticket=Ticket(idempotency_key(update, message), "telegram",
-                                               TelegramResponderFactory.where(action)))
+            _chat_admin_check(bot, message, incoming.sender_id)
+        await self.chat.dispatch("telegram", action, TelegramResponder(bot, action.chat_id, action.target_id,
+                                                                       action.thread_id),
+                                 is_chat_admin=is_chat_admin)
 
     async def _callback(self, bot: Any, query: CallbackQuery) -> None:
         """A button under a verdict card: Sources -> the evidence in the thread; 👍/👎 -> a stored vote."""
@@ -775,8 +758,7 @@ class TelegramBot(_DurableIntake):
                                requested_by=query.from_user.id,
                                scope=chat_scope("telegram", message.chat_id) if message.chat.type != "private"
                                else GLOBAL)
-            await self.chat.submit(req, TelegramResponder(bot, req.chat_id, req.target_id, thread),
-                                   Ticket(f"tg-cb:{query.id}", "telegram", TelegramResponderFactory.where(req)))
+            await self.chat.submit("telegram", req, Ticket(f"tg-cb:{query.id}", "telegram", where(req)))
         except Exception:
             log.exception("digest check %r failed", query.data)
 
@@ -797,30 +779,9 @@ class TelegramBot(_DurableIntake):
                                                                             req.thread_id),
                                 auto=incoming.chat_kind == "group")
 
-    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-        log.error("error while handling an update", exc_info=context.error)
-
-    async def start(self) -> None:
-        if self.chat.queue is not None:
-            await self._start_durable()
-            return
-        app = self.application
-        await app.initialize()  # getMe
-        self.username = app.bot.username
-        await app.bot.set_my_commands([BotCommand(c, d) for c, d in COMMANDS])
-        await app.start()
-        assert app.updater is not None
-        await app.updater.start_polling(timeout=int(self.config.poll_timeout),
-                                        allowed_updates=["message", "channel_post", "callback_query"])
-        log.info("telegram: polling as @%s", self.username)
-
     async def stop(self) -> None:
         await self.stop_intake()
         app = self.application
-        if app.updater is not None and app.updater.running:
-            await app.updater.stop()
-        if app.running:
-            await app.stop()
         await self.chat.aclose()  # the checks and commands already running finish (shared: idempotent)
         if app._initialized:  # type: ignore[attr-defined]
             await app.shutdown()

@@ -1,8 +1,14 @@
-"""Who is a configured admin (TIPLINE_ADMINS): one rule for every admin command."""
+"""Who may run an admin command: a configured admin (TIPLINE_ADMINS) anywhere, or this chat's own admin."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+log = logging.getLogger(__name__)
+
+# Whether the sender administers the chat a command came from; asked only when a rule needs it.
+ChatAdminCheck = Callable[[], Awaitable[bool]]
 
 
 class Admins:
@@ -16,3 +22,18 @@ class Admins:
             return False
         uid = str(user_id)
         return uid in self.ids or f"{platform}:{uid}" in self.ids
+
+    async def allows(self, platform: str, user_id: object, chat_id: object, is_chat_admin: ChatAdminCheck | None,
+                     *, chat_admins: bool = True) -> bool:
+        """The one admin rule: a configured admin anywhere; else, where the command lets a chat's own admins
+        act (`chat_admins`) and the platform can tell (`is_chat_admin`), whether the sender administers this
+        chat. A platform that cannot answer counts as no."""
+        if self.is_admin(platform, user_id):
+            return True
+        if not chat_admins or is_chat_admin is None:
+            return False
+        try:
+            return await is_chat_admin()
+        except Exception:
+            log.warning("could not check chat admin rights of %s in %s", user_id, chat_id, exc_info=True)
+            return False

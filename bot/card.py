@@ -19,7 +19,7 @@ from core.adjudicate import MAX_CITATIONS
 from core.outside import LINKS, NAMES
 
 if TYPE_CHECKING:
-    from bot.chat import CheckRequest
+    from bot.requests import CheckRequest
 
 QUOTE_CHARS = 160  # the checked text quoted under the headline
 

@@ -1,11 +1,11 @@
 """The chat application, built once and handed to every adapter: one `CheckService`, one queue, the
 commands, and the one place that decides what each routed request does.
 
-Adapters only translate: a platform event becomes an `IncomingMessage` (then `route()` makes it a
-request) and they supply a `CommandResponder` (how to answer on their platform) and, where the
+Adapters only translate: a platform event becomes an `IncomingMessage` (then `route()` in bot/router.py
+makes it a request) and they supply a `CommandResponder` (how to answer on their platform) and, where the
 platform has them, an "is this user an admin of this chat" check. Everything else is here:
 
-    CheckRequest         -> the durable queue (or, without one, a background task of the service)
+    CheckRequest         -> the durable queue (bot/queue.py), whose workers run it through the CheckService
     Info                 -> the platform's fixed text (/start, /help, usage)
     EvidenceRequest      -> the stored check's evidence view
     DomainsRequest       -> DomainCommands        ChatSettingsRequest -> ChatCommands
@@ -21,27 +21,36 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.chat import ERROR_TEXT, INFO_TEXT, START_TEXTS, CheckRequest, CheckService, Info, Responder
-from bot.outflow import Outflow, outflow, sentence
-from bot.admins import Admins
-from bot.chat_settings import ChatAdminCheck, ChatCommands, ChatSettingsRequest, CheckExtras
-from bot.digest_commands import DigestCommands, DigestRequest
+from bot.admins import Admins, ChatAdminCheck
+from bot.chat_settings import ChatCommands, CheckExtras
+from bot.check_service import CheckService, Responder
+from bot.digest_commands import DigestCommands
 from bot.digest_schedule import Clock, DigestPoster, DigestService
-from bot.domains import DomainCommands, DomainsRequest
-from bot.images import ImageFetcher, ImageReader
-from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, EvidenceRequest, load_check
+from bot.domains import DomainCommands
+from bot.evidence import EVIDENCE_USAGE, UNKNOWN_CHECK, load_check
+from bot.images import ImageFetcher
+from bot.outflow import Outflow, outflow, sentence
 from bot.notify import Notifier
 from bot.personal import Privacy
 from bot.progress_delay import Presence
 from bot.queue import JobQueue, ResponderFactory
 from bot.photo_memory import PhotoMemory
-from bot.review import AddFactChecks, ReviewCommands, ReviewRequest
-from bot.watch_commands import WatchCommands, WatchRequest
-from core.engine import Engine
+from bot.requests import (
+    ChatSettingsRequest,
+    CheckRequest,
+    DigestRequest,
+    DomainsRequest,
+    EvidenceRequest,
+    Info,
+    ReviewRequest,
+    WatchRequest,
+)
+from bot.review import AddFactChecks, ReviewCommands
+from bot.texts import ERROR_TEXT, INFO_TEXT, START_TEXTS
+from bot.watch_commands import WatchCommands
 from core.image_limits import ImageLimits
 from schema.models import Result
 from core.tracking import Corroborator, TrackedMessage
-from storage.sqlite import Database
 
 if TYPE_CHECKING:
     from bot.app import App
@@ -76,39 +85,28 @@ class Ticket:
 
 
 class ChatApp:
-    """The application the adapters share. With a `queue`, checks are persisted before the platform is
-    acknowledged and worked off by its workers (through the queue's `CheckService`); without one (tests
-    of a single adapter) they run as background tasks of `service`."""
+    """The application the adapters share. Checks are persisted before the platform is acknowledged and
+    worked off by the queue's workers through the queue's `CheckService`, which also runs the commands."""
 
-    def __init__(self, engine: Engine, *, queue: JobQueue | None = None, service: CheckService | None = None,
-                 admins: Sequence[str] = (), add_factchecks: AddFactChecks | None = None,
-                 corroborator: Corroborator | None = None, db: Database | None = None,
-                 digests: DigestService | None = None, images: ImageReader | None = None,
-                 privacy: Privacy | None = None, outflow: Outflow | None = None, photos: PhotoMemory | None = None):
-        """`outflow`: what leaves the server (bot/outflow.py), said at the end of /start and /help."""
-        self.engine = engine
-        self.outflow = outflow
-        self.db = db if db is not None else engine.db
+    def __init__(self, queue: JobQueue, *, admins: Sequence[str] = (), add_factchecks: AddFactChecks | None = None,
+                 corroborator: Corroborator | None = None, digests: DigestService | None = None,
+                 privacy: Privacy | None = None, outflow: Outflow | None = None):
+        """`outflow`: what leaves the server (bot/outflow.py), said at the end of /start and /help. The
+        screenshot reader and the photo memory are the queue's `CheckService`'s."""
         self.queue = queue
-        self.service = queue.service if queue is not None else service or CheckService(engine)
+        self.service = queue.service
+        self.db = self.service.db
+        self.outflow = outflow
         self.corroborator = corroborator
-        self.images = images
-        if images is not None:
-            self.service.images = images  # screenshots: each adapter registers how to download its images
-        if photos is not None:
-            self.service.photos = photos  # photos' hashes: kept with checks, reviewed photos answered at once
-        if corroborator is not None and self.service.extras is None:
-            # No platform: one service serves every adapter (the extras exclude the asking chat on each).
-            self.service.extras = CheckExtras(self.db, None, corroborator)
+        self.images = self.service.images
         self.domains = DomainCommands(self.db, admins)
         # Retention and /forget me (bot/personal.py): one, so two forgets never rewrite the vectors at once.
         self.privacy = privacy or Privacy(self.db, corroborator=corroborator)
         self.chat_commands = ChatCommands(self.db, admins, corroborator, privacy=self.privacy)
         # Per platform: how to tell an asker their claim was reviewed; shared, so a verdict recorded on
         # one platform reaches askers on the others.
-        self.notifiers: dict[str, Notifier] = queue.notifiers if queue is not None else {}
-        self.review = ReviewCommands(self.db, add_factchecks, admins, self.notifiers)
-        self.review.photos = photos
+        self.notifiers: dict[str, Notifier] = queue.notifiers
+        self.review = ReviewCommands(self.db, add_factchecks, admins, self.notifiers, photos=self.service.photos)
         # Digests, /trending and alerts (bot/digest_schedule.py); None where tracking is off.
         self.digests = digests
         self.digest_commands = DigestCommands(self.db, digests, Admins(admins))
@@ -142,7 +140,7 @@ class ChatApp:
             self.images.register(platform, images)
         if poster is not None and self.digests is not None:
             self.digests.register(platform, poster)
-        if responders is not None and self.queue is not None:
+        if responders is not None:
             self.queue.register(platform, responders, presence)
         if notifier is not None:
             self.notifiers[platform] = notifier
@@ -151,13 +149,10 @@ class ChatApp:
 
     # --- checks ------------------------------------------------------------------------------
 
-    async def submit(self, req: CheckRequest, responder: Responder, ticket: Ticket | None) -> None:
-        """Queue a check. With a queue this returns once the request is persisted (raises if it could not
-        be; a re-delivery with the same ticket key is recognised); without one it starts at once."""
-        if self.queue is not None and ticket is not None:
-            await self.queue.submit(ticket.key, ticket.platform, req, ticket.where)
-            return
-        self.service.submit(req, responder)
+    async def submit(self, platform: str, req: CheckRequest, ticket: Ticket) -> None:
+        """Queue a check; returns once the request is persisted (raises if it could not be; a re-delivery
+        with the same ticket key is recognised)."""
+        await self.queue.submit(ticket.key, platform, replace(req, platform=platform), ticket.where)
 
     async def observe(self, platform: str, message: TrackedMessage | None, req: CheckRequest,
                       responder: Responder, *, auto: bool = True) -> None:
@@ -196,7 +191,8 @@ class ChatApp:
         chats and on platforms without chat admins) lets a chat's own admins change its settings;
         `ticket` is how a check request is persisted (the other requests are answered at once)."""
         if isinstance(request, CheckRequest):
-            await self.submit(replace(request, platform=platform), responder, ticket)
+            assert ticket is not None, "a check needs a ticket to be queued"
+            await self.submit(platform, request, ticket)
             return
         self.service.spawn(self._command(platform, request, responder, is_chat_admin),
                            name=f"tipline-{type(request).__name__}")
@@ -276,6 +272,7 @@ class ChatApp:
         self.watch_commands.service = watch
 
     async def aclose(self) -> None:
+        await self.queue.stop()  # already stopped by `tipline run` before its adapters close: then a no-op
         await self.service.aclose()
         if self.watch is not None:
             await self.watch.aclose()
@@ -288,23 +285,23 @@ def build_chat(settings: Settings, app: App) -> ChatApp:
     from storage.factcheck_feeds import read_feeds
     from storage.jobs import JobStore
 
-    service = CheckService(app.engine)
-    if app.metrics is not None:
-        metrics = app.metrics
-        service.on_result = lambda result, seconds: metrics.observe_result(result, seconds)
     from storage.reply_journal import ReplyJournal
 
+    metrics = app.metrics
+    photos = PhotoMemory(app.db, ImageLimits(max_bytes=settings.ocr_max_bytes, max_pixels=settings.ocr_max_pixels))
+    # No platform: one service serves every adapter (the extras exclude the asking chat on each).
+    extras = CheckExtras(app.db, None, app.corroborator) if app.corroborator is not None else None
+    service = CheckService(app.engine, db=app.db, extras=extras, images=app.images, photos=photos,
+                           on_result=None if metrics is None else metrics.observe_result)
     journal = ReplyJournal(settings.data_dir / "reply-refs.journal")
     queue = JobQueue(JobStore(app.db, journal), service, workers=settings.check_workers, queue_max=settings.queue_max,
                      limiter=RateLimiter(settings.user_rate_per_minute, settings.chat_rate_per_minute),
                      progress_after=settings.progress_after_s)
-    return ChatApp(app.engine, queue=queue, admins=tuple(settings.admins), add_factchecks=app.kb.add,
-                   corroborator=app.corroborator, db=app.db, digests=build_digests(settings, app),
-                   images=app.images, privacy=Privacy(app.db, corroborator=app.corroborator,
-                                                      check_retention_days=settings.check_retention_days),
-                   outflow=outflow(settings, stored_feeds=len(read_feeds(settings.sqlite_path))),
-                   photos=PhotoMemory(app.db, ImageLimits(max_bytes=settings.ocr_max_bytes,
-                                                          max_pixels=settings.ocr_max_pixels)))
+    return ChatApp(queue, admins=tuple(settings.admins), add_factchecks=app.kb.add, corroborator=app.corroborator,
+                   digests=build_digests(settings, app),
+                   privacy=Privacy(app.db, corroborator=app.corroborator,
+                                   check_retention_days=settings.check_retention_days),
+                   outflow=outflow(settings, stored_feeds=len(read_feeds(settings.sqlite_path))))
 
 
 def build_digests(settings: Settings, app: App, clock: Clock | None = None) -> DigestService | None:

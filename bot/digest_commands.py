@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from bot.admins import Admins
-from bot.chat_settings import ChatAdminCheck, ChatCommandRequest
+from bot.admins import Admins, ChatAdminCheck
 from bot.digest_schedule import DigestService, next_daily
+from bot.requests import DigestRequest
 from core.i18n import LANGUAGES, t
 from storage.digests import AlertSetting, DigestSchedule
 from storage.domains import DomainStore
@@ -37,11 +37,6 @@ MAX_TOP = 10  # a Telegram message (4096 characters) holds about ten items
 MAX_PERIOD_H = 168
 MAX_TRENDING_H = 720  # the retention default (30 days)
 MAX_ALERT_CHATS = 1000
-
-
-@dataclass(frozen=True)
-class DigestRequest(ChatCommandRequest):
-    """/digest, /trending or /alerts (`command` one of DIGEST_COMMANDS)."""
 
 
 @dataclass(frozen=True)
@@ -116,15 +111,7 @@ class DigestCommands:
         self.audit_log = DomainStore(db)
 
     async def _allowed(self, req: DigestRequest, is_chat_admin: ChatAdminCheck | None) -> bool:
-        if self.admins.is_admin(req.platform, req.user_id):
-            return True
-        if is_chat_admin is None:
-            return False
-        try:
-            return await is_chat_admin()
-        except Exception:
-            log.warning("could not check chat admin rights of %s in %s", req.user_id, req.chat_id, exc_info=True)
-            return False
+        return await self.admins.allows(req.platform, req.user_id, req.chat_id, is_chat_admin)
 
     async def _audit(self, req: DigestRequest, action: str, detail: str = "") -> None:
         await self.audit_log.audit(platform=req.platform, chat_id=req.chat_id, user_id=req.user_id, action=action,

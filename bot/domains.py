@@ -23,10 +23,11 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from bot.admins import Admins
+from bot.admins import Admins, ChatAdminCheck
+from bot.requests import DomainsRequest, chat_scope  # noqa: F401 (chat_scope: used by importers)
 from core.credibility import DomainRules
 from storage.domains import GLOBAL, DomainStore, Rule
 from storage.sqlite import Database
@@ -160,10 +161,6 @@ class DomainPolicy:
         return lambda url: domain_matches(url, deny)
 
 
-def chat_scope(platform: str, chat_id: object) -> str:
-    return f"{platform}:{chat_id}"
-
-
 # ---------------------------------------------------------------------------------------------
 # Recognising and parsing the commands
 
@@ -224,22 +221,6 @@ def parse(args: str) -> Parsed:
 # Executing them
 
 
-@dataclass(frozen=True)
-class DomainsRequest:
-    """A domains command from a chat: `args` in the `/domains` form, answered as a reply to `target_id`."""
-
-    platform: str
-    chat_id: int | str
-    target_id: int | str
-    user_id: int | str | None
-    scope: str  # GLOBAL or chat_scope(platform, chat_id)
-    args: str
-    thread_id: int | str | None = None
-
-
-ChatAdminCheck = Callable[[], Awaitable[bool]]
-
-
 class DomainCommands:
     """Runs domains commands against the database; returns the sentence to answer with."""
 
@@ -249,15 +230,9 @@ class DomainCommands:
         self.is_admin = self.admins.is_admin
 
     async def _may_change(self, req: DomainsRequest, is_chat_admin: ChatAdminCheck | None) -> bool:
-        if self.is_admin(req.platform, req.user_id):
-            return True
-        if req.scope == GLOBAL or is_chat_admin is None or req.user_id is None:
-            return False
-        try:
-            return await is_chat_admin()
-        except Exception:
-            log.warning("could not check chat admin rights of %s in %s", req.user_id, req.chat_id, exc_info=True)
-            return False
+        # Global rules are for configured admins only; a group's own, also for its admins.
+        return await self.admins.allows(req.platform, req.user_id, req.chat_id, is_chat_admin,
+                                        chat_admins=req.scope != GLOBAL and req.user_id is not None)
 
     async def _audit(self, req: DomainsRequest, action: str, detail: str) -> None:
         await self.store.audit(platform=req.platform, chat_id=req.chat_id, user_id=req.user_id, action=action,

@@ -7,7 +7,6 @@ platform's escaping and link functions), how button payloads look and what a vot
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from bot.card import Markup
 from core.card_words import confidence_words, shown_confidence
@@ -21,16 +20,6 @@ UNKNOWN_CHECK = "I have no check with that id: copy the id from the bottom of a 
 FEEDBACK_THANKS = "Thanks for the feedback"
 
 _CHECK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-@dataclass(frozen=True)
-class EvidenceRequest:
-    """Show the stored evidence and trace of check `check_id` ("" = no id given: usage)."""
-
-    check_id: str
-    chat_id: int | str
-    target_id: int | str
-    thread_id: int | str | None = None
 
 
 def evidence_arg(args: str) -> str:

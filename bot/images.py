@@ -18,39 +18,18 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from core.i18n import t
 from core.image_limits import ImageLimits, ImageRefused, NotAnImage, inspect_image, mime_is_image
 from core.ocr import OcrEngine, OcrText, OcrUnavailable
 
+from bot.requests import ImageRef
+
 if TYPE_CHECKING:
     from bot.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ImageRef:
-    """An image on a platform, as a message carries it: enough to download it later."""
-
-    platform: str
-    file_id: str
-    mime: str = ""  # as the platform declares it; "" when it does not (Telegram photos are JPEG)
-    size: int | None = None  # bytes, when the platform says
-    name: str = ""
-
-    @classmethod
-    def from_payload(cls, value: Any) -> ImageRef | None:
-        """Back from the queue's JSON (`dataclasses.asdict`), or None for anything else."""
-        if isinstance(value, ImageRef) or value is None:
-            return value
-        if isinstance(value, dict) and value.get("platform") and value.get("file_id"):
-            size = value.get("size")
-            return cls(platform=str(value["platform"]), file_id=str(value["file_id"]),
-                       mime=str(value.get("mime") or ""), size=size if isinstance(size, int) else None,
-                       name=str(value.get("name") or ""))
-        return None
 
 
 class DownloadFailed(ImageRefused):

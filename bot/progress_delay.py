@@ -18,7 +18,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from bot.chat import CheckRequest, Responder
+from bot.check_service import Responder
+
+from bot.requests import CheckRequest
 from bot.render import Reply
 
 log = logging.getLogger(__name__)

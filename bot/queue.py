@@ -33,7 +33,8 @@ from bot.notify import Notifier
 from bot.progress_delay import DeferredResponder, Presence
 from bot.render import Reply
 from bot.repeats import fingerprint
-from bot.chat import CheckRequest, CheckService, Responder
+from bot.check_service import CheckService, Responder
+from bot.requests import CheckRequest
 from storage.jobs import Job, JobStore
 
 log = logging.getLogger(__name__)

@@ -17,12 +17,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import date
 
 from bot.admins import Admins
 from bot.photo_memory import PhotoMemory
 from bot.notify import Notifier, ReviewNotice, ReviewNotices
+from bot.requests import ReviewRequest
 from schema.models import FactCheck, Verdict
 from core.ratings import match_rating
 from storage.domains import DomainStore
@@ -38,22 +38,12 @@ REVIEW_PUBLISHER = "tipline reviewers"
 _URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class ReviewRequest:
-    platform: str
-    chat_id: int | str
-    target_id: int | str
-    user_id: int | str | None
-    args: str
-    thread_id: int | str | None = None
-
-
 AddFactChecks = Callable[[Sequence[FactCheck]], Awaitable[int]]
 
 
 class ReviewCommands:
     def __init__(self, db: Database, add_factchecks: AddFactChecks | None, admins: Iterable[str] = (),
-                 notifiers: Mapping[str, Notifier] | None = None):
+                 notifiers: Mapping[str, Notifier] | None = None, photos: PhotoMemory | None = None):
         self.db = db
         self.notices = ReviewNotices(db, notifiers if notifiers is not None else {})
         self.feedback = FeedbackStore(db)
@@ -61,7 +51,7 @@ class ReviewCommands:
         self.add_factchecks = add_factchecks
         self.admins = Admins(admins)
         self.is_admin = self.admins.is_admin
-        self.photos: PhotoMemory | None = None  # a reviewed check's photo is remembered (bot/photo_memory.py)
+        self.photos = photos  # a reviewed check's photo is remembered (bot/photo_memory.py)
 
     async def handle(self, req: ReviewRequest) -> str:
         if not self.is_admin(req.platform, req.user_id):

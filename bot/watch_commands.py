@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.admins import Admins
-from bot.chat_settings import ChatAdminCheck
+from bot.admins import Admins, ChatAdminCheck
+from bot.requests import WatchRequest
 from storage.domains import DomainStore
 from storage.sqlite import Database
 
-if TYPE_CHECKING:  # bot/chat.py routes /watch: a `tipline check` must not load the reader's HTTP client
+if TYPE_CHECKING:  # bot/router.py routes /watch: a `tipline check` must not load the reader's HTTP client
     from bot.watch import WatchService
 
 log = logging.getLogger(__name__)
@@ -40,18 +39,6 @@ USAGE = ("Usage:\n"
 _ADD = {"add", "+"}
 _REMOVE = {"remove", "rm", "del", "delete", "-"}
 _LIST = {"list", "ls", "status"}
-
-
-@dataclass(frozen=True)
-class WatchRequest:
-    """A /watch command, answered as a reply to `target_id`."""
-
-    platform: str
-    chat_id: int | str
-    target_id: int | str
-    user_id: int | str | None
-    args: str = ""
-    thread_id: int | str | None = None
 
 
 def parse(args: str) -> tuple[str, list[str]]:
@@ -76,15 +63,8 @@ class WatchCommands:
         self.audit_log = DomainStore(db)
 
     async def _allowed(self, req: WatchRequest, is_chat_admin: ChatAdminCheck | None) -> bool:
-        if self.admins.is_admin(req.platform, req.user_id):
-            return True
-        if is_chat_admin is None or req.user_id is None:
-            return False
-        try:
-            return await is_chat_admin()
-        except Exception:
-            log.warning("could not check chat admin rights of %s in %s", req.user_id, req.chat_id, exc_info=True)
-            return False
+        return await self.admins.allows(req.platform, req.user_id, req.chat_id, is_chat_admin,
+                                        chat_admins=req.user_id is not None)
 
     async def handle(self, req: WatchRequest, *, is_chat_admin: ChatAdminCheck | None = None) -> str:
         """`is_chat_admin`: whether the sender administers the group the command came from (None: a private

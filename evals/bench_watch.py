@@ -38,7 +38,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.app import build_app
-from bot.chat import CheckRequest, CheckService
+from bot.check_service import CheckService
+from bot.requests import CheckRequest
 from bot.settings import Settings
 from bot.watch import WatchService, message_key
 from core.evaluation import EvalDataError

@@ -21,7 +21,7 @@ CLAIM = "Garlic prevents infection with the new coronavirus"
 
 async def serve(queue, q_app, **kw: Any):  # noqa: F811
     web_app = web.Application()
-    HttpApi(ChatApp(q_app.engine, queue=queue), "tok", **kw).add_routes(web_app)
+    HttpApi(ChatApp(queue), "tok", **kw).add_routes(web_app)
     return await serve_on_loopback(web_app)
 
 

@@ -5,7 +5,7 @@ import pytest
 from bot.app import build_app
 
 from adapters.cli import render_card
-from bot.chat import CheckService
+from bot.check_service import CheckService
 from bot.render import to_reply
 from core.intake import EmptyInput
 from schema.models import Result, Verdict

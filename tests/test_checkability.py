@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 
 from bot.app import build_app
-from bot.chat import CheckService
+from bot.check_service import CheckService
 from evals.checkability_eval import MessagesFileError, read_messages, run_checkability_eval
 from core.checkability import CUE_NAMES, DEFAULT_PATH, CheckabilityModel, cues, reason
 from schema.models import Verdict

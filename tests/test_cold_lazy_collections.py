@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from bot.app import build_app
-from bot.chat import CheckService
+from bot.check_service import CheckService
 from storage.edge_store import EdgeVectorStore
 from storage.vectors import CollectionSpec, Point
 from tests.conftest import isolated_settings

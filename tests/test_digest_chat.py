@@ -20,10 +20,11 @@ import pytest_asyncio
 from adapters.slack import ACTION_DIGEST_CHECK, SlackBot, SlackConfig
 from adapters.telegram import DIGEST_CHECK, TelegramBot, TelegramConfig
 from bot.app import build_app
-from bot.chat import CHECKING, CheckService
-from bot.chat_app import ChatApp, build_digests
+from bot.check_service import CHECKING
+from bot.chat_app import build_digests
 from bot.digest_schedule import DigestService
 from core.i18n import t
+from tests.chat_support import queued_chat
 from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
@@ -89,7 +90,7 @@ async def tg(app):
     clock = ManualClock(time.time() - 60)
     digests = build_digests(app.settings, app, clock)
     assert digests is not None
-    chat = ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0), corroborator=app.corroborator,
+    chat = await queued_chat(app.engine, corroborator=app.corroborator,
                    digests=digests)
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0), chat)
@@ -258,7 +259,7 @@ FORM = "application/x-www-form-urlencoded"
 async def slack(app):
     fake = await FakeSlack().start()
     digests = build_digests(app.settings, app, ManualClock(time.time()))
-    chat = ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0), admins=(SLACK_ADMIN,),
+    chat = await queued_chat(app.engine, admins=(SLACK_ADMIN,),
                    corroborator=app.corroborator, digests=digests)
     bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0), chat)
     await bot.start()

@@ -13,9 +13,9 @@ import pytest_asyncio
 
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
-from bot.chat import CheckService
-from bot.chat_app import ChatApp, build_digests
+from bot.chat_app import build_digests
 from core.i18n import t
+from tests.chat_support import queued_chat
 from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_digest_chat import ADMIN, ManualClock, command, user
@@ -46,7 +46,7 @@ async def tg(app):
     fake = await FakeTelegram().start()
     digests = build_digests(app.settings, app, ManualClock(time.time() + 600))  # the posts fall inside its window
     assert digests is not None
-    chat = ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0), corroborator=app.corroborator,
+    chat = await queued_chat(app.engine, corroborator=app.corroborator,
                    digests=digests)
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0), chat)

@@ -15,11 +15,11 @@ import pytest
 import pytest_asyncio
 
 from adapters.slack import SlackBot, SlackConfig
-from bot.chat_app import ChatApp
+from tests.chat_support import queued_chat
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.domains import (REFUSED, USAGE, DomainCommands, DomainsRequest, InvalidDomain, command_args,
                          domain_matches, effective_rules, normalize_domain)
-from bot.chat import route
+from bot.router import route
 from storage.domains import GLOBAL, DomainStore
 from storage.sqlite import MIGRATIONS, Database
 from tests.fakes.slack_api import TEAM_ID, FakeSlack
@@ -165,7 +165,7 @@ async def test_non_admin_is_refused_and_audited(db):
 
 
 def test_route_gives_global_scope_in_private_and_chat_scope_in_groups():
-    from bot.chat import IncomingMessage
+    from bot.requests import IncomingMessage
     private = IncomingMessage(platform="telegram", chat_id=5, chat_kind="private", message_id=1,
                               text="/domains list", sender_id=5)
     group = IncomingMessage(platform="telegram", chat_id=-9, chat_kind="group", message_id=2,
@@ -184,7 +184,7 @@ async def tg(db):
     config = TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                             poll_timeout=1.0)
     # no engine needed for /domains
-    bot = TelegramBot(config, ChatApp(SimpleNamespace(db=db), admins=(str(ADMIN_TG),), db=db))
+    bot = TelegramBot(config, await queued_chat(SimpleNamespace(db=db), db, admins=(str(ADMIN_TG),)))
     await bot.start()
     yield fake, bot
     await bot.stop()
@@ -237,7 +237,7 @@ async def test_telegram_group_admin_sets_chat_rule_member_cannot(tg, db):
 async def slack(db):
     fake = await FakeSlack().start()
     config = SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0)
-    bot = SlackBot(config, ChatApp(SimpleNamespace(db=db), admins=(ADMIN_SLACK,), db=db))
+    bot = SlackBot(config, await queued_chat(SimpleNamespace(db=db), db, admins=(ADMIN_SLACK,)))
     await bot.start()
     yield fake, bot
     await bot.stop()
@@ -276,7 +276,8 @@ async def test_slack_dm_domains_list(slack, db):
 
 
 def test_checks_carry_the_scope_whose_rules_apply():
-    from bot.chat import CheckRequest, IncomingMessage, route
+    from bot.requests import CheckRequest, IncomingMessage
+    from bot.router import route
 
     group = route(IncomingMessage("telegram", -100123, "supergroup", 5, "/check The moon is made of cheese"),
                   "tiplinebot")

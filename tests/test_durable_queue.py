@@ -31,7 +31,8 @@ from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
 from bot.limits import RateLimiter, TokenBuckets
 from bot.queue import BUSY_TEXT, FULL_TEXT, JobQueue, request_from_payload, request_to_payload
-from bot.chat import CHECKING, CheckRequest, CheckService
+from bot.check_service import CHECKING, CheckService
+from bot.requests import CheckRequest
 from storage.jobs import JobStore
 from storage.sqlite import Database
 from tests.fakes.loopback import serve_on_loopback
@@ -413,7 +414,7 @@ async def settle(fake: FakeTelegram, n: int, timeout: float = 60) -> None:
 
 async def test_telegram_updates_delivered_again_after_a_restart_get_one_reply(tg, q_app, jobs_db):
     queue = make_queue(q_app, jobs_db, workers=2)
-    first = TelegramBot(tg_config(tg), ChatApp(q_app.engine, queue=queue))
+    first = TelegramBot(tg_config(tg), ChatApp(queue))
     await first.start()
     await queue.start()
     msgs = [user_message(tg, CLAIMS[n], 7000 + n) for n in range(3)]
@@ -424,7 +425,7 @@ async def test_telegram_updates_delivered_again_after_a_restart_get_one_reply(tg
         # A crash between persisting and confirming: Telegram delivers the same updates again.
         async with tg._changed:
             tg.updates.extend(json.loads(json.dumps(updates)))
-        second = TelegramBot(tg_config(tg), ChatApp(q_app.engine, queue=queue))
+        second = TelegramBot(tg_config(tg), ChatApp(queue))
         await second.start()
         try:
             await wait_until(lambda: not tg.updates, 30)  # the fake drops them once they are confirmed
@@ -443,7 +444,7 @@ async def test_telegram_updates_delivered_again_after_a_restart_get_one_reply(tg
 async def test_telegram_webhook_checks_the_secret_and_dedupes(tg, q_app, jobs_db):
     queue = make_queue(q_app, jobs_db, workers=2)
     bot = TelegramBot(tg_config(tg, webhook_url="https://bot.example.org/tg/hook", webhook_secret="s3cr3t-_x"),
-                      ChatApp(q_app.engine, queue=queue))
+                      ChatApp(queue))
     web_app = web.Application()
     bot.add_webhook_route(web_app)
     await queue.start()
@@ -490,7 +491,7 @@ async def test_slack_event_and_its_retries_get_one_reply(q_app, jobs_db):
     fake = await FakeSlack().start()
     queue = make_queue(q_app, jobs_db, workers=2)
     bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SLACK_SECRET, api_url=fake.base_url, port=0),
-                   ChatApp(q_app.engine, queue=queue))
+                   ChatApp(queue))
     await bot.start()
     await queue.start()
     ts = f"{int(time.time())}.000777"
@@ -522,7 +523,7 @@ async def test_slack_event_and_its_retries_get_one_reply(q_app, jobs_db):
 async def test_burst_past_queue_max_is_told_its_place_and_nothing_is_dropped(tg, q_app, jobs_db):
     queue = make_queue(q_app, jobs_db, workers=2, queue_max=3, hard_cap=6,
                        limiter=RateLimiter(user_per_minute=2, chat_per_minute=100))
-    bot = TelegramBot(tg_config(tg), ChatApp(q_app.engine, queue=queue))
+    bot = TelegramBot(tg_config(tg), ChatApp(queue))
     await bot.start()
     msgs = [user_message(tg, f"{CLAIMS[n % len(CLAIMS)]} ({n})", 7200 + n) for n in range(9)]
     msgs += [user_message(tg, f"{CLAIMS[n]} (again {n})", 7299) for n in range(3)]  # one user, three times
@@ -613,7 +614,7 @@ async def test_shutdown_puts_late_checks_back_then_the_next_run_finishes_them(q_
 async def test_rest_idempotency_key_maps_to_one_check(q_app, jobs_db):
     queue = make_queue(q_app, jobs_db, workers=1)
     web_app = web.Application()
-    HttpApi(ChatApp(q_app.engine, queue=queue), "tok").add_routes(web_app)
+    HttpApi(ChatApp(queue), "tok").add_routes(web_app)
     # A request the last process accepted but never finished (it was killed mid-check):
     store = JobStore(jobs_db)
     await store.enqueue("api:left-over", "api", "api", None,

@@ -20,10 +20,11 @@ import pytest_asyncio
 
 from adapters.slack import SECTION_LIMIT, SlackBot, SlackConfig, render_evidence
 from bot.chat_app import ChatApp
+from tests.chat_support import queued_chat
 from adapters.telegram import TelegramBot, TelegramConfig, render_evidence_html, tg_len
 from bot.evidence import FEEDBACK_THANKS, UNKNOWN_CHECK, parse_callback
 from bot.app import build_app
-from bot.chat import CHECKING, CheckService
+from bot.check_service import CHECKING
 from bot.chat_settings import CheckExtras
 from bot.domains import GLOBAL
 from bot.repeats import RepeatTracker
@@ -70,12 +71,10 @@ ASKED_BEFORE = "The 5G rollout caused the coronavirus outbreak"
 async def chat_app(engine, db: Database) -> ChatApp:
     """The real engine; checks kept in the test's own database, where a repeat of `ASKED_BEFORE` finds
     its stored Result."""
-    service = CheckService(engine, db=db, progress_interval=0.0)
-    service.extras = CheckExtras(db)  # repeat reuse (no tracked chats here)
     stored = make_result(ASKED_BEFORE)
     await db.save_check(stored)
     await RepeatTracker(db).record(ASKED_BEFORE, GLOBAL, stored.id)
-    return ChatApp(engine, service=service, db=db)
+    return await queued_chat(engine, db, extras=CheckExtras(db))  # repeat reuse (no tracked chats here)
 
 
 @pytest_asyncio.fixture

@@ -16,7 +16,7 @@ import pytest_asyncio
 
 from adapters.slack import REPLY_EVENT, SlackBot, SlackConfig, SlackResponderFactory
 from bot.app import build_app
-from bot.chat import CHECKING, CheckService
+from bot.check_service import CHECKING, CheckService
 from bot.chat_app import ChatApp
 from bot.queue import JobQueue
 from storage.jobs import JobStore
@@ -43,7 +43,7 @@ async def _crash_after_the_first_post(app, fake: FakeSlack, journal_path: Path, 
     store = JobStore(app.db, ReplyJournal(journal_path))
     queue = JobQueue(store, CheckService(app.engine, progress_interval=0.0), workers=1)
     bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0),
-                   ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add))
+                   ChatApp(queue, add_factchecks=app.kb.add))
     await bot.start()
     try:
         ev = mention(f"<@U0TIPBOT> {CLAIM}", channel=channel)
@@ -64,7 +64,7 @@ async def _restart(app, fake: FakeSlack, journal_path: Path):
     store = JobStore(app.db, ReplyJournal(journal_path))
     queue = JobQueue(store, CheckService(app.engine, progress_interval=0.0), workers=1)
     bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0),
-                   ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add))
+                   ChatApp(queue, add_factchecks=app.kb.add))
     await bot.start()
     await queue.start()
     return store, queue, bot

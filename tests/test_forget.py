@@ -23,8 +23,9 @@ from adapters.main import main
 from adapters.slack import SlackBot, SlackConfig
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
-from bot.chat import CheckService
+from bot.check_service import CheckService
 from bot.chat_app import ChatApp
+from bot.chat_settings import CheckExtras
 from bot.evidence import callback_data
 from bot.personal import Privacy
 from bot.queue import JobQueue
@@ -84,8 +85,9 @@ async def sl():
 async def bots(f_app, tg: FakeTelegram, sl: FakeSlack):
     """Both adapters on one durable queue with tracking, as `tipline run` wires them."""
     journal = ReplyJournal(f_app.settings.data_dir / "reply-refs.journal")
-    queue = JobQueue(JobStore(f_app.db, journal), CheckService(f_app.engine, progress_interval=0.0), workers=2)
-    chat = ChatApp(f_app.engine, queue=queue, admins=(str(ADMIN),), add_factchecks=f_app.kb.add,
+    queue = JobQueue(JobStore(f_app.db, journal), CheckService(f_app.engine, progress_interval=0.0, extras=CheckExtras(f_app.db, None, f_app.corroborator)),
+                     workers=2)
+    chat = ChatApp(queue, admins=(str(ADMIN),), add_factchecks=f_app.kb.add,
                    corroborator=f_app.corroborator)
     tb = TelegramBot(TelegramConfig(token=tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url,
                                     poll_timeout=1.0), chat)

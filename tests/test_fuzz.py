@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from adapters.slack import SECTION_LIMIT, render_blocks
 from adapters.telegram import MAX_TEXT, render_html, split_html, tg_len
 from bot.render import RelatedItem, Reply
-from bot.chat import CheckRequest
+from bot.requests import CheckRequest
 from core.language import LANGUAGES, reply_language
 from core.intake import EmptyInput, intake
 from schema.models import Citation

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.chat import CheckRequest, IncomingMessage
+from bot.requests import CheckRequest, IncomingMessage
 from core.intake import EmptyInput, intake
 from schema.models import FactCheck
 from schema.text import REPLACEMENT, decode_bytes, safe_text

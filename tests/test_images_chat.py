@@ -19,12 +19,13 @@ import pytest_asyncio
 from adapters.slack import SlackBot, SlackConfig
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app, build_image_reader
-from bot.chat import CHECKING, CheckService
+from bot.check_service import CHECKING, CheckService
 from bot.chat_app import ChatApp
 from bot.queue import JobQueue
 from evals.bench_ocr import VARIANTS, render
 from schema.models import Verdict
 from storage.jobs import JobStore
+from tests.chat_support import queued_chat
 from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
@@ -82,8 +83,8 @@ async def _telegram(tg: FakeTelegram, chat: ChatApp, queue: JobQueue | None = No
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def tg_bot(tg: FakeTelegram, app):
     """As `tipline run` runs it: every check a job in the durable queue (the image goes in as a reference)."""
-    queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0), workers=2)
-    bot = await _telegram(tg, ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add, images=app.images), queue)
+    queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0, images=app.images), workers=2)
+    bot = await _telegram(tg, ChatApp(queue, add_factchecks=app.kb.add), queue)
     yield bot
     await queue.stop()
     await bot.stop()
@@ -152,8 +153,7 @@ async def test_telegram_files_that_cannot_be_checked_get_one_sentence(tg, tg_bot
 async def test_telegram_a_file_over_the_size_cap_is_not_downloaded(tg_alone, app, tmp_path: Path):
     tg = tg_alone
     settings = app.settings.model_copy(update={"ocr_max_bytes": 1000})
-    chat = ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0),
-                   images=build_image_reader(settings))
+    chat = await queued_chat(app.engine, images=build_image_reader(settings))
     bot = await _telegram(tg, chat)
     try:
         msg = await tg.send_user_message(document=(screenshot(CLAIM_EN), "image/png", "big.png"))
@@ -167,8 +167,7 @@ async def test_telegram_a_file_over_the_size_cap_is_not_downloaded(tg_alone, app
 async def test_telegram_without_tesseract_image_checks_are_off(tg_alone, app, tmp_path: Path):
     tg = tg_alone
     settings = app.settings.model_copy(update={"ocr_binary": str(tmp_path / "no-tesseract-here")})
-    chat = ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0),
-                   images=build_image_reader(settings))
+    chat = await queued_chat(app.engine, images=build_image_reader(settings))
     bot = await _telegram(tg, chat)
     try:
         bare = await tg.send_user_message(photo=screenshot(CLAIM_EN))
@@ -197,8 +196,7 @@ async def slack():
 @pytest_asyncio.fixture(loop_scope="module")
 async def slack_bot(slack: FakeSlack, app):
     config = SlackConfig(bot_token=slack.token, signing_secret=SECRET, api_url=slack.base_url, port=0)
-    bot = SlackBot(config, ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0),
-                                   add_factchecks=app.kb.add, images=app.images))
+    bot = SlackBot(config, await queued_chat(app.engine, add_factchecks=app.kb.add, images=app.images))
     await bot.start()
     yield bot
     await bot.stop()
@@ -262,8 +260,7 @@ async def test_slack_a_file_larger_than_slack_says_is_cut_off(slack, app):
     """files.info says 500 bytes, url_private serves 60 KB: the download stops at the cap."""
     settings = app.settings.model_copy(update={"ocr_max_bytes": 4096})
     config = SlackConfig(bot_token=slack.token, signing_secret=SECRET, api_url=slack.base_url, port=0)
-    bot = SlackBot(config, ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0),
-                                   images=build_image_reader(settings)))
+    bot = SlackBot(config, await queued_chat(app.engine, images=build_image_reader(settings)))
     await bot.start()
     try:
         data = screenshot(" ".join([CLAIM_EN] * 20))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.chat import CHECKING
+from bot.check_service import CHECKING
 from storage.sqlite import Database
 from tests.conftest import SeededDataDir
 from tests.fakes.telegram_api import FakeTelegram

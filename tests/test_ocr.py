@@ -14,7 +14,9 @@ import pytest
 from aiohttp import web
 from PIL import Image
 
-from bot.chat import CheckRequest, IncomingMessage, route
+from bot.requests import CheckRequest, IncomingMessage
+
+from bot.router import route
 from bot.images import ImageRef, combine, read_image_file, refusal_text, tidy
 from bot.queue import request_from_payload, request_to_payload
 from bot.settings import Settings

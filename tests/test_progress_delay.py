@@ -22,7 +22,7 @@ from aiohttp import web
 from adapters.slack import WORKING_REACTION, SlackBot, SlackConfig
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
-from bot.chat import CHECKING, CheckService
+from bot.check_service import CHECKING, CheckService
 from bot.chat_app import ChatApp
 from bot.queue import BUSY_TEXT, JobQueue
 from evals.bench_ocr import VARIANTS, render
@@ -69,11 +69,11 @@ async def telegram(fake: FakeTelegram, app, progress_after: float, *, queue_max:
                    start: bool = True) -> AsyncIterator[JobQueue]:
     """The fake Bot API started, a bot and its queue on it; all three stopped on the way out."""
     await fake.start()
-    queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0), workers=1,
+    queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0, images=app.images), workers=1,
                      progress_after=progress_after, queue_max=queue_max)
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0),
-                      ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add, images=app.images))
+                      ChatApp(queue, add_factchecks=app.kb.add))
     try:
         await bot.start()
         if start:
@@ -92,7 +92,7 @@ async def slack(fake: FakeSlack, app) -> AsyncIterator[SlackBot]:
     queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0), workers=1,
                      progress_after=30.0)
     bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0),
-                   ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add))
+                   ChatApp(queue, add_factchecks=app.kb.add))
     try:
         await bot.start()
         await queue.start()

@@ -2,8 +2,9 @@
 the next identical forward matches at once."""
 
 from bot.review import REFUSED, ReviewCommands, ReviewRequest
-from bot.chat import CheckService
-from bot.chat import IncomingMessage, route
+from bot.check_service import CheckService
+from bot.requests import IncomingMessage
+from bot.router import route
 from schema.models import Verdict
 from storage.domains import DomainStore
 from storage.feedback import FeedbackStore

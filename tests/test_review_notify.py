@@ -23,7 +23,7 @@ from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
 from bot.notify import ReviewNotices
 from bot.queue import JobQueue
-from bot.chat import CHECKING, CheckService
+from bot.check_service import CHECKING, CheckService
 from storage.jobs import JobStore
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
@@ -65,7 +65,7 @@ async def bots(n_app, tg: FakeTelegram, sl: FakeSlack):
     """Both adapters on one durable queue, as `tipline run` wires them."""
     queue = JobQueue(JobStore(n_app.db), CheckService(n_app.engine, progress_interval=0.0), workers=2)
     admins = (str(ADMIN), SLACK_ADMIN)
-    chat = ChatApp(n_app.engine, queue=queue, admins=admins, add_factchecks=n_app.kb.add)
+    chat = ChatApp(queue, admins=admins, add_factchecks=n_app.kb.add)
     tb = TelegramBot(TelegramConfig(token=tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url,
                                     poll_timeout=1.0), chat)
     sb = SlackBot(SlackConfig(bot_token=sl.token, signing_secret=SECRET, api_url=sl.base_url, port=0), chat)

@@ -13,7 +13,7 @@ import aiohttp
 from pydantic import SecretStr
 
 from adapters.run import run
-from bot.chat import CHECKING, CheckService
+from bot.check_service import CHECKING, CheckService
 from bot.chat_app import ChatApp
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID

@@ -22,11 +22,12 @@ import pytest
 import pytest_asyncio
 
 from adapters.slack import SlackBot, SlackConfig, link, render_blocks, slack_to_plain
-from bot.chat_app import ChatApp
 from bot.app import build_app
 from bot.render import Reply
-from bot.chat import CHECKING, CheckRequest, CheckService
+from bot.check_service import CHECKING
+from bot.requests import CheckRequest
 from schema.models import Citation, Verdict
+from tests.chat_support import queued_chat
 from tests.fakes.slack_api import BOT_ID, BOT_USER_ID, TEAM_ID, Call, FakeSlack
 from tests.conftest import SeededDataDir, isolated_settings
 
@@ -61,8 +62,7 @@ async def fake():
 @pytest_asyncio.fixture(loop_scope="module")
 async def bot(fake: FakeSlack, slack_app):
     config = SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0)
-    sb = SlackBot(config, ChatApp(slack_app.engine, service=CheckService(slack_app.engine, progress_interval=0.0),
-                                  add_factchecks=slack_app.kb.add))
+    sb = SlackBot(config, await queued_chat(slack_app.engine, add_factchecks=slack_app.kb.add))
     await sb.start()
     yield sb
     await sb.stop()

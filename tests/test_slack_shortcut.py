@@ -21,9 +21,10 @@ from adapters.slack import SHORTCUT_CHECK, SlackBot, SlackConfig
 from bot.chat_app import ChatApp
 from bot.app import build_app
 from bot.queue import JobQueue
-from bot.chat import CHECKING, CheckService
+from bot.check_service import CHECKING, CheckService
 from schema.models import Verdict
 from storage.jobs import JobStore
+from tests.chat_support import queued_chat
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.test_slack import SECRET, new_ts, post
 from tests.conftest import SeededDataDir, isolated_settings
@@ -56,8 +57,7 @@ def config(fake: FakeSlack) -> SlackConfig:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def bot(fake: FakeSlack, s_app):
-    sb = SlackBot(config(fake), ChatApp(s_app.engine, service=CheckService(s_app.engine, progress_interval=0.0),
-                                        add_factchecks=s_app.kb.add))
+    sb = SlackBot(config(fake), await queued_chat(s_app.engine, add_factchecks=s_app.kb.add))
     await sb.start()
     yield sb
     await sb.stop()
@@ -67,7 +67,7 @@ async def bot(fake: FakeSlack, s_app):
 async def durable(fake: FakeSlack, s_app):
     """The bot as `tipline run` runs it: every check a job in the durable queue."""
     queue = JobQueue(JobStore(s_app.db), CheckService(s_app.engine, progress_interval=0.0), workers=2)
-    sb = SlackBot(config(fake), ChatApp(s_app.engine, queue=queue, add_factchecks=s_app.kb.add))
+    sb = SlackBot(config(fake), ChatApp(queue, add_factchecks=s_app.kb.add))
     await sb.start()
     await queue.start()
     yield sb, queue
@@ -137,6 +137,7 @@ async def test_shortcut_on_a_message_without_text_says_so_privately(fake, bot):
 
 async def test_durable_shortcut_is_one_job_even_when_slack_delivers_it_twice(fake, durable, s_app):
     sb, queue = durable
+    before = (await queue.store.counts()).get("done", 0)  # the other tests' checks, through the same database
     body, payload = shortcut("Vaccines cause autism in children", trigger_id="111.222.shortcut-once")
     assert (await post(sb, body, content_type=FORM))[0] == 200
     assert (await post(sb, body, content_type=FORM))[0] == 200  # Slack's retry of the same interaction
@@ -149,7 +150,7 @@ async def test_durable_shortcut_is_one_job_even_when_slack_delivers_it_twice(fak
         await asyncio.sleep(0.05)
     done = await queue.store.get_id(job.id)
     assert done.status == "done" and done.check_id and done.check_id in upd.params["text"]
-    assert await queue.store.counts() == {"done": 1}
+    assert await queue.store.counts() == {"done": before + 1}
     assert len(fake.posts_in_thread(CHANNEL, payload["message"]["ts"])) == 1
     assert "False" in blocks_text(upd.params)
 
@@ -160,15 +161,12 @@ def check_command(text: str, response_url: str, channel: str) -> str:
                       "response_url": response_url, "trigger_id": f"{new_ts()}.cmd", "api_app_id": "A0TIPLINE"})
 
 
-@pytest.mark.parametrize("mode", ["direct", "durable"])
-async def test_check_where_the_app_is_not_a_member_answers_privately(fake, s_app, mode):
-    queue = JobQueue(JobStore(s_app.db), CheckService(s_app.engine, progress_interval=0.0), workers=1) \
-        if mode == "durable" else None
-    sb = SlackBot(config(fake), ChatApp(s_app.engine, queue=queue, add_factchecks=s_app.kb.add,
-                                        service=CheckService(s_app.engine, progress_interval=0.0)))
+async def test_check_where_the_app_is_not_a_member_answers_privately(fake, s_app):
+    mode = "durable"
+    queue = JobQueue(JobStore(s_app.db), CheckService(s_app.engine, progress_interval=0.0), workers=1)
+    sb = SlackBot(config(fake), ChatApp(queue, add_factchecks=s_app.kb.add))
     await sb.start()
-    if queue is not None:
-        await queue.start()
+    await queue.start()
     try:
         fake.not_in_channel.add("C0ELSEWHERE")
         status, body = await post(sb, check_command("The 5G rollout caused the coronavirus outbreak",
@@ -176,8 +174,7 @@ async def test_check_where_the_app_is_not_a_member_answers_privately(fake, s_app
         assert status == 200 and json.loads(body)["response_type"] == "ephemeral"
         [answer] = await fake.wait_for(lambda: fake.responses.get(mode), timeout=60)
     finally:
-        if queue is not None:
-            await queue.stop()
+        await queue.stop()
         await sb.stop()
     assert answer["response_type"] == "ephemeral"
     blocks = blocks_text(answer)

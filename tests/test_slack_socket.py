@@ -11,10 +11,9 @@ import pytest
 import pytest_asyncio
 
 from adapters.slack import SlackBot, SlackConfig
-from bot.chat_app import ChatApp
-from bot.chat import CheckService
 from adapters.slack_socket import SlackSocketMode
 from bot.app import build_app
+from tests.chat_support import queued_chat
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID
 from tests.fakes.slack_socket import FakeSlackSocket
 from tests.conftest import SeededDataDir, isolated_settings
@@ -44,8 +43,7 @@ async def socket_bot(fake: FakeSlackSocket, socket_app):
     # No signing secret is involved in Socket Mode: Slack authenticates the WebSocket instead.
     config = SlackConfig(bot_token=fake.token, signing_secret="unused-in-socket-mode", api_url=fake.base_url,
                          port=0)
-    bot = SlackBot(config, ChatApp(socket_app.engine, service=CheckService(socket_app.engine, progress_interval=0.0),
-                                   add_factchecks=socket_app.kb.add))
+    bot = SlackBot(config, await queued_chat(socket_app.engine, add_factchecks=socket_app.kb.add))
     socket = SlackSocketMode(bot, fake.app_token, ping_interval=30)
     await socket.start()
     await fake.wait_for(lambda: fake.connected)

@@ -18,11 +18,12 @@ import pytest_asyncio
 from telegram import Bot
 
 from adapters.telegram import TelegramBot, TelegramConfig, TelegramResponder, render_html, split_html, tg_len
-from bot.chat_app import ChatApp
+from tests.chat_support import queued_chat
 from bot.outflow import outflow
 from bot.app import build_app
 from bot.render import Reply
-from bot.chat import CHECKING, CheckRequest, ThrottledProgress
+from bot.check_service import CHECKING, ThrottledProgress
+from bot.requests import CheckRequest
 from schema.models import Citation, Verdict
 from tests.fakes.telegram_api import BOT_USER, FakeTelegram
 from tests.conftest import SeededDataDir, isolated_settings
@@ -51,7 +52,7 @@ async def fake():
 async def bot(fake: FakeTelegram, tg_app):
     config = TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                             poll_timeout=1.0)
-    tb = TelegramBot(config, ChatApp(tg_app.engine, add_factchecks=tg_app.kb.add, outflow=outflow(tg_app.settings)))
+    tb = TelegramBot(config, await queued_chat(tg_app.engine, add_factchecks=tg_app.kb.add, outflow=outflow(tg_app.settings)))
     await tb.start()
     yield tb
     await tb.stop()

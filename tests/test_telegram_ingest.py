@@ -13,7 +13,7 @@ import pytest
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.admins import Admins
 from bot.app import App, build_app
-from bot.chat import CheckService
+from bot.check_service import CheckService
 from bot.chat_app import ChatApp
 from bot.factcheck_files import FactCheckFiles
 from bot.queue import JobQueue
@@ -41,7 +41,7 @@ async def tg(app: App) -> AsyncIterator[FakeTelegram]:
     queue = JobQueue(JobStore(app.db), CheckService(app.engine, progress_interval=0.0), workers=1)
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0),
-                      ChatApp(app.engine, queue=queue, add_factchecks=app.kb.add),
+                      ChatApp(queue, add_factchecks=app.kb.add),
                       files=FactCheckFiles(app.kb, Admins(app.settings.admins)))
     await bot.start()
     await queue.start()

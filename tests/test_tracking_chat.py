@@ -17,11 +17,11 @@ import pytest
 import pytest_asyncio
 
 from adapters.slack import SlackBot, SlackConfig, also_reported_mrkdwn
-from bot.chat_app import ChatApp
 from adapters.telegram import TelegramBot, TelegramConfig, also_reported_html
 from bot.app import build_app
 from bot.render import AlsoReportedLine, Reporter
-from bot.chat import CHECKING, CheckService
+from bot.check_service import CHECKING
+from tests.chat_support import queued_chat
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, FakeSlack
 from tests.fakes.telegram_api import FakeTelegram
 from tests.test_slack import SECRET, event_body, post
@@ -91,8 +91,7 @@ async def tg(app):
     fake = await FakeTelegram().start()
     config = TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                             poll_timeout=1.0)
-    bot = TelegramBot(config, ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0),
-                                      add_factchecks=app.kb.add, corroborator=app.corroborator))
+    bot = TelegramBot(config, await queued_chat(app.engine, add_factchecks=app.kb.add, corroborator=app.corroborator))
     await bot.start()
     yield fake
     await bot.stop()
@@ -246,8 +245,7 @@ OTHER_USER = "U0BOB"
 async def slack(app):
     fake = await FakeSlack().start()
     config = SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0)
-    bot = SlackBot(config, ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0),
-                                   admins=(USER,), add_factchecks=app.kb.add, corroborator=app.corroborator))
+    bot = SlackBot(config, await queued_chat(app.engine, admins=(USER,), add_factchecks=app.kb.add, corroborator=app.corroborator))
     await bot.start()
     yield fake, bot
     await bot.stop()

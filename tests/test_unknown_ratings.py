@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from adapters.cli import render_card
-from bot.chat import CheckService
+from bot.check_service import CheckService
 from bot.ingest_files import ingest_source
 from bot.render import to_reply
 from core.ingest import parse_bytes

@@ -20,13 +20,16 @@ import pytest_asyncio
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.admins import Admins
 from bot.app import build_app
-from bot.chat import CHECKING, CheckService, IncomingMessage, route
-from bot.chat_app import ChatApp, build_digests
+from bot.check_service import CHECKING
+from bot.requests import IncomingMessage
+from bot.router import route
+from bot.chat_app import build_digests
 from bot.watch import WatchService
 from bot.watch_commands import NOT_AVAILABLE, REFUSED, WatchCommands, WatchRequest
 from core.telegram_preview import PreviewReader
 from storage.domains import DomainStore
 from storage.watched import WatchStore, read_channels
+from tests.chat_support import queued_chat
 from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fakes.telegram_preview import FakeTelegramPreview
@@ -327,7 +330,7 @@ async def tg(app, tme):
     fake = await FakeTelegram().start()
     clock = Clock()
     digests = build_digests(app.settings, app)
-    chat = ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0), corroborator=app.corroborator,
+    chat = await queued_chat(app.engine, corroborator=app.corroborator,
                    digests=digests, admins=(str(ADMIN),))
     chat.attach_watch(watcher(app, tme, clock))
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
@@ -403,7 +406,7 @@ async def test_watched_channels_are_also_reported_by_and_in_the_digest(tg, app, 
 
 
 async def test_watch_needs_the_service(app):
-    chat = ChatApp(app.engine, service=CheckService(app.engine), corroborator=app.corroborator, admins=("1",))
+    chat = await queued_chat(app.engine, corroborator=app.corroborator, admins=("1",))
     assert await chat.answer(WatchRequest("telegram", 1, 1, 1, "list")) == NOT_AVAILABLE
 
 
@@ -449,7 +452,7 @@ async def test_slack_watch_slash_command(app, tme):
     from tests.test_tracking_chat import slash
 
     fake = await FakeSlack().start()
-    chat = ChatApp(app.engine, service=CheckService(app.engine), corroborator=app.corroborator, admins=("U0BOSS",))
+    chat = await queued_chat(app.engine, corroborator=app.corroborator, admins=("U0BOSS",))
     chat.attach_watch(watcher(app, tme))
     bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0), chat)
     await bot.start()

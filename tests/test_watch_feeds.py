@@ -20,8 +20,8 @@ import pytest_asyncio
 
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
-from bot.chat import CHECKING, CheckService
-from bot.chat_app import ChatApp, build_digests
+from bot.check_service import CHECKING
+from bot.chat_app import build_digests
 from bot.watch import WatchService
 from bot.watch_feeds import FeedWatch, chat_id_of, item_key
 from core.evidence.ssrf import SSRFGuard
@@ -29,6 +29,7 @@ from core.feed_reader import FeedItem, FeedReader, feed_url, is_feed_ref, parse_
 from core.telegram_preview import PreviewReader
 from storage.watched import WatchStore
 from storage.watched_feeds import FeedStore
+from tests.chat_support import queued_chat
 from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.news_feeds import FakeNewsFeeds
 from tests.fakes.telegram_api import FakeTelegram
@@ -320,7 +321,7 @@ async def reply(fake: FakeTelegram, text: str, *, uid: int = ADMIN, chat: dict |
 
 async def test_an_outlet_is_also_reported_by_and_in_the_digest(app, site, tme):
     fake = await FakeTelegram().start()
-    chat = ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0), corroborator=app.corroborator,
+    chat = await queued_chat(app.engine, corroborator=app.corroborator,
                    digests=build_digests(app.settings, app), admins=(str(ADMIN),))
     chat.attach_watch(watcher(app, tme))
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,

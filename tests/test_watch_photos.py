@@ -24,8 +24,8 @@ from PIL import Image, ImageDraw, ImageFilter
 
 from adapters.telegram import TelegramBot, TelegramConfig
 from bot.app import build_app
-from bot.chat import CHECKING, CheckService
-from bot.chat_app import ChatApp, build_digests
+from bot.check_service import CHECKING
+from bot.chat_app import build_digests
 from bot.photo_memory import PhotoMemory
 from bot.watch import WatchService
 from core.image_limits import ImageLimits, NotAnImage, TooManyPixels
@@ -35,6 +35,7 @@ from core.preview_photos import PreviewPhotos
 from core.telegram_preview import PreviewReader, parse_preview
 from storage.messages import resolve_story
 from storage.watched import WatchStore
+from tests.chat_support import queued_chat
 from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fakes.telegram_preview import FakeTelegramPreview, preview_page
@@ -285,7 +286,7 @@ async def test_photos_that_cannot_be_read_are_bounded_and_the_post_keeps_its_tex
 @pytest_asyncio.fixture(loop_scope="module")
 async def tg(app, tme):
     fake = await FakeTelegram().start()
-    chat = ChatApp(app.engine, service=CheckService(app.engine, progress_interval=0.0), corroborator=app.corroborator,
+    chat = await queued_chat(app.engine, corroborator=app.corroborator,
                    admins=(str(ADMIN),), add_factchecks=app.kb.add, images=app.images, photos=PhotoMemory(app.db))
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0), chat)

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from adapters.telegram import TelegramBot, TelegramConfig  # noqa: E402
 from bot.app import build_app  # noqa: E402
-from bot.chat import CheckService  # noqa: E402
+from bot.check_service import CheckService  # noqa: E402
 from bot.chat_app import ChatApp  # noqa: E402
 from bot.queue import JobQueue  # noqa: E402
 from bot.settings import Settings  # noqa: E402
@@ -113,7 +113,7 @@ async def main(messages: int, workers: int, fake_thread: bool, progress_after: f
         queue = JobQueue(store, CheckService(app.engine), workers=workers, queue_max=10_000,
                          progress_after=progress_after)
         bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
-                                         poll_timeout=1.0), ChatApp(app.engine, queue=queue))
+                                         poll_timeout=1.0), ChatApp(queue))
         for i in range(messages):
             user = 30_000 + i % 10
             await on_fake(fake.queue_message(fake.make_message(f"{CLAIMS[i % len(CLAIMS)]} (#{i})",

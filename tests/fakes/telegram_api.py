@@ -39,6 +39,9 @@ class Call:
     result: Any = None
 
 
+_UPDATE_IDS = itertools.count(1)
+
+
 @dataclass
 class FakeTelegram(LoopbackFake):
     token: str = "123:ABC"
@@ -56,7 +59,9 @@ class FakeTelegram(LoopbackFake):
     flood: Callable[[str, dict[str, Any]], int | None] | None = None
 
     def __post_init__(self) -> None:
-        self._update_ids = itertools.count(1)
+        # Telegram never gives two updates one id; a fake started again (tests sharing a job queue's database)
+        # goes on counting, so the queue's idempotency keys stay distinct.
+        self._update_ids = _UPDATE_IDS
         self._message_ids = itertools.count(1000)
         self._changed = asyncio.Condition()
 
