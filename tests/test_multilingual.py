@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient, models
 
-from adapters.cli import render_card
+from adapters.terminal_card import render_card
 from bot.app import build_app, multilingual_engine
 from bot.render import to_reply
 from core.knowledge import load_seed_factchecks
