@@ -10,7 +10,7 @@ scored pairwise; true/predicted/gold pairs are pooled over folds and over repeat
 fold draws. Dev is scored with the model fitted on all of train.
 
 usage:
-  python tools/story_linking_cv.py --data ../shared/eval/clef2020-task2 [--cache /tmp/storycache]
+  python -m evals.story_linking_cv --data ../shared/eval/clef2020-task2 [--cache /tmp/storycache]
          [--folds 5] [--repeats 3] [--missed 30]
 """
 
@@ -26,9 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.corroboration import (  # noqa: E402
+from core.corroboration import (
     FEATURES,
     StoryModel,
     UnionFind,
@@ -36,8 +35,8 @@ from core.corroboration import (  # noqa: E402
     fit_logistic,
     pairwise_scores,
 )
-from core.evaluation import read_qrels  # noqa: E402
-from evals.corroboration_eval import Message, load_messages, run_stream  # noqa: E402
+from core.evaluation import read_qrels
+from evals.corroboration_eval import Message, load_messages, run_stream
 
 BASE = 3  # cos, ent, rare: the features before `shared` (the shared uncommon-term count)
 ALL = len(FEATURES)

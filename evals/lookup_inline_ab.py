@@ -1,7 +1,7 @@
 """Does scoring a lookup's text on the event loop beat a worker thread? On a data dir kept by
 `tipline bench corroborate --keep DIR` (not in use by another process):
 
-    .venv/bin/python tools/lookup_inline_ab.py --data-dir DIR \\
+    .venv/bin/python -m evals.lookup_inline_ab --data-dir DIR \\
         --queries ../shared/eval/clef2020-task2/dev/tweets.queries.tsv [-n 200 --rounds 3]
 
 Every query is looked up warm (both models' vectors remembered, as after the bot's match) twice per round,
@@ -21,15 +21,14 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.app import build_app  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from core.evaluation import read_queries  # noqa: E402
-from core.textclean import clean_query  # noqa: E402
-from core.tracking import INLINE_ROW_CHARS  # noqa: E402
-from evals.bench import pct, temp_settings  # noqa: E402
-from evals.bench_corroborate import filled_at  # noqa: E402
+from bot.app import build_app
+from bot.settings import Settings
+from core.evaluation import read_queries
+from core.textclean import clean_query
+from core.tracking import INLINE_ROW_CHARS
+from evals.bench import pct, temp_settings
+from evals.bench_corroborate import filled_at
 
 ASKER = [("telegram", "asker")]
 

@@ -15,7 +15,7 @@ target or the near miss's neighbour for >= 0.9 of messages, both on the seed row
 near-duplicate narratives make its "wrong" top candidates often right).
 
 usage:
-  python tools/train_same_claim.py [--euvs-data-dir /tmp/euvs-data]
+  python -m training.same_claim [--euvs-data-dir /tmp/euvs-data]
 """
 
 from __future__ import annotations
@@ -30,15 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bot.app import build_app
+from bot.settings import Settings
+from core.claim_text import claim_text
+from core.same_claim import FEATURES, TOP_K, VECTOR_PARTS
+from evals.realistic_eval import ASSERTING, Row, read_rows
 
-from bot.app import build_app  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from core.claim_text import claim_text  # noqa: E402
-from core.same_claim import FEATURES, TOP_K, VECTOR_PARTS  # noqa: E402
-from evals.realistic_eval import ASSERTING, Row, read_rows  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SAME = (*ASSERTING, "deny")
 AUTO_PRECISION, RELATED_PRECISION = 0.93, 0.9
@@ -207,7 +205,7 @@ async def main(argv: list[str] | None = None) -> None:
            "provenance": {"data": "eval/realistic train split (by fact-check): " + ", ".join(p.name for p in paths),
                           "cross_validated": thr["cv"], "l2": args.l2, "l2_vector": l2_vector,
                           "l2_vector_tried": {str(k): v[0] for k, v in tried.items()}, "date": dt.date.today().isoformat(),
-                          "command": "python tools/train_same_claim.py " + " ".join(argv or sys.argv[1:])}}
+                          "command": "python -m training.same_claim " + " ".join(argv or sys.argv[1:])}}
     args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(out["thresholds"]), json.dumps(thr["cv"]))
     for name, w in sorted(zip(FEATURES, model["w"][:len(FEATURES)]), key=lambda x: -abs(x[1])):

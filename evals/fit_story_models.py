@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fit the same-story models for pairs with a non-Latin side on cos, ent and rare alone (core/corroboration.py:
 CROSS_*, NATIVE_* until 2026-11-29). The shipped models also read token alignment and numbers and are fitted
-with our story set by tools/story_routes_xl.py; this tool stays for the weak-link measurements below, which
+with our story set by training/story_models.py; this tool stays for the weak-link measurements below, which
 its docs cite (their figures are of the three-column models it fits).
 
 Data: the CLEF-2020 Task 2 train tweets plus our Russian translations of them (eval/clef2020-ru), each
@@ -17,7 +17,7 @@ every signature: a translation keeps its tweet's handle, which no real pair of p
 Dev is only reported, beside the English vectors alone (the shipped behaviour before these models).
 
 usage:
-  python tools/fit_story_models.py --data ../shared/eval/clef2020-task2 [--cache /tmp/storycache]
+  python -m evals.fit_story_models --data ../shared/eval/clef2020-task2 [--cache /tmp/storycache]
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.app import load_embedder, load_multilingual  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from core.corroboration import ROUTE_FEATURES, StoryModel, pairwise_scores  # noqa: E402
-from evals.corroboration_eval import fit, fit_routes, run_stream, translated_stream  # noqa: E402
+from bot.app import load_embedder, load_multilingual
+from bot.settings import Settings
+from core.corroboration import ROUTE_FEATURES, StoryModel, pairwise_scores
+from evals.corroboration_eval import fit, fit_routes, run_stream, translated_stream
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,7 +106,7 @@ def weak_routes_cv(train: tuple, folds: int, fracs: tuple[float | None, ...] = (
     inside the whole train stream, pairs touching a held-out message (dense)."""
     from dataclasses import replace
 
-    from tools.story_linking_cv import Pooled, claim_groups, split_folds, touching
+    from evals.story_linking_cv import Pooled, claim_groups, split_folds, touching
 
     msgs, mini, e5, gold = train
     english = english or StoryModel()

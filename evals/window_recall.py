@@ -3,7 +3,7 @@ asks Qdrant Edge for the 64 nearest messages inside a time window (storage/messa
 graph a filter can cut the paths to the right neighbours. This compares, on a data dir kept by
 `tipline bench corroborate --keep DIR` (not in use by another process):
 
-    .venv/bin/python tools/window_recall.py --data-dir DIR \\
+    .venv/bin/python -m evals.window_recall --data-dir DIR \\
         --queries ../shared/eval/clef2020-task2/dev/tweets.queries.tsv [-n 100]
 
 For each window (the lookup's own, ±7 days around the newest message, then narrower ones ending 12 days
@@ -27,17 +27,16 @@ from pathlib import Path
 import numpy as np
 import qdrant_edge as qe
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.app import edge_dir, load_embedder  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from core.corroboration import COS_FLOOR, prepare_text  # noqa: E402
-from core.evaluation import read_queries  # noqa: E402
-from core.tracking import CANDIDATES  # noqa: E402
-from storage.edge_store import HNSW_EF, _edge_filter  # noqa: E402
-from storage.message_vectors import VECTOR, _window  # noqa: E402
+from bot.app import edge_dir, load_embedder
+from bot.settings import Settings
+from core.corroboration import COS_FLOOR, prepare_text
+from core.evaluation import read_queries
+from core.tracking import CANDIDATES
+from storage.edge_store import HNSW_EF, _edge_filter
+from storage.message_vectors import VECTOR, _window
 
-from storage.vectors import AnyOf  # noqa: E402
+from storage.vectors import AnyOf
 
 DAY = 86400.0
 # (label, days back from the newest message to the window's centre, half-width in days)
@@ -79,7 +78,7 @@ def measure(settings: Settings, queries: Path, n: int,
                                                   with_payload=["ts"], with_vector=False))
         if not newest:
             raise SystemExit(f"{path} holds no tracked messages")
-        top = float(newest[0].payload["ts"])
+        top = float((newest[0].payload or {})["ts"])
         rows = []
         for label, back, half in WINDOWS:
             centre = top - back * DAY
@@ -97,7 +96,7 @@ def measure(settings: Settings, queries: Path, n: int,
                     t0 = time.perf_counter()
                     points = shard.query(req)
                     ms.append((time.perf_counter() - t0) * 1000)
-                    out.append(([str(p.id) for p in points], {str(p.payload.get("story")) for p in points}))
+                    out.append(([str(p.id) for p in points], {str((p.payload or {}).get("story")) for p in points}))
                 return out, statistics.median(ms)
             exacts = {k: run(qe.SearchParams(exact=True), k) for k in sorted({CANDIDATES, *(k for k, _ in sweep)})}
             exact, exact_ms = exacts[CANDIDATES]

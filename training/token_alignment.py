@@ -1,5 +1,6 @@
-"""Token-level alignment of a message with a fact-check, for the screens of tools/cyrillic_columns.py
-(issue 11; figures in docs/decisions/2026-11-24-matching-measurements.md, "Token alignment").
+"""Token-level alignment of a message with a fact-check: the token states the `cyrillic` re-ranker's columns are
+trained on (training/reranker.py) and the projection is fitted on (training/token_projection.py); figures in
+docs/decisions/2026-11-24-matching-measurements.md, "Token alignment".
 
 multilingual-e5-small's hidden state of each token, taken from a middle or the last layer, is a
 contextual vector that the model aligns across languages. A message and a fact-check are compared
@@ -17,18 +18,15 @@ States are cached per list of texts like the tool's vectors (about 6 minutes of 
 from __future__ import annotations
 
 import hashlib
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from core.e5_tokenizer import E5Tokenizer
+from core.e5_weights import E5Weights, load_weights
 
-from core.e5_tokenizer import E5Tokenizer  # noqa: E402
-from core.e5_weights import E5Weights, load_weights  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = (10, 12)
 

@@ -7,29 +7,24 @@ tokens in English and Russian), so nothing of the evaluation data ships. Fitted 
 the screen's MAP@5 was the same within 0.003 (docs/decisions/2026-11-24-matching-measurements.md). Changing the file re-computes every data
 dir's stored states on its next start (the states' model name carries the file's digest).
 
-usage: python tools/token_projection.py [--out core/data/e5_token_projection.npy]
+usage: python -m training.token_projection [--out core/data/e5_token_projection.npy]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from core.e5_onnx_build import TOKEN_LAYER
+from core.matchfeatures import doc_text
+from core.token_align import PROJECTION, PROJECTION_DIM
+from training import token_alignment as TA
+
 ROOT = Path(__file__).resolve().parents[1]
-for p in (ROOT, ROOT / "tools"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-import token_alignment as TA  # noqa: E402
-
-from core.e5_onnx_build import TOKEN_LAYER  # noqa: E402
-from core.matchfeatures import doc_text  # noqa: E402
-from core.token_align import PROJECTION, PROJECTION_DIM  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

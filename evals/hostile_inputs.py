@@ -5,8 +5,8 @@ Each input is written to a scratch directory and given to a fresh `tipline` proc
 no TIPLINE_* variable of the caller's): `tipline ingest FILE` for files, `tipline check -` for bytes on standard
 input. The peak RSS is the child's own (`os.wait4`), the answer the first line it printed.
 
-    .venv/bin/python tools/hostile_inputs.py            # the sizes of the issue (a 50 MB CSV cell, ...)
-    .venv/bin/python tools/hostile_inputs.py --quick    # small sizes: the smoke test (tests/test_hostile_inputs_tool.py)
+    .venv/bin/python -m evals.hostile_inputs            # the sizes of the issue (a 50 MB CSV cell, ...)
+    .venv/bin/python -m evals.hostile_inputs --quick    # small sizes: the smoke test (tests/test_hostile_inputs_tool.py)
 """
 
 from __future__ import annotations
@@ -114,10 +114,10 @@ def run_case(case: Case, scratch: Path, env: dict[str, str], timeout_s: float,
             time.sleep(0.02)
         seconds = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
-    out, err = out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
-    text = out + err
+    stdout, stderr = out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
+    text = stdout + stderr
     # A refusal is on standard error (after any start-up lines on standard output); an answer on output.
-    said = err if proc.returncode != 0 and err.strip() else out
+    said = stderr if proc.returncode != 0 and stderr.strip() else stdout
     answer = next((line.strip() for line in said.splitlines() if line.strip()), "").replace(f"{scratch}/", "")
     if "Traceback" in text:
         answer = "TRACEBACK: " + answer

@@ -3,7 +3,7 @@
 Data:
 - CLEF-2020 CheckThat! Task 1 train (English COVID tweets, `claim` label): ../shared/eval/clef2020-task1/train.tsv.
   Its lines are read here and never copied into the product; only the fitted weights are shipped.
-- Our own chat messages, English / Russian / Ukrainian (tools/data/checkability_chat_train.tsv).
+- Our own chat messages, English / Russian / Ukrainian (training/data/checkability_chat_train.tsv).
 Reported, never used for a decision: CLEF Task 1 dev and our own EN/RU chat dev set
 (tests/data/checkability_chat_dev.tsv).
 
@@ -11,8 +11,8 @@ Every choice (features, L2, the weight of the chat messages, the threshold) is t
 cross-validation over the train messages, scored as the mean of the CLEF macro-F1 and the chat
 macro-F1 (the acceptance has both kinds of message).
 
-    .venv/bin/python tools/train_checkability.py                # fit, report, write the weights
-    .venv/bin/python tools/train_checkability.py --dry-run      # report only
+    .venv/bin/python -m training.checkability                # fit, report, write the weights
+    .venv/bin/python -m training.checkability --dry-run      # report only
 
 The e5 query vectors are cached as .npy under --cache (first run: ~2 min of e5 on 2 cores).
 """
@@ -23,21 +23,19 @@ import argparse
 import csv
 import hashlib
 import json
-import sys
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from core.checkability import CUE_NAMES, DEFAULT_PATH, cues
+from core.textclean import clean_query
 
-from core.checkability import CUE_NAMES, DEFAULT_PATH, cues  # noqa: E402
-from core.textclean import clean_query  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 CLEF = ROOT.parent / "shared" / "eval" / "clef2020-task1"
-CHAT_TRAIN = ROOT / "tools" / "data" / "checkability_chat_train.tsv"
+CHAT_TRAIN = ROOT / "training" / "data" / "checkability_chat_train.tsv"
 CHAT_DEV = ROOT / "tests" / "data" / "checkability_chat_dev.tsv"
 
 
@@ -285,9 +283,9 @@ def main(argv: list[str] | None = None) -> int:
         "embedding": "multilingual-e5-small query vector of core.textclean.clean_query(message)",
         "mean": mean.tolist(), "std": std.tolist(), "weights": w.tolist(), "bias": b, "threshold": thr,
         "provenance": {
-            "trained": date.today().isoformat(), "script": "tools/train_checkability.py",
+            "trained": date.today().isoformat(), "script": "training/checkability.py",
             "train": f"CLEF-2020 Task 1 train ({len(clef_tr.y)} tweets) + our chat messages ({len(chat_tr.y)}, "
-                     "tools/data/checkability_chat_train.tsv)",
+                     "training/data/checkability_chat_train.tsv)",
             "l2": l2, "chat_weight": cw, "cv_objective": round(s_all, 4), "ablation_cv": ablation,
             "dev": report, "dev_reliability": rel, "dev_ece": round(ece, 4),
         },

@@ -10,20 +10,17 @@ tests/test_tracking.py's channels); docs/digest.md "Same-story linking" has the 
 wordfreq is needed only here (`pip install wordfreq`), never at run time.
 
 usage:
-  python tools/story_common_terms.py [--top 40000] [--out core/data/story_common_terms.npz]
+  python -m training.story_common_terms [--top 40000] [--out core/data/story_common_terms.npz]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core.corroboration import COMMON_TERMS_FILE, _alias_terms, story_terms, transliterate  # noqa: E402
+from core.corroboration import COMMON_TERMS_FILE, _alias_terms, story_terms, transliterate
 
 LANGUAGES = ("en", "ru", "uk")
 

@@ -11,7 +11,7 @@ weighed alike after balancing the classes); the threshold is 0.5 of the balanced
 `tipline eval realistic`'s dev split) is reported beside the rules alone, never used to choose.
 
 usage:
-  python tools/train_denial.py
+  python -m training.denial
 """
 
 from __future__ import annotations
@@ -26,16 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from core.claim_text import claim_text
+from core.denial import denial_features
+from core.multilingual import E5Encoder
+from core.negation import POLARITY_FEATURES
+from core.textclean import clean_query
+from evals.realistic_eval import ASSERTING, read_rows
 
-from core.claim_text import claim_text  # noqa: E402
-from core.denial import denial_features  # noqa: E402
-from core.multilingual import E5Encoder  # noqa: E402
-from core.negation import POLARITY_FEATURES  # noqa: E402
-from core.textclean import clean_query  # noqa: E402
-from evals.realistic_eval import ASSERTING, read_rows  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 L2S = ((1.0, 10.0), (1.0, 30.0), (1.0, 100.0), (1.0, 300.0), (10.0, 30.0), (10.0, 100.0), (10.0, 300.0))
 
@@ -125,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
            "provenance": {"data": "eval/realistic train split (by fact-check): " + ", ".join(p.name for p in paths),
                           "l2": list(l2), "cross_validated": {f"{a}/{b}": list(v) for (a, b), v in cv.items()},
                           "dev": {"rules": list(rules), "learned": list(learned), "denials": n_deny, "others": n_other},
-                          "date": dt.date.today().isoformat(), "command": "python tools/train_denial.py"}}
+                          "date": dt.date.today().isoformat(), "command": "python -m training.denial"}}
     args.out.write_text(json.dumps(out) + "\n", encoding="utf-8")
     for name, w in zip(POLARITY_FEATURES, model["w"]):
         print(f"  {name:22} {w:+.3f}")

@@ -20,7 +20,7 @@ better and none worse; dropping the Ukrainian-only USE entries instead gave 0.76
 Tatoeba is evaluation data and is never read here; nor is CLEF.
 
 usage:
-  python tools/build_lexicon.py [--ru 50000 --uk 30000 --en 50000] [--out core/data/crosslingual_lexicon.tsv.gz]
+  python -m training.lexicon [--ru 50000 --uk 30000 --en 50000] [--out core/data/crosslingual_lexicon.tsv.gz]
 """
 
 from __future__ import annotations
@@ -29,17 +29,14 @@ import argparse
 import gzip
 import itertools
 import re
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from core.sparse import terms
 
-from core.sparse import terms  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 _CYRILLIC = re.compile(r"^[а-яёіїєґ'’-]+$")
 _ASCII = re.compile(r"^[a-z]+$")
@@ -195,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp")
     with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=9) as f:
-        f.write(f"# built by tools/build_lexicon.py: USE word vectors, CSLS k={args.k}, top {args.top}, "
+        f.write(f"# built by training/lexicon.py: USE word vectors, CSLS k={args.k}, top {args.top}, "
                 f"cos >= {args.min_cos}, within {args.within}; ru {args.ru}, uk {args.uk}, en {args.en}; "
                 "Ukrainian words pivoted through Russian cognates\n")
         for w in sorted(lexicon):

@@ -6,27 +6,24 @@ running e5 or USE over it (core/multilingual.py: WithPrecomputedPassages, core/u
 WithPrecomputed). Rerun after editing the seed file;
 tests/test_multilingual.py and tests/test_use_encoder.py fail until you do.
 
-usage: .venv/bin/python tools/seed_vectors.py
+usage: .venv/bin/python -m training.seed_vectors
 """
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bot.app import multilingual_engine
+from bot.settings import Settings
+from core.knowledge import load_seed_factchecks
+from core.matchfeatures import doc_text
+from core.multilingual import SEED_VECTORS
+from core.use_encoder import SEED_USE_VECTORS, UseEncoder
 
-from bot.app import multilingual_engine  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from core.knowledge import load_seed_factchecks  # noqa: E402
-from core.matchfeatures import doc_text  # noqa: E402
-from core.multilingual import SEED_VECTORS  # noqa: E402
-from core.use_encoder import SEED_USE_VECTORS, UseEncoder  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ shipped constants are the `worst` variant's, printed as CROSS_WEIGHTS = (...) et
 compared as a tracked message's are stored (core.token_align.stored_states).
 
 usage (docs/decisions/2026-11-29-stories-across-languages.md):
-  python tools/story_routes_xl.py --data ../shared/eval/clef2020-task2 --cache /tmp/storycache --balanced \
+  python -m training.story_models --data ../shared/eval/clef2020-task2 --cache /tmp/storycache --balanced \
       [--variants base,align,numbers,both,worst] [--show-wrong]
 """
 
@@ -25,20 +25,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bot.app import load_embedder, load_multilingual  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from core.corroboration import (  # noqa: E402
+from bot.app import load_embedder, load_multilingual
+from bot.settings import Settings
+from core.corroboration import (
     ALL_FEATURES, CROSS, NATIVE, StoryDetector, StoryModel, pairwise_scores, prepare_text, route, story_models)
-from core.token_align import stored_states  # noqa: E402
-from evals.corroboration_eval import Message, fit_routes, run_stream, translated_stream  # noqa: E402
+from core.token_align import stored_states
+from evals.corroboration_eval import Message, fit_routes, run_stream, translated_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 STORY_START = datetime(2026, 1, 5)  # the story set's hour 0: far from CLEF's 2019-2020 tweets

@@ -16,32 +16,29 @@ The floor for "related" fact-checks: a non-`auto` match is only listed under Sou
 probability reaches the floor. Picked on train as the lowest probability at which a listed
 non-auto top match is the same claim at least FLOOR_PRECISION of the time; reported on dev.
 
-    .venv/bin/python tools/calibrate_confidence.py --cache /tmp/matchcache    # writes core/data/confidence.json
+    .venv/bin/python -m training.confidence --cache /tmp/matchcache    # writes core/data/confidence.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from datetime import date
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from core.confidence import DEFAULT_PATH, BINS, expected_calibration_error, reliability_table  # noqa: E402
-from core.matchfeatures import FEATURE_NAMES, doc_text  # noqa: E402
-from core.reranker import Reranker  # noqa: E402
-from core.textclean import clean_query  # noqa: E402
-from tools.train_reranker import (  # noqa: E402
+from core.confidence import DEFAULT_PATH, BINS, expected_calibration_error, reliability_table
+from core.matchfeatures import FEATURE_NAMES, doc_text
+from core.reranker import Reranker
+from core.textclean import clean_query
+from training.reranker import (
     CachedEmbedder, CachedMultilingual, CachedUse, Corpus, add_data_args, build, build_small, fill_token_columns,
     gloss_vectors, token_states,
     load_split, load_translated,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 FLOOR_PRECISION = 0.5
 
@@ -225,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
                     "translations of CLEF-2020 Task 2 tweets against the English claims, as the same mixture",
             **report}
 
-    provenance.update({"date": date.today().isoformat(), "script": "tools/calibrate_confidence.py"})
+    provenance.update({"date": date.today().isoformat(), "script": "training/confidence.py"})
     out["provenance"] = provenance
     if not args.dry_run:
         args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
