@@ -50,3 +50,18 @@ def test_the_same_claim_decision_reads_the_code_features() -> None:
     """Loading refuses a model trained on other features (python -m training.same_claim rebuilds it)."""
     model = SameClaim.load()
     assert model is not None and len(FEATURES) > 3
+
+
+def test_nothing_patches_sys_path() -> None:
+    """training/ and evals/ run as packages from the repository root (`python -m training.x`), so no module
+    reaches for its own imports by editing sys.path."""
+    bad = []
+    for folder in ("adapters", "bot", "core", "storage", "schema", "evals", "training", "tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                target = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else \
+                    node.target if isinstance(node, ast.AugAssign) else None
+                if isinstance(target, ast.Attribute) and target.attr == "path" and \
+                        isinstance(target.value, ast.Name) and target.value.id == "sys":
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not bad, f"sys.path edited at {bad}"
