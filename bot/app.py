@@ -126,7 +126,7 @@ def multilingual_engine(settings: Settings) -> MultilingualEncoder:
 
 
 def load_multilingual(settings: Settings) -> MultilingualEncoder:
-    # The seed's vectors ship with the package (the default engine's, tools/seed_vectors.py): a new data
+    # The seed's vectors ship with the package (the default engine's, training/seed_vectors.py): a new data
     # dir skips ~10 s of e5 on first start. Another engine embeds the seed itself.
     return WithPrecomputedPassages.load(multilingual_engine(settings))
 

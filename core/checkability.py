@@ -7,8 +7,8 @@ so a checkable message pays no extra model call: `E5Encoder` caches it) plus a f
 gives p_claim, the probability that the message states a verifiable fact. Below the threshold the
 check stops with NOT_CHECKABLE and a one-line why in the message's language.
 
-Trained by tools/train_checkability.py on CLEF-2020 CheckThat! Task 1 train (English COVID tweets,
-`claim` label) and our own English / Russian / Ukrainian chat messages (tools/data/); figures and the
+Trained by training/checkability.py on CLEF-2020 CheckThat! Task 1 train (English COVID tweets,
+`claim` label) and our own English / Russian / Ukrainian chat messages (training/data/); figures and the
 measured value of each cue in docs/checkability.md. With an LLM configured the LLM's classification
 is the authority and this gate does not run, unless the LLM fails (core/engine.py: then there is no
 classification and this gate decides).
@@ -114,7 +114,7 @@ class CheckabilityModel:
     def load(cls, path: Path | str = DEFAULT_PATH) -> CheckabilityModel:
         model = cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
         if model.cue_names != CUE_NAMES:
-            raise ValueError(f"{Path(path).name} was trained on other cues; rerun tools/train_checkability.py")
+            raise ValueError(f"{Path(path).name} was trained on other cues; rerun python -m training.checkability")
         return model
 
     def features(self, vectors: np.ndarray, texts: list[str]) -> np.ndarray:

@@ -3,7 +3,7 @@
 - An inherited verdict (offline, or a fact-check match on the LLM path's offline fallback) is right when
   the top `auto` match is the same claim. The re-ranker's probability is calibrated over every
   candidate, not over the top matches that pass `auto`, so it is mapped through a Platt scaling
-  fitted on CLEF-2020 Task 2 train (tools/calibrate_confidence.py; reliability on dev in
+  fitted on CLEF-2020 Task 2 train (training/confidence.py; reliability on dev in
   docs/checkability.md). Before: `min(p, 0.99)`.
 - NOT_CHECKABLE offline: 1 - p_claim of the checkability model (core/checkability.py).
 - NOT_ENOUGH_EVIDENCE ("Unverified") is no verdict, so there is nothing to be confident in: cards
@@ -60,7 +60,7 @@ class ConfidenceMap:
     # Pairs across scripts: their own floor (None: the multilingual re-ranker's `suggest` stays the floor).
     # Their inherited verdicts go through the English map: on the Russian dev it measured ECE 0.044 (0.033
     # before the cross-script term features), a map fitted on Russian train tweets instead 0.038 (0.043
-    # before): both within 0.05, and the two refits disagree on which is better (tools/calibrate_confidence.py).
+    # before): both within 0.05, and the two refits disagree on which is better (training/confidence.py).
     cross_script_floor: float | None = None
 
     @classmethod

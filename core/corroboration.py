@@ -64,7 +64,7 @@ THRESHOLD: float = 0.4064
 # new message links to nothing at THRESHOLD and the other message is its story's only one within the
 # window (the best such pair, one only). Two lone messages that are each other's best match are more
 # often one story than a weak pair chained into a grown story, which is where a plain lower threshold
-# lost its precision. Cross-validated on train grouped by claim (tools/story_linking_cv.py, 5x3 folds;
+# lost its precision. Cross-validated on train grouped by claim (evals/story_linking_cv.py, 5x3 folds;
 # docs/digest.md), on three features at 0.40 (0.71 of their threshold 0.5667): held-out P/R/F1 on
 # test-sized streams .984/.646/.780 -> .972/.710/.820, inside the whole train stream
 # .722/.649/.684 -> .709/.699/.704; 0.30 linked two different lone stories of tests/test_tracking.py's
@@ -77,13 +77,13 @@ WEAK_THRESHOLD: float = 0.325
 # gold pairs, 21 are one account's and 18 are > 7 days apart (their cosines are like the in-window
 # pairs': median .66 / .59 vs .61), so no feature could link them while they were not candidates: recall
 # was capped near .78. Such a pair links at a score >= STRICT_THRESHOLD. Cross-validated on train grouped
-# by claim (tools/story_linking_cv.py --strict, 5x3 folds, the shipped procedure per fold, the strict
+# by claim (evals/story_linking_cv.py --strict, 5x3 folds, the shipped procedure per fold, the strict
 # threshold picked per fold from a grid on the training folds: 0.8 in 8 of 15 folds): test-sized streams
 # .967/.750/.844 -> .961/.857/.906, inside the whole train stream .684/.746/.713 -> .672/.857/.753
 # (fixed 0.7 / 0.8 / 0.9: test-sized .911 / .909 / .897, whole stream .663 / .751 / .761).
 STRICT_THRESHOLD: float = 0.8
 # The `shared` feature: shared terms outside the 40,000 most frequent words of each of en/ru/uk
-# (tools/story_common_terms.py writes the ids), more than SHARED_CAP counting as SHARED_CAP. A rarity
+# (training/story_common_terms.py writes the ids), more than SHARED_CAP counting as SHARED_CAP. A rarity
 # judged by the store's own document frequencies instead (<= 3 of 800 messages) cross-validated as
 # well, but in tests/test_tracking.py's small store of channel news ordinary words ("power",
 # "trains") count as rare and the Lviv train outage joined the Lviv tram-depot flood story.
@@ -97,7 +97,7 @@ DEFAULT_WINDOW_DAYS: float = 7.0
 # translations of the train tweets at pairwise precision 0.010. Two more models, one for pairs across
 # scripts (Russian/Ukrainian and English), one for pairs both in one non-Latin script (Russian and
 # Ukrainian), read cos, ent, rare and the ROUTE_EXTRA columns (token alignment, numbers).
-# Fitted by tools/story_routes_xl.py on one train stream: the CLEF-2020 train tweets plus our
+# Fitted by training/story_models.py on one train stream: the CLEF-2020 train tweets plus our
 # Russian translations of them posted by other accounts (eval/clef2020-ru), and eval/stories/train.jsonl
 # (our ru/uk/en news posts by event, with other events of the same city or person); NATIVE on the
 # translations and the story set's Cyrillic posts. Newton logistic (L2 1e-4); each threshold maximises

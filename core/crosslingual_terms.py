@@ -4,7 +4,7 @@ BM25 gives English pairs their sharpest signal (rare shared words: names, places
 message shares no word with an English claim. Here every word is mapped to English terms first:
 
 - a Cyrillic word to its translations in a bilingual lexicon induced offline from the USE model we
-  ship (`core/data/crosslingual_lexicon.tsv.gz`, built by `tools/build_lexicon.py`; ~70k Russian and
+  ship (`core/data/crosslingual_lexicon.tsv.gz`, built by `training/lexicon.py`; ~70k Russian and
   Ukrainian word forms), plus its romanisation (`core.transliterate.latin`: "путин" -> "putin");
 - a Latin word to itself.
 
@@ -35,7 +35,7 @@ _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]{2,}")
 
 class SortedLexicon(Mapping[str, tuple[str, ...]]):
     """The lexicon file kept as one block of bytes and searched by bisection over its lines, which
-    `tools/build_lexicon.py` writes sorted (UTF-8 byte order is code point order). A dict of its 69k
+    `training/lexicon.py` writes sorted (UTF-8 byte order is code point order). A dict of its 69k
     entries took 0.2-0.3 s of CPU to build, and a cold `tipline check` paid it whenever a Russian
     fact-check was among the candidates, English messages included; this opens in ~15 ms and looks a
     word up in ~20 bisection steps."""

@@ -2,7 +2,7 @@
 
 A message that denies a checked claim matches it as closely as one repeating it, and inheriting the rating would
 invert the answer. One logistic model decides, trained on the pairs we wrote (eval/realistic: denials against
-restatements, questions and conditions of the same fact-checks; tools/train_denial.py). Its inputs: what the
+restatements, questions and conditions of the same fact-checks; training/denial.py). Its inputs: what the
 negation rules see in the pair (core/negation.py: their answer, debunk frames, negated words aligned with the
 claim's) and the message's e5 vector, which carries a denial's tone in any language the model reads
 ("так званий", "вкид", "не ведіться" …) where the rules' word lists stop. The vector is the one matching already
@@ -41,7 +41,7 @@ class Denial:
     @classmethod
     def from_dict(cls, data: dict) -> Denial:
         if tuple(data["rules"]) != POLARITY_FEATURES:
-            raise ValueError("denial.json was trained on other features; rerun tools/train_denial.py")
+            raise ValueError("denial.json was trained on other features; rerun python -m training.denial")
         mean, std, w = (np.asarray(data[k], dtype=np.float64) for k in ("mean", "std", "weights"))
         return cls(mean, np.where(std > 0, std, 1.0), w, float(data["bias"]), float(data["threshold"]),
                    dict(data.get("provenance", {})))

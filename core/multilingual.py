@@ -148,7 +148,7 @@ SEED_VECTORS = Path(__file__).parent / "data" / "seed_multilingual.npz"
 
 
 def seed_states(path: Path, states_model: str) -> dict[str, np.ndarray] | None:
-    """The shipped token states of the seed's texts (tools/seed_vectors.py), or None when the file has none
+    """The shipped token states of the seed's texts (training/seed_vectors.py), or None when the file has none
     or was written with other states (then the model computes them)."""
     try:
         data = read_arrays(path, ("texts", "states", "state_lens", "states_model"))
@@ -162,7 +162,7 @@ def seed_states(path: Path, states_model: str) -> dict[str, np.ndarray] | None:
 
 class WithPrecomputedPassages:
     """A `MultilingualEncoder` whose passage vectors for known texts come from a table shipped with
-    the package (the seed knowledge base's, written by tools/seed_vectors.py), so a new data dir does
+    the package (the seed knowledge base's, written by training/seed_vectors.py), so a new data dir does
     not spend ~10 s of CPU embedding the seed with e5 on first start. Everything else goes to `inner`.
     The table is used only when it was made by the same model."""
 

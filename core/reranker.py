@@ -1,6 +1,6 @@
 """Learned re-ranker for fact-check candidates: features (core.matchfeatures) -> probability of a match.
 
-Pointwise logistic regressions trained by tools/train_reranker.py on the CLEF-2020 CheckThat!
+Pointwise logistic regressions trained by training/reranker.py on the CLEF-2020 CheckThat!
 Task 2 train split, three of them (chosen per pair in core/matching.py):
 - `english` (reranker.json): an English message against an English fact-check, every feature;
 - `multilingual` (reranker_multilingual.json): a message and a fact-check in different scripts
@@ -71,7 +71,7 @@ class Reranker:
         exist only for the Cyrillic model): `score` then picks its columns out of the full matrix."""
         model = cls.load(path)
         if tuple(n for n in FEATURE_NAMES if n in model.feature_names) != model.feature_names:
-            raise ValueError(f"{path.name} was trained on other features; rerun tools/train_reranker.py")
+            raise ValueError(f"{path.name} was trained on other features; rerun python -m training.reranker")
         return model
 
     @classmethod

@@ -4,7 +4,7 @@ The re-rankers (core/reranker.py) order the candidates; they were fitted on CLEF
 them, one clean claim per text. Chat forwards are not like that: a paraphrase in Russian or Ukrainian of a
 Russian fact-check, a near miss with the same names and a different claim, a second sentence of context. One
 logistic model, trained on chat-like messages we wrote (eval/realistic, split by fact-check;
-tools/train_same_claim.py), reads the top candidates of every message, whatever the languages, and gives the
+training/same_claim.py), reads the top candidates of every message, whatever the languages, and gives the
 probability that each is the same claim. Two thresholds from that training decide:
 
 - `auto`: the verdict is inherited (chosen for precision of inherited verdicts >= 0.93 on the training rows,
@@ -100,7 +100,7 @@ class SameClaim:
     @classmethod
     def from_dict(cls, data: dict) -> SameClaim:
         if tuple(data["features"]) != FEATURES or tuple(data.get("vector_parts", ())) not in ((), VECTOR_PARTS):
-            raise ValueError("same_claim.json was trained on other features; rerun tools/train_same_claim.py")
+            raise ValueError("same_claim.json was trained on other features; rerun python -m training.same_claim")
         mean, std, w = (np.asarray(data[k], dtype=np.float64) for k in ("mean", "std", "weights"))
         return cls(mean, np.where(std > 0, std, 1.0), w, float(data["bias"]), float(data["thresholds"]["auto"]),
                    float(data["thresholds"]["related"]), dict(data.get("provenance", {})))
@@ -124,7 +124,7 @@ class SameClaim:
 @lru_cache(maxsize=1)
 def default_same_claim() -> SameClaim | None:
     """The shipped model, or None before one was trained or while it is being retrained for new features
-    (tools/train_same_claim.py builds its rows with the re-rankers alone)."""
+    (training/same_claim.py builds its rows with the re-rankers alone)."""
     if not DEFAULT_PATH.exists():
         return None
     try:

@@ -80,7 +80,7 @@ log = logging.getLogger(__name__)
 
 CANDIDATES = 64  # nearest rows (by cosine) scored with the full model per message linked at ingest
 # A lookup reads and scores fewer: the matched stories' other members come in through their story anyway.
-# tools/lookup_quality.py on the 992 signed CLEF tweets with 20 verbatim forwards each crowding the window
+# lookup_quality (docs/decisions/2026-11-29-retired-tools.md) on the 992 signed CLEF tweets with 20 verbatim forwards each crowding the window
 # (20,832 stored): 16 and 64 show a right chat for the same 0.990 of 295 lookups, precision of the chats
 # shown 0.973 both, a wrong chat for lookups without a partner 0.054 vs 0.058, the same card 94 % of the time;
 # without the forwards 8, 16 and 64 give identical cards. Warm lookup at 100k stored: ~30 % less time.
@@ -760,7 +760,7 @@ class Corroborator:
                     chats: list[str], states: np.ndarray | None = None) -> _Found:
         found = _Found()
         # The asker's chat is dropped here rather than in the engine's filter: a must_not on the chat
-        # field cost the filtered search ~0.9 of 3.9 ms at 100k stored (tools/window_recall.py's dir).
+        # field cost the filtered search ~0.9 of 3.9 ms at 100k stored (evals/window_recall.py's dir).
         latin = latin_script(clean)
         cands = [c for c in (await self._candidates(latin, vec, multi, t, [],
                                                     limit=self.lookup_candidates))[0] if c.chat not in chats]
@@ -769,7 +769,7 @@ class Corroborator:
         # The text's row and the scores, after the search (which needs only the script). Both are pure
         # Python, so a worker thread would hold the GIL and stall the loop as long as running them here
         # does, and add its hop: at 1M stored, lookups alternating between the two ways in one process
-        # took p50 5.17 ms on the loop, 5.80 ms with the thread (tools/lookup_inline_ab.py, 591 each).
+        # took p50 5.17 ms on the loop, 5.80 ms with the thread (evals/lookup_inline_ab.py, 591 each).
         if len(clean) <= self.inline_row_chars:
             info = _row_of(clean, latin)
             quick = self._scores_unless_busy(info, cands, states)

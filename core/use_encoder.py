@@ -1,7 +1,7 @@
 """A second multilingual model, read only as re-ranker features: USE multilingual v3.
 
 e5 (core/multilingual.py) finds the candidates; a second reader of both languages, trained differently,
-tells the re-ranker where e5 is wrong. Measured with tools/train_reranker.py (docs/decisions/2026-11-24-matching-measurements.md): its
+tells the re-ranker where e5 is wrong. Measured with training/reranker.py (docs/decisions/2026-11-24-matching-measurements.md): its
 cosine of the message to a fact-check's claim + headline, that cosine's gap to the best candidate and
 its margin over the others took Russian dev MAP@5 0.752 -> 0.811 (train CV 0.802 -> 0.853), English
 dev unchanged. It is not searched: one 512-d vector per fact-check, read back with the candidates.
@@ -200,7 +200,7 @@ def _tokenizer(model: Any, cache_dir: Path) -> Any:
 
 class WithPrecomputed:
     """A `FeatureEncoder` whose vectors for known texts come from a table shipped with the package (the
-    seed knowledge base's claim + headline texts, written by tools/seed_vectors.py), so a new data dir
+    seed knowledge base's claim + headline texts, written by training/seed_vectors.py), so a new data dir
     does not run USE over the seed on first start. Used only when made by the same model."""
 
     def __init__(self, inner: FeatureEncoder, table: dict[str, np.ndarray]):

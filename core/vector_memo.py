@@ -2,7 +2,7 @@
 
 A check embeds the same cleaned text more than once (matching, then "also reported by"), and a forward of
 a popular message comes back often; each encoder keeps its last few thousand vectors. The seed knowledge
-base's vectors ship with the package (tools/seed_vectors.py), so a new data dir does not run the slow
+base's vectors ship with the package (training/seed_vectors.py), so a new data dir does not run the slow
 models over the seed on first start (~10 s of e5).
 """
 

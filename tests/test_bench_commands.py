@@ -177,20 +177,20 @@ def test_bench_corroborate_keeps_and_reuses_its_data_dir(tipline, tmp_path: Path
     assert again["data_time"] == first["data_time"]
     marker = tmp_path / "kept" / ".bench-corroborate-indexed"
     assert datetime.fromisoformat(marker.read_text()) == datetime.fromisoformat(first["data_time"])
-    # tools/window_recall.py (docs/architecture.md) on the kept dir: 34 messages sit below Edge's
+    # evals/window_recall.py (docs/architecture.md) on the kept dir: 34 messages sit below Edge's
     # full-scan threshold, so the engine searches exactly and every way must agree with exact search.
-    rows = json.loads(subprocess.run([sys.executable, str(ROOT / "tools" / "window_recall.py"), "--data-dir",
+    rows = json.loads(subprocess.run([sys.executable, "-m", "evals.window_recall", "--data-dir",
                                       str(tmp_path / "kept"), "--queries", str(CLEF / "dev" / "tweets.queries.tsv"),
                                       "-n", "3", "--sweep", "16:32", "--json"], capture_output=True, text=True,
-                                     timeout=300, check=True).stdout)
+                                     timeout=300, check=True, cwd=ROOT).stdout)
     assert len(rows) == 12 and {r["way"] for r in rows} == {"exact", "hnsw", "hnsw+acorn", "hnsw k=16 ef=32"}
     assert next(r for r in rows if r["window"].startswith("lookup"))["passing"] > 0
     assert all(r["recall_ids"] == r["recall_stories"] == r["same_best"] == 1.0 for r in rows), rows
-    # tools/lookup_inline_ab.py (core/tracking.py's INLINE_ROW_CHARS) on the same dir: both ways timed alike.
-    ab = json.loads(subprocess.run([sys.executable, str(ROOT / "tools" / "lookup_inline_ab.py"), "--data-dir",
+    # evals/lookup_inline_ab.py (core/tracking.py's INLINE_ROW_CHARS) on the same dir: both ways timed alike.
+    ab = json.loads(subprocess.run([sys.executable, "-m", "evals.lookup_inline_ab", "--data-dir",
                                     str(tmp_path / "kept"), "--queries", str(CLEF / "dev" / "tweets.queries.tsv"),
                                     "-n", "3", "--rounds", "2"], capture_output=True, text=True,
-                                   timeout=300, check=True).stdout)
+                                   timeout=300, check=True, cwd=ROOT).stdout)
     assert set(ab) == {"loop", "thread"} and all(w["n"] == 6 and w["p50_ms"] > 0 for w in ab.values())
     code = main(["--data-dir", str(tmp_path / "data"), *map(str, args), "--stored", "100"])
     err = capsys.readouterr().err.strip()

@@ -1,4 +1,4 @@
-"""Smoke test of tools/calibrate_confidence.py (docs/checkability.md, "Reproduce") on a CLEF-shaped set: eight
+"""Smoke test of training/confidence.py (docs/checkability.md, "Reproduce") on a CLEF-shaped set: eight
 claims, English train and dev tweets, Russian dev and train-rest translations; the real MiniLM, e5 and USE
 models. It writes both maps (English and cross-script) with their reports, and the file loads as the map
 cards use. (The tool had stopped running when the re-rankers gained the USE features; nothing noticed.)"""
@@ -46,10 +46,10 @@ def write_set(tmp_path: Path) -> tuple[Path, Path]:
 def test_the_calibration_tool_writes_both_maps(tmp_path, model_dir):
     data, ru = write_set(tmp_path)
     out = tmp_path / "confidence.json"
-    tool = Path(__file__).resolve().parents[1] / "tools" / "calibrate_confidence.py"
-    log = subprocess.run([sys.executable, str(tool), "--data", str(data), "--translations", str(ru),
+    log = subprocess.run([sys.executable, "-m", "training.confidence", "--data", str(data), "--translations", str(ru),
                           "--cache", str(tmp_path / "cache"), "--model-dir", str(model_dir), "--out", str(out)],
-                         capture_output=True, text=True, timeout=900, check=True).stdout
+                         capture_output=True, text=True, timeout=900, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout
     assert "dev_ru_with_the_english_map" in log, log
     written = json.loads(out.read_text(encoding="utf-8"))
     prov = written["provenance"]

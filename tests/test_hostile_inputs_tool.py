@@ -1,17 +1,13 @@
-"""Smoke test of tools/hostile_inputs.py (the figures of docs/reliability.md's hostile-input table): every input
+"""Smoke test of evals/hostile_inputs.py (the figures of docs/reliability.md's hostile-input table): every input
 at small sizes through real `tipline` processes; each gets a sentence, none a traceback or a hang."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tests.conftest import SeededDataDir, model_cache  # noqa: E402
-from tools.hostile_inputs import cases, main  # noqa: E402
+from evals.hostile_inputs import cases, main
+from tests.conftest import SeededDataDir, model_cache
 
 
 def test_every_hostile_input_gets_a_sentence(model_dir: Path, seeded: SeededDataDir, capsys) -> None:

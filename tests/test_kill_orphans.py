@@ -3,8 +3,8 @@ moment while it answers 100 messages, then restarted. Unlike the gated test in t
 in flight at the kill may already have reached "Telegram": this is where an orphan "🔎 Checking…" came from.
 
 Every message must end with exactly one reply from the bot, and that reply is the verdict card: no second
-card, no placeholder left saying "Checking…". `tools/kill_orphans.py` runs many rounds of this for the figure
-in docs/reliability.md.
+card, no placeholder left saying "Checking…". Many rounds of this gave the figure in docs/reliability.md
+(docs/decisions/2026-11-29-retired-tools.md).
 
 `tipline run` runs with its default `TIPLINE_PROGRESS_AFTER_S` (0, bot/progress_delay.py): each check sends
 its "🔎 Checking…" first and edits it into the card. A kill in the ~2 ms between "Telegram" applying that

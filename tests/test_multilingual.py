@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient, models
 
-from adapters.cli import render_card
+from adapters.terminal_card import render_card
 from bot.app import build_app, multilingual_engine
 from bot.render import to_reply
 from core.knowledge import load_seed_factchecks
@@ -67,12 +67,12 @@ async def test_a_remembered_query_comes_back_as_it_was_computed(encoder):
 
 
 def test_shipped_seed_vectors_are_current(encoder):
-    """tools/seed_vectors.py must be rerun after the seed file changes."""
+    """training/seed_vectors.py must be rerun after the seed file changes."""
     data = np.load(SEED_VECTORS, allow_pickle=False)
     table = dict(zip(data["texts"].tolist(), data["vectors"].astype(np.float32)))
     texts = [doc_text(fc.claim, fc.title) for fc in load_seed_factchecks()]
     missing = [t for t in texts if t not in table]
-    assert not missing, f"run tools/seed_vectors.py ({len(missing)} seed texts have no vector)"
+    assert not missing, f"run python -m training.seed_vectors ({len(missing)} seed texts have no vector)"
     assert str(data["model"]) == encoder.model_name, "the table must be the default engine's own vectors"
     sample = texts[:: max(1, len(texts) // 5)]
     fresh = encoder.passages_sync(sample)

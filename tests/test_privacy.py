@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli import render_card
+from adapters.terminal_card import render_card
 from bot.app import build_app
 from bot.render import to_reply
 from bot.settings import OUTBOUND, Settings

@@ -1,4 +1,4 @@
-"""tools/story_common_terms.py (writes core/data/story_common_terms.npz): with wordfreq installed it
+"""training/story_common_terms.py (writes core/data/story_common_terms.npz): with wordfreq installed it
 rebuilds the shipped ids; without (wordfreq is no dependency of tipline) it says so in one sentence."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_tool_rebuilds_the_shipped_ids_or_names_what_is_missing(tmp_path: Path) -> None:
     out = tmp_path / "common.npz"
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "story_common_terms.py"), "--out", str(out)],
+    run = subprocess.run([sys.executable, "-m", "training.story_common_terms", "--out", str(out)],
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     if importlib.util.find_spec("wordfreq") is None:
         assert run.returncode != 0 and not out.exists()

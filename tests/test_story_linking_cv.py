@@ -1,23 +1,15 @@
-"""tools/story_linking_cv.py: claim-grouped folds, the dense (touching) count, and a whole
+"""evals/story_linking_cv.py: claim-grouped folds, the dense (touching) count, and a whole
 cross-validation run through the real StoryDetector on a small synthetic stream."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import numpy as np
 
+from evals import fit_story_models as fsm
+from evals import story_linking_cv as cv
 from evals.corroboration_eval import Message
-
-_path = Path(__file__).resolve().parents[1] / "tools" / "story_linking_cv.py"
-_spec = importlib.util.spec_from_file_location("story_linking_cv", _path)
-assert _spec is not None and _spec.loader is not None
-cv = importlib.util.module_from_spec(_spec)
-sys.modules["story_linking_cv"] = cv
-_spec.loader.exec_module(cv)
 
 T0 = datetime(2021, 5, 1)
 
@@ -68,11 +60,7 @@ def test_cross_validation_runs_the_real_detector() -> None:
 
 
 def test_weak_links_on_the_other_routes_cross_validate_on_a_translated_stream(capsys) -> None:
-    """tools/fit_story_models.py --weak-cv on a small stream of tweets and Cyrillic "translations"."""
-    spec = importlib.util.spec_from_file_location("fit_story_models", _path.parent / "fit_story_models.py")
-    assert spec is not None and spec.loader is not None
-    fsm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fsm)
+    """evals/fit_story_models.py --weak-cv on a small stream of tweets and Cyrillic "translations"."""
     msgs, vecs, gold = _stream()
     ru = [Message(f"ru{m.id}", f"@ru_{m.account.lstrip('@')}", m.time, "", f"история{m.id[0]} слово{m.id}")
           for m in msgs]

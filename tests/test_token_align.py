@@ -46,9 +46,9 @@ def test_alignment_f_of_a_candidate_without_states_is_zero():
 
 
 def test_the_seed_ships_its_states(encoder, model_dir):
-    """tools/seed_vectors.py writes the states beside the vectors; the default engine serves them."""
+    """training/seed_vectors.py writes the states beside the vectors; the default engine serves them."""
     table = seed_states(SEED_VECTORS, encoder.states_model)
-    assert table is not None, "run tools/seed_vectors.py: the seed's states are another model's"
+    assert table is not None, "run python -m training.seed_vectors: the seed's states are another model's"
     texts = [doc_text(fc.claim, fc.title) for fc in load_seed_factchecks()]
     assert set(texts) <= set(table)
     served = load_multilingual(isolated_settings(model_dir / "unused", model_dir))
@@ -92,7 +92,7 @@ async def test_the_knowledge_base_stores_states_and_a_cyrillic_match_reads_them(
 
 
 def test_the_shipped_projection_is_the_tools_fit_of_the_seed(tmp_path):
-    """tools/token_projection.py fits core/data/e5_token_projection.npy on the seed's states: rerun after the
+    """training/token_projection.py fits core/data/e5_token_projection.npy on the seed's states: rerun after the
     seed file changes (the states' model name carries the file's digest, so data dirs follow)."""
     import subprocess
     import sys
@@ -101,8 +101,8 @@ def test_the_shipped_projection_is_the_tools_fit_of_the_seed(tmp_path):
     from core.token_align import PROJECTION
 
     out = tmp_path / "p.npy"
-    tool = Path(__file__).resolve().parents[1] / "tools" / "token_projection.py"
-    subprocess.run([sys.executable, str(tool), "--out", str(out)], check=True, capture_output=True, timeout=600)
+    subprocess.run([sys.executable, "-m", "training.token_projection", "--out", str(out)], check=True,
+                   capture_output=True, timeout=600, cwd=Path(__file__).resolve().parents[1])
     fresh, shipped = np.load(out), np.load(PROJECTION)
     assert fresh.shape == shipped.shape == (384, PROJECTION_DIM)
     # Each direction up to its sign (an SVD's choice), column by column.

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adapters.cli import render_card
+from adapters.terminal_card import render_card
 from bot.check_service import CheckService
 from bot.ingest_files import ingest_source
 from bot.render import to_reply

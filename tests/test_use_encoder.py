@@ -82,13 +82,13 @@ def test_bad_text_gives_a_vector_not_an_error(use):
 
 
 def test_shipped_seed_use_vectors_are_current(use):
-    """tools/seed_vectors.py must be rerun after the seed file changes."""
+    """training/seed_vectors.py must be rerun after the seed file changes."""
     data = np.load(SEED_USE_VECTORS, allow_pickle=False)
     assert str(data["model"]) == use.model_name
     table = dict(zip(data["texts"].tolist(), data["vectors"].astype(np.float32)))
     texts = [doc_text(fc.claim, fc.title) for fc in load_seed_factchecks()]
     missing = [t for t in texts if t not in table]
-    assert not missing, f"run tools/seed_vectors.py ({len(missing)} seed texts have no USE vector)"
+    assert not missing, f"run python -m training.seed_vectors ({len(missing)} seed texts have no USE vector)"
     sample = texts[:: max(1, len(texts) // 5)]
     stored = np.stack([table[t] for t in sample])
     stored /= np.linalg.norm(stored, axis=1, keepdims=True)

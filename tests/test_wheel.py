@@ -168,6 +168,28 @@ def test_the_wheel_holds_every_file_of_the_packages_and_every_data_file(wheel: P
     assert "tipline = adapters.main:main" in zipfile.ZipFile(wheel).read(entry_points[0]).decode()
 
 
+def test_the_wheel_ships_the_product_only(wheel: Path) -> None:
+    """evals/ (evaluations, benchmarks), training/ (what rebuilds core/data/) and any tools/ run from a checkout."""
+    assert "evals" not in PACKAGES and "training" not in PACKAGES
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(n.startswith("core/data/") for n in names)  # the listing is the wheel's
+    shipped = sorted({n.split("/")[0] for n in names if n.split("/")[0] in ("evals", "tools", "training", "tests")})
+    assert not shipped, f"the wheel ships {shipped}/ (pyproject.toml [tool.setuptools.packages.find])"
+
+
+def test_the_installed_program_says_where_eval_and_bench_run(venv: Path, model_dir: Path, tmp_path: Path) -> None:
+    env = _clean_env(model_dir, tmp_path / "data")
+    tipline = str(venv / "bin" / "tipline")
+    listed = _run([tipline, "--help"], cwd=tmp_path, env=env)
+    assert listed.returncode == 0 and "eval" in listed.stdout and "bench" in listed.stdout, listed.stdout
+    for argv in (["eval", "--help"], ["bench", "report", "--quick"], ["eval", "claim-matching"]):
+        proc = _run([tipline, *argv], cwd=tmp_path, env=env)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            f"tipline: `tipline {argv[0]}` runs from a source checkout of tipline (the evals/ folder); the installed "
+            "program does not include it"], proc.stderr
+
+
 def test_the_installed_wheel_checks_offline_in_english_and_russian(venv: Path, model_dir: Path,
                                                                      tmp_path: Path) -> None:
     cwd = tmp_path / "cwd"

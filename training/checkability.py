@@ -1,0 +1,300 @@
+"""Train the offline "is there a claim?" gate (core/checkability.py) and write core/data/checkability.json.
+
+Data:
+- CLEF-2020 CheckThat! Task 1 train (English COVID tweets, `claim` label): ../shared/eval/clef2020-task1/train.tsv.
+  Its lines are read here and never copied into the product; only the fitted weights are shipped.
+- Our own chat messages, English / Russian / Ukrainian (training/data/checkability_chat_train.tsv).
+Reported, never used for a decision: CLEF Task 1 dev and our own EN/RU chat dev set
+(tests/data/checkability_chat_dev.tsv).
+
+Every choice (features, L2, the weight of the chat messages, the threshold) is taken on 5-fold
+cross-validation over the train messages, scored as the mean of the CLEF macro-F1 and the chat
+macro-F1 (the acceptance has both kinds of message).
+
+    .venv/bin/python -m training.checkability                # fit, report, write the weights
+    .venv/bin/python -m training.checkability --dry-run      # report only
+
+The e5 query vectors are cached as .npy under --cache (first run: ~2 min of e5 on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from core.checkability import CUE_NAMES, DEFAULT_PATH, cues
+from core.textclean import clean_query
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CLEF = ROOT.parent / "shared" / "eval" / "clef2020-task1"
+CHAT_TRAIN = ROOT / "training" / "data" / "checkability_chat_train.tsv"
+CHAT_DEV = ROOT / "tests" / "data" / "checkability_chat_dev.tsv"
+
+
+@dataclass
+class Split:
+    name: str
+    ids: list[str]
+    texts: list[str]  # cleaned, as the gate sees them
+    y: np.ndarray
+    vecs: np.ndarray | None = None
+    cues: np.ndarray | None = None
+
+    def X(self, use_e5: bool = True, cue_mask: np.ndarray | None = None) -> np.ndarray:
+        parts = []
+        if use_e5:
+            parts.append(self.vecs)
+        c = self.cues if cue_mask is None else self.cues * cue_mask
+        parts.append(c)
+        return np.hstack(parts)
+
+
+def read_messages(path: Path, name: str) -> Split:
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    return Split(name, [r["tweet_id"] for r in rows], [clean_query(r["tweet_text"]) for r in rows],
+                 np.array([int(r["claim"]) for r in rows], dtype=np.float64))
+
+
+def embed(splits: list[Split], cache: Path) -> None:
+    from core.multilingual import E5Encoder
+
+    cache.mkdir(parents=True, exist_ok=True)
+    encoder = None
+    for s in splits:
+        key = hashlib.sha1("\x00".join(s.texts).encode()).hexdigest()[:16]
+        path = cache / f"check_{s.name}_{key}.npy"
+        if path.exists():
+            s.vecs = np.load(path)
+        else:
+            encoder = encoder or E5Encoder()
+            s.vecs = encoder.queries_sync(s.texts)
+            np.save(path, s.vecs)
+        s.cues = np.vstack([cues(t) for t in s.texts])
+
+
+def fit_logistic(X: np.ndarray, y: np.ndarray, w_sample: np.ndarray, l2: float, iters: int = 30):
+    """Weighted L2 logistic regression on standardised features, by Newton's method."""
+    mean, std = X.mean(0), X.std(0)
+    std[std == 0] = 1.0
+    Z = np.hstack([(X - mean) / std, np.ones((len(X), 1))])
+    w = np.zeros(Z.shape[1])
+    reg = np.full(Z.shape[1], l2)
+    reg[-1] = 0.0
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-np.clip(Z @ w, -50, 50)))
+        g = Z.T @ (w_sample * (p - y)) + reg * w
+        H = (Z * (w_sample * p * (1 - p))[:, None]).T @ Z + np.diag(reg + 1e-9)
+        step = np.linalg.solve(H, g)
+        w -= step
+        if np.abs(step).max() < 1e-7:
+            break
+    return mean, std, w[:-1], float(w[-1])
+
+
+def predict(X, mean, std, w, b) -> np.ndarray:
+    return 1 / (1 + np.exp(-np.clip(((X - mean) / std) @ w + b, -50, 50)))
+
+
+def prf(y: np.ndarray, p: np.ndarray, threshold: float) -> dict[str, float]:
+    pred = p >= threshold
+    out: dict[str, float] = {}
+    for cls, name in ((1, "claim"), (0, "no_claim")):
+        tp = float(np.sum((pred == cls) & (y == cls)))
+        fp = float(np.sum((pred == cls) & (y != cls)))
+        fn = float(np.sum((pred != cls) & (y == cls)))
+        P = tp / (tp + fp) if tp + fp else 0.0
+        R = tp / (tp + fn) if tp + fn else 0.0
+        out[f"{name}_P"], out[f"{name}_R"] = round(P, 4), round(R, 4)
+        out[f"{name}_F1"] = round(2 * P * R / (P + R), 4) if P + R else 0.0
+    out["macro_F1"] = round((out["claim_F1"] + out["no_claim_F1"]) / 2, 4)
+    out["accuracy"] = round(float(np.mean(pred == (y == 1))), 4)
+    out["right"], out["n"] = int(np.sum(pred == (y == 1))), int(len(y))
+    return out
+
+
+def cv_probs(X: np.ndarray, y: np.ndarray, w_sample: np.ndarray, l2: float, folds: int = 5,
+             seed: int = 7) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    fold = np.empty(len(y), dtype=int)
+    for cls in (0, 1):  # stratified
+        idx = np.flatnonzero(y == cls)
+        rng.shuffle(idx)
+        fold[idx] = np.arange(len(idx)) % folds
+    out = np.zeros(len(y))
+    for k in range(folds):
+        tr, te = fold != k, fold == k
+        out[te] = predict(X[te], *fit_logistic(X[tr], y[tr], w_sample[tr], l2))
+    return out
+
+
+def objective(p: np.ndarray, y: np.ndarray, is_chat: np.ndarray, threshold: float) -> float:
+    return (prf(y[~is_chat], p[~is_chat], threshold)["macro_F1"] + prf(y[is_chat], p[is_chat], threshold)["macro_F1"]) / 2
+
+
+THRESHOLDS = np.round(np.arange(0.2, 0.81, 0.05), 2)
+
+
+def best_threshold(p, y, is_chat) -> tuple[float, float]:
+    scores = [(objective(p, y, is_chat, t), -abs(t - 0.5), t) for t in THRESHOLDS]
+    s, _, t = max(scores)
+    return float(t), s
+
+
+def timing(path: Path) -> int:
+    """CPU per message (process time, all threads): the e5 query alone, the gate with the vector still
+    to compute, and the gate when the vector is already in the encoder's cache (as for the matcher,
+    which embeds the same cleaned text)."""
+    import time
+
+    from core.checkability import CheckabilityModel, ClaimGate
+    from core.multilingual import E5Encoder
+
+    with path.open(encoding="utf-8", newline="") as f:
+        texts = [r["tweet_text"] for r in csv.DictReader(f, delimiter="\t")]
+    enc = E5Encoder()
+    gate = ClaimGate(CheckabilityModel.load(), enc)
+    enc.queries_sync(["warm-up"])
+
+    def cpu_ms(fn) -> float:
+        t0 = time.process_time()
+        for x in texts:
+            fn(x)
+        return (time.process_time() - t0) * 1000 / len(texts)
+
+    enc.clear_cache()
+    e5 = cpu_ms(lambda x: enc.queries_sync([clean_query(x)]))
+    enc.clear_cache()
+    cold = cpu_ms(lambda x: gate.assess_many([x]))
+    warm = cpu_ms(lambda x: gate.assess_many([x]))  # every vector is cached now
+    print(f"{len(texts)} messages, CPU ms per message: e5 query alone {e5:.1f}; gate, vector to compute "
+          f"{cold:.1f}; gate, vector cached {warm:.2f}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clef", type=Path, default=CLEF)
+    ap.add_argument("--chat", type=Path, default=CHAT_TRAIN)
+    ap.add_argument("--chat-dev", type=Path, default=CHAT_DEV)
+    ap.add_argument("--cache", type=Path, default=ROOT / "data" / "checkcache")
+    ap.add_argument("--out", type=Path, default=DEFAULT_PATH)
+    ap.add_argument("--dry-run", action="store_true", help="report only, write nothing")
+    ap.add_argument("--timing", action="store_true",
+                    help="only measure the gate's CPU per message with the shipped weights (chat dev messages)")
+    args = ap.parse_args(argv)
+    if args.timing:
+        return timing(args.chat_dev)
+
+    clef_tr = read_messages(args.clef / "train.tsv", "clef_train")
+    clef_dev = read_messages(args.clef / "dev.tsv", "clef_dev")
+    chat_tr = read_messages(args.chat, "chat_train")
+    chat_dev = read_messages(args.chat_dev, "chat_dev")
+    embed([clef_tr, clef_dev, chat_tr, chat_dev], args.cache)
+    is_chat = np.r_[np.zeros(len(clef_tr.y), bool), np.ones(len(chat_tr.y), bool)]
+    y = np.r_[clef_tr.y, chat_tr.y]
+
+    def train_X(use_e5=True, mask=None, clef_only=False):
+        X = np.vstack([clef_tr.X(use_e5, mask), chat_tr.X(use_e5, mask)])
+        return X
+
+    def weights(chat_weight: float) -> np.ndarray:
+        return np.where(is_chat, chat_weight, 1.0)
+
+    def cv_score(X, l2, chat_weight, threshold=None) -> tuple[float, float, np.ndarray]:
+        p = cv_probs(X, y, weights(chat_weight), l2)
+        if threshold is None:
+            threshold, s = best_threshold(p, y, is_chat)
+        else:
+            s = objective(p, y, is_chat, threshold)
+        return s, threshold, p
+
+    print("== selection on train, 5-fold CV: mean of CLEF macro-F1 and chat macro-F1 ==")
+    grid = []
+    for l2 in (1.0, 10.0, 100.0, 300.0, 1000.0):
+        for cw in (1.0, 2.0):
+            s, thr, _ = cv_score(train_X(), l2, cw)
+            s5 = objective(cv_probs(train_X(), y, weights(cw), l2), y, is_chat, 0.5)
+            grid.append((s, l2, cw, thr))
+            print(f"l2={l2:<6} chat_weight={cw}: CV objective {s:.4f} at threshold {thr} ({s5:.4f} at 0.5)")
+    _, l2, cw, thr = max(grid)
+    print(f"chosen: l2={l2} chat_weight={cw} threshold={thr}")
+
+    print("\n== features (train CV objective at the chosen L2 / weight, own best threshold) ==")
+    ablation = {}
+    s_all, _, _ = cv_score(train_X(), l2, cw)
+    ablation["e5 + all cues"] = round(s_all, 4)
+    ablation["e5 only"] = round(cv_score(train_X(True, np.zeros(len(CUE_NAMES))), l2, cw)[0], 4)
+    ablation["cues only"] = round(cv_score(train_X(False), 1.0, cw)[0], 4)
+    for i, name in enumerate(CUE_NAMES):
+        mask = np.ones(len(CUE_NAMES))
+        mask[i] = 0
+        ablation[f"without {name}"] = round(cv_score(train_X(True, mask), l2, cw)[0], 4)
+    # Together, the cues whose removal alone did not lower the objective (the rule: a cue stays only if it helps).
+    idle = [i for i, name in enumerate(CUE_NAMES) if ablation[f"without {name}"] >= s_all]
+    if idle:
+        mask = np.ones(len(CUE_NAMES))
+        mask[idle] = 0
+        label = "without " + "+".join(CUE_NAMES[i] for i in idle)
+        ablation[label] = round(cv_score(train_X(True, mask), l2, cw)[0], 4)
+    for k, v in ablation.items():
+        print(f"{k:<24} {v:.4f}  ({v - s_all:+.4f})")
+    # Without the chat messages (CLEF only): what our own data adds.
+    clef_only = fit_logistic(clef_tr.X(), clef_tr.y, np.ones(len(clef_tr.y)), l2)
+
+    print("\n== fit on all train, reported on dev ==")
+    model = fit_logistic(train_X(), y, weights(cw), l2)
+    report = {}
+    for s in (clef_dev, chat_dev):
+        p = predict(s.X(), *model)
+        report[s.name] = prf(s.y, p, thr)
+        report[s.name + "_at_0.5"] = prf(s.y, p, 0.5)
+        report[s.name + "_clef_only_model"] = prf(s.y, predict(s.X(), *clef_only), thr)
+        for key in (s.name, s.name + "_at_0.5", s.name + "_clef_only_model"):
+            print(key, json.dumps(report[key]))
+        if s is chat_dev:
+            for i, (sid, text, yy, pp) in enumerate(zip(s.ids, s.texts, s.y, p)):
+                if (pp >= thr) != (yy == 1):
+                    print(f"  wrong: {sid} p_claim={pp:.2f} gold={int(yy)} {text}")
+    # Reliability of p_claim on CLEF dev + chat dev (is the probability a probability?)
+    p_all = np.r_[predict(clef_dev.X(), *model), predict(chat_dev.X(), *model)]
+    y_all = np.r_[clef_dev.y, chat_dev.y]
+    bins = np.linspace(0, 1, 6)
+    rel = []
+    for lo, hi in zip(bins[:-1], bins[1:]):
+        sel = (p_all >= lo) & (p_all < hi + (1e-9 if hi == 1 else 0))
+        if sel.any():
+            rel.append({"bin": f"{lo:.1f}-{hi:.1f}", "n": int(sel.sum()), "mean_p": round(float(p_all[sel].mean()), 3),
+                        "observed": round(float(y_all[sel].mean()), 3)})
+    ece = sum(r["n"] * abs(r["mean_p"] - r["observed"]) for r in rel) / len(p_all)
+    print("reliability (dev):", json.dumps(rel), f"ECE {ece:.4f}")
+
+    mean, std, w, b = model
+    out = {
+        "cue_names": list(CUE_NAMES), "embedding_dim": int(clef_tr.vecs.shape[1]),
+        "embedding": "multilingual-e5-small query vector of core.textclean.clean_query(message)",
+        "mean": mean.tolist(), "std": std.tolist(), "weights": w.tolist(), "bias": b, "threshold": thr,
+        "provenance": {
+            "trained": date.today().isoformat(), "script": "training/checkability.py",
+            "train": f"CLEF-2020 Task 1 train ({len(clef_tr.y)} tweets) + our chat messages ({len(chat_tr.y)}, "
+                     "training/data/checkability_chat_train.tsv)",
+            "l2": l2, "chat_weight": cw, "cv_objective": round(s_all, 4), "ablation_cv": ablation,
+            "dev": report, "dev_reliability": rel, "dev_ece": round(ece, 4),
+        },
+    }
+    if not args.dry_run:
+        args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
