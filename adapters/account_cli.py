@@ -17,7 +17,7 @@ EXIT_FAILED = 1
 
 async def account_command(action: str, settings: Settings, *, ask: Callable[[str], str] = input,
                           ask_secret: Callable[[str], str] = getpass.getpass, factory: object = None) -> int:
-    """`factory` makes the Telegram client (core/mtproto.py `telethon_client` when None)."""
+    """`factory` makes the Telegram client (core/watch/mtproto.py `telethon_client` when None)."""
     from bot.watch import session_path
 
     if settings.offline and action == "login":
@@ -31,7 +31,7 @@ async def account_command(action: str, settings: Settings, *, ask: Callable[[str
               "my.telegram.org (API development tools), made with the dedicated account.")
         return EXIT_FAILED
     try:
-        from core import mtproto
+        from core.watch import mtproto
     except ImportError:
         print("The account reader needs Telethon: pip install 'tipline[account]'.")
         return EXIT_FAILED

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
 from bot.settings import Settings
-from core.outside import LINKS, LOCAL, NAMES
+from bot.outside import LINKS, LOCAL, NAMES
 
 OPENAI_URL = "https://api.openai.com/v1"
 LOCAL_NAMES = {"knowledge": "knowledge base", "evidence_index": "evidence index"}

@@ -11,7 +11,7 @@ import sys
 from pydantic import ValidationError
 
 from bot.settings import Settings, configuration_warnings, settings_error
-from core.language import use_cache_dir as use_language_cache
+from core.intake.language import use_cache_dir as use_language_cache
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1

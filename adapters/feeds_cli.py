@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.settings import Settings
-from core.recommended_feeds import find_recommended, load_recommended
+from core.watch.recommended_feeds import find_recommended, load_recommended
 from storage.sqlite import Database
 from storage.vectors import DataDirInUse
 

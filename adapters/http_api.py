@@ -36,7 +36,7 @@ from aiohttp import web
 from bot.chat_app import ChatApp
 from bot.requests import CheckRequest
 from bot.queue import JobQueue, SilentResponderFactory
-from core.intake import EmptyInput, intake
+from core.intake.message import EmptyInput, intake
 from schema.json_limits import JSONTooDeep, loads_bounded
 from schema.models import Result
 from storage.jobs import Job

@@ -25,7 +25,7 @@ from aiohttp import web
 
 from bot.ingest_files import ingest_bytes
 from core.ingest import MAX_BYTES
-from core.knowledge import KnowledgeBase
+from core.matching.knowledge_base import KnowledgeBase
 
 log = logging.getLogger(__name__)
 

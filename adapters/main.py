@@ -43,11 +43,11 @@ from bot.app import SetupError, build_app
 from bot.check_service import CheckService
 from bot.render import to_reply
 from bot.settings import Settings, configuration_warnings
-from core.embeddings import EmbeddingError
-from core.evaluation import EvalDataError
+from core.encoders.embeddings import EmbeddingError
+from evals.evaluation import EvalDataError
 from core.ingest import IngestFormatError
-from core.intake import EmptyInput, intake
-from core.model_files import ModelFilesMissing
+from core.intake.message import EmptyInput, intake
+from core.encoders.model_files import ModelFilesMissing
 from schema.models import Result
 from storage.sqlite import StorageError
 from storage.vectors import VectorStoreError
@@ -100,7 +100,7 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
 
 async def cmd_check(args: argparse.Namespace) -> int:
     from bot.images import read_image_file, refusal_text
-    from core.image_limits import ImageRefused
+    from core.intake.image_limits import ImageRefused
 
     if not args.text and args.image is None:
         print("tipline: check needs the TEXT to check, or --image PATH", file=sys.stderr)

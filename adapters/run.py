@@ -115,8 +115,8 @@ async def run(settings: Settings, stop: asyncio.Event | None = None, *, wait_unc
             announce([f"tipline {tipline_version()}: starting; loading the models and the knowledge base "
                       f"in {settings.data_dir}…"])
         # Loaded beside the models, in a thread: every request's intake reads the language, and the first
-        # one would otherwise load the classifier on the event loop (core/language.py `preload`).
-        from core.language import preload
+        # one would otherwise load the classifier on the event loop (core/intake/language.py `preload`).
+        from core.intake.language import preload
 
         languages = asyncio.ensure_future(asyncio.to_thread(preload))
         async with build_app(settings) as app, AsyncExitStack() as adapters:

@@ -47,7 +47,7 @@ from bot.notify import Asker, ReviewNotice, notice_text
 from bot.render import AlsoReportedLine, Reply, Reporter
 from bot.review import ReviewRequest
 from bot.watch_commands import WatchRequest, parse as parse_watch
-from core.image_limits import ImageLimits, NotAnImage, mime_is_image
+from core.intake.image_limits import ImageLimits, NotAnImage, mime_is_image
 from schema.models import Result
 
 log = logging.getLogger(__name__)

@@ -53,7 +53,7 @@ from bot.images import ImageRef
 from bot.evidence import callback_data, evidence_lines, give_feedback, parse_callback
 from bot.notify import Asker, ReviewNotice, notice_text
 from bot.render import AlsoReportedLine, Reply
-from core.image_limits import ImageLimits
+from core.intake.image_limits import ImageLimits
 from schema.models import Result
 
 log = logging.getLogger(__name__)

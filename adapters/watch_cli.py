@@ -89,8 +89,8 @@ async def _list(settings: Settings) -> int:
 async def _add_rows(settings: Settings, refs: Sequence[str]) -> list[str]:
     """A running bot holds the data dir: check each name with one request and record it for the bot."""
     from bot.watch import PLATFORM, REFUSED_AT_ADD, STATUS_TEXT, TICK_S, account_configured, chat_id_of, session_path
-    from core.feed_reader import is_feed_ref
-    from core.telegram_preview import NotAChannel, PreviewReader, channel_name
+    from core.watch.feed_reader import is_feed_ref
+    from core.watch.telegram_preview import NotAChannel, PreviewReader, channel_name
     from storage.messages import MessageStore
     from storage.watched import WatchStore
 
@@ -133,7 +133,7 @@ async def _add_feed_row(settings: Settings, db: Database, ref: str) -> str:
     from bot.watch import TICK_S
     from bot.watch_feeds import PLATFORM, REFUSED_AT_ADD, STATUS_TEXT, chat_id_of
     from core.evidence.ssrf import SSRFGuard
-    from core.feed_reader import FeedReader, NotAFeed, feed_url
+    from core.watch.feed_reader import FeedReader, NotAFeed, feed_url
     from storage.messages import MessageStore
     from storage.watched_feeds import FeedStore
 
@@ -163,8 +163,8 @@ async def _remove_rows(settings: Settings, refs: Sequence[str]) -> list[str]:
     from bot.watch import PLATFORM, chat_id_of
     from bot.watch_feeds import PLATFORM as FEED_PLATFORM
     from bot.watch_feeds import chat_id_of as feed_chat
-    from core.feed_reader import NotAFeed, feed_url, is_feed_ref
-    from core.telegram_preview import NotAChannel, channel_name
+    from core.watch.feed_reader import NotAFeed, feed_url, is_feed_ref
+    from core.watch.telegram_preview import NotAChannel, channel_name
     from storage.watched_feeds import FeedStore
     from storage.messages import MessageStore
     from storage.watched import WatchStore

@@ -14,26 +14,26 @@ from typing import TYPE_CHECKING
 from bot.domains import DomainPolicy
 from bot.images import ImageReader
 from bot.settings import Settings
-from core.language import use_cache_dir as use_language_cache
-from core.budget import BudgetedLLM
-from core.checkability import CheckabilityModel, ClaimGate
-from core.denial import default_denial
-from core.same_claim import default_same_claim
-from core.embeddings import Embedder
-from core.text_embedder import TextEmbedder
+from core.intake.language import use_cache_dir as use_language_cache
+from core.llm.budget import BudgetedLLM
+from core.intake.checkability import CheckabilityModel, ClaimGate
+from core.matching.denial import default_denial
+from core.matching.same_claim import default_same_claim
+from core.encoders.embeddings import Embedder
+from core.encoders.text_embedder import TextEmbedder
 from core.engine import Engine
 from core.evidence.evidence_index import EvidenceIndex
 from core.evidence.registry import EvidenceSources
 from core.evidence.resilient import protect_sources
-from core.image_limits import ImageLimits
-from core.knowledge import KnowledgeBase
-from core.llm import LLM, OpenAICompatibleLLM
-from core.matching import ClaimMatcher
-from core.model_files import prepare_default_model
-from core.ocr import TesseractOcr
-from core.multilingual import MultilingualEncoder, WithPrecomputedPassages
-from core.use_encoder import FeatureEncoder, UseEncoder, WithPrecomputed
-from core.reranker import Reranker
+from core.intake.image_limits import ImageLimits
+from core.matching.knowledge_base import KnowledgeBase
+from core.llm.client import LLM, OpenAICompatibleLLM
+from core.matching.matcher import ClaimMatcher
+from core.encoders.model_files import prepare_default_model
+from core.intake.ocr import TesseractOcr
+from core.encoders.multilingual import MultilingualEncoder, WithPrecomputedPassages
+from core.encoders.use_encoder import FeatureEncoder, UseEncoder, WithPrecomputed
+from core.matching.reranker import Reranker
 from storage.cache import TTLCache
 from storage.evidence_vectors import EvidenceVectors
 from storage.sqlite import Database
@@ -42,7 +42,7 @@ from storage.vectors import VectorStore
 
 if TYPE_CHECKING:  # built only for a long-running app (build_app): see the imports there
     from bot.metrics import Metrics
-    from core.tracking import Corroborator
+    from core.corroboration.corroborator import Corroborator
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +56,11 @@ class App:
     settings: Settings
     db: Database
     vectors: VectorStore
-    embedder: TextEmbedder  # in-process (core/embeddings.py) or a server (core/remote_embeddings.py)
+    embedder: TextEmbedder  # in-process (core/encoders/embeddings.py) or a server (core/encoders/remote_embeddings.py)
     kb: KnowledgeBase
     matcher: ClaimMatcher
     engine: Engine
-    corroborator: Corroborator | None = None  # "also reported by" over tracked chats (core/tracking.py)
+    corroborator: Corroborator | None = None  # "also reported by" over tracked chats (core/corroboration/corroborator.py)
     metrics: Metrics | None = None  # Prometheus metrics, served at /metrics by `tipline run`
     llm: LLM | None = None  # the budgeted LLM when one is configured
     sources: EvidenceSources | None = None
@@ -104,7 +104,7 @@ def load_embedder(settings: Settings, workers: int | None = None) -> TextEmbedde
     set (one probe request, so a wrong URL fails here in one sentence), else the in-process model with
     `workers` ONNX sessions (default one per core; each costs ~0.12 s of CPU to open)."""
     if settings.embed_url:
-        from core.remote_embeddings import RemoteEmbedder
+        from core.encoders.remote_embeddings import RemoteEmbedder
 
         key = settings.embed_api_key.get_secret_value() if settings.embed_api_key else None
         return RemoteEmbedder.connect(settings.embed_url, settings.embed_model, api_key=key,
@@ -119,7 +119,7 @@ def load_embedder(settings: Settings, workers: int | None = None) -> TextEmbedde
 
 def multilingual_engine(settings: Settings) -> MultilingualEncoder:
     """The engine that runs multilingual-e5-small (TIPLINE_MULTILINGUAL_ENGINE), without the seed's table."""
-    from core.e5_onnx import E5OnnxEncoder  # its graph is built into the models dir on first use
+    from core.encoders.e5_onnx import E5OnnxEncoder  # its graph is built into the models dir on first use
 
     return E5OnnxEncoder(settings.models_dir, workers=settings.multilingual_threads,
                          variant="int8" if settings.multilingual_engine == "onnx" else "fp32")
@@ -171,7 +171,7 @@ def build_image_reader(settings: Settings) -> ImageReader:
 
 async def _open_corroborator(settings: Settings, db: Database, vectors: VectorStore, embedder: TextEmbedder,
                              multilingual: MultilingualEncoder, stack: AsyncExitStack) -> Corroborator:
-    from core.tracking import Corroborator
+    from core.corroboration.corroborator import Corroborator
     from storage.message_vectors import MessageVectors
     from storage.messages import MessageStore
 
@@ -203,7 +203,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
                                                            asyncio.to_thread(load_multilingual, settings),
                                                            asyncio.to_thread(load_use, settings))
         if settings.embed_url:  # load_embedder chose the server client: close its connections
-            from core.remote_embeddings import RemoteEmbedder
+            from core.encoders.remote_embeddings import RemoteEmbedder
 
             assert isinstance(embedder, RemoteEmbedder)
             stack.push_async_callback(embedder.aclose)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from bot.render import Reply, Reporter
-from core.adjudicate import MAX_CITATIONS
-from core.outside import LINKS, NAMES
+from core.verdict.adjudicate import MAX_CITATIONS
+from bot.outside import LINKS, NAMES
 
 if TYPE_CHECKING:
     from bot.requests import CheckRequest

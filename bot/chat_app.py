@@ -48,9 +48,9 @@ from bot.requests import (
 from bot.review import AddFactChecks, ReviewCommands
 from bot.texts import ERROR_TEXT, INFO_TEXT, START_TEXTS
 from bot.watch_commands import WatchCommands
-from core.image_limits import ImageLimits
+from core.intake.image_limits import ImageLimits
 from schema.models import Result
-from core.tracking import Corroborator, TrackedMessage
+from core.corroboration.corroborator import Corroborator, TrackedMessage
 
 if TYPE_CHECKING:
     from bot.app import App

@@ -38,8 +38,8 @@ from storage.repeats import RepeatStore
 from storage.sqlite import Database
 from storage.stats import check_stats
 
-if TYPE_CHECKING:  # types only: core.tracking is imported where a message is tracked (tracked_message)
-    from core.tracking import Corroborator, TrackedMessage
+if TYPE_CHECKING:  # types only: core.corroboration.corroborator is imported where a message is tracked (tracked_message)
+    from core.corroboration.corroborator import Corroborator, TrackedMessage
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def tracked_message(platform: str, chat_id: object, message_id: object, text: st
                     author: str = "", permalink: str = "", kind: str = "group") -> TrackedMessage:
     # Imported here: `tipline check` loads this module with the check service and tracks nothing (~0.02 s
     # of its CPU); a dict lookup once a chat is tracked.
-    from core.tracking import TrackedMessage
+    from core.corroboration.corroborator import TrackedMessage
 
     return TrackedMessage(platform=platform, chat_id=str(chat_id), message_id=str(message_id), text=text, at=at,
                           author=author, permalink=permalink, kind=kind)

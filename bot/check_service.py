@@ -21,9 +21,9 @@ from bot.requests import GLOBAL, CheckRequest
 from bot.texts import EMPTY_TEXT, ERROR_TEXT
 from core.engine import Engine, ProgressSink
 from core.i18n import t
-from core.image_limits import ImageRefused
-from core.intake import EmptyInput, detect_language
-from core.ocr import OcrUnavailable
+from core.intake.image_limits import ImageRefused
+from core.intake.message import EmptyInput, detect_language
+from core.intake.ocr import OcrUnavailable
 from schema.models import Result
 from storage.sqlite import Database
 

@@ -4,7 +4,7 @@ and when it was first seen, who else carried it, its growth, and its verdict whe
 `DigestBuilder.build(since, until, top_k, lang)`:
   1. one SQL read of the window's (story, chat) pairs, grouped in SQLite, tracked chats only
      (storage/digests.py), the stories resolved through their merge aliases and ranked
-     (core/trends.py) in a worker thread;
+     (core/corroboration/trends.py) in a worker thread;
   2. for the top K only: their members' texts (one `IN` query), the representative text (extractive;
      with an LLM configured, a one-line summary of the story's texts instead, the extract kept when the
      call fails), and the engine's matcher on that text: an `auto`-tier match gives the verdict and the
@@ -31,8 +31,8 @@ from pydantic import BaseModel, Field
 from bot.card import Line, Markup, Section, clip
 from bot.render import VERDICT_EMOJI, Reporter
 from core.i18n import t
-from core.llm import LLM
-from core.trends import REPRESENTATIVE_CANDIDATES, Story, excerpt, rank_stories, representative
+from core.llm.client import LLM
+from core.corroboration.trends import REPRESENTATIVE_CANDIDATES, Story, excerpt, rank_stories, representative
 from schema.models import Match, Verdict
 from storage.digests import DigestStore
 from storage.messages import MessageStore, StoredMessage, resolve_story
@@ -46,7 +46,7 @@ ALERT_VERDICTS = (Verdict.REFUTED, Verdict.MISLEADING)
 
 
 class Matcher(Protocol):
-    """The engine's fact-check matcher (core/matching.py `ClaimMatcher`)."""
+    """The engine's fact-check matcher (core/matching/matcher.py `ClaimMatcher`)."""
 
     async def by_text(self, text: str, limit: int = 5) -> list[Match]: ...
 
@@ -160,7 +160,7 @@ class DigestBuilder:
         assert self.llm is not None
         body = "\n---\n".join(clip(" ".join(m.text.split()), 600) for m in members[:SUMMARY_INPUT])
         try:
-            # The client wraps the messages as untrusted data itself (core/llm.py); the language is ours.
+            # The client wraps the messages as untrusted data itself (core/llm/client.py); the language is ours.
             system = f"{SUMMARY_SYSTEM} Answer in {LANGUAGE_NAMES.get(lang, 'English')}."
             out = await self.llm.structured(system, body, StorySummary, name="digest_summary", max_tokens=120)
         except Exception:  # the extract is a fine digest line; a summary is an extra

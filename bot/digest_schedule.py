@@ -21,7 +21,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
 from bot.digest import ALERT_VERDICTS, Digest, DigestBuilder, StoryAlert
-from core.trends import Story
+from core.corroboration.trends import Story
 from schema.models import Match
 from storage.digests import AlertSetting, DigestSchedule, DigestStore
 from storage.messages import resolve_story

@@ -12,7 +12,7 @@ rules changed in a Telegram group belong to that chat ("telegram:<chat id>"). Gl
 configured admin (`Settings.admins`, TIPLINE_ADMINS); chat changes also accept the chat's own
 administrators. Every change and every refusal is written to the `audit` table.
 
-For the engine (core/credibility.py consumes this): `effective_rules(db, scope)` gives the
+For the engine (core/evidence/credibility.py consumes this): `effective_rules(db, scope)` gives the
 (allow, deny) domain sets in force for a chat, and `domain_matches(domain, rules)` tests a source's
 host against one set. Denied domains are never cited; allowed domains get the top credibility tier.
 Check deny first: a domain that matches both (e.g. allow `*.gov`, deny `bad.gov`) is denied.
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from bot.admins import Admins, ChatAdminCheck
 from bot.requests import DomainsRequest, chat_scope  # noqa: F401 (chat_scope: used by importers)
-from core.credibility import DomainRules
+from core.evidence.credibility import DomainRules
 from storage.domains import GLOBAL, DomainStore, Rule
 from storage.sqlite import Database
 

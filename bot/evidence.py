@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from bot.card import Markup
-from core.card_words import confidence_words, shown_confidence
+from bot.card_words import confidence_words, shown_confidence
 from schema.models import Result
 from storage.feedback import FeedbackStore
 from storage.sqlite import Database

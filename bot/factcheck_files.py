@@ -11,7 +11,7 @@ from __future__ import annotations
 from bot.admins import Admins
 from bot.ingest_files import ingest_bytes
 from core.i18n import t
-from core.knowledge import KnowledgeBase
+from core.matching.knowledge_base import KnowledgeBase
 
 SUFFIXES = (".json", ".jsonl", ".csv", ".tsv")
 # Telegram's Bot API serves files up to 20 MB to bots (getFile); bigger ones go through the REST API.

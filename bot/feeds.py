@@ -4,7 +4,7 @@ Two lists are read. `TIPLINE_FEEDS` (ClaimReview JSON/HTML, Fact Check Tools ans
 whatever `tipline ingest` reads) is downloaded and parsed whole every `TIPLINE_FEED_REFRESH_MINUTES`. The
 fact-checkers' feeds an operator added (`tipline feeds add`, storage/factcheck_feeds.py; docs/feeds.md) are
 read by conditional GET on the same schedule, each new item once, from its article's ClaimReview or the
-verdict words of its title (core/factcheck_feed.py); a feed added while `tipline run` holds the data dir is
+verdict words of its title (core/watch/factcheck_feed.py); a feed added while `tipline run` holds the data dir is
 read within `TICK_S`.
 
 The new items go into a freshly built collection (old points copied, new ones embedded) that is swapped in
@@ -25,10 +25,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from bot.ingest_files import read_source
-from core.factcheck_feed import FactCheckFeedReader, FeedRead
+from core.watch.factcheck_feed import FactCheckFeedReader, FeedRead
 from core.ingest import IngestFormatError, parse_bytes
-from core.knowledge import KnowledgeBase
-from core.recommended_feeds import find_recommended
+from core.matching.knowledge_base import KnowledgeBase
+from core.watch.recommended_feeds import find_recommended
 from schema.models import FactCheck
 from storage.factcheck_feeds import FactCheckFeedStore, ItemRecord, StoredFeed
 
@@ -204,7 +204,7 @@ async def open_refresher(kb: KnowledgeBase, *, feeds: list[str], interval_minute
     """A refresher of both lists, with its two sessions (the feeds', the guarded one for article pages)."""
     from core.evidence.fetch import PageFetcher, guarded_session
     from core.evidence.ssrf import SSRFGuard
-    from core.feed_fetch import feed_session
+    from core.watch.feed_fetch import feed_session
 
     guard = SSRFGuard(fetch_allow_hosts)
     async with feed_session() as http, guarded_session(guard) as page_session:

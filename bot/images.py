@@ -1,5 +1,5 @@
 """Screenshots: an image attached to a message is downloaded from its platform, its text read by the OCR
-engine (core/ocr.py), and that text checked with the caption, like any message.
+engine (core/intake/ocr.py), and that text checked with the caption, like any message.
 
     adapter: photo / image file -> ImageRef on the IncomingMessage -> route() -> CheckRequest.image
     worker:  ImageReader.read(ref) -> the platform's ImageFetcher downloads (capped) -> OCR -> text
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from core.i18n import t
-from core.image_limits import ImageLimits, ImageRefused, NotAnImage, inspect_image, mime_is_image
-from core.ocr import OcrEngine, OcrText, OcrUnavailable
+from core.intake.image_limits import ImageLimits, ImageRefused, NotAnImage, inspect_image, mime_is_image
+from core.intake.ocr import OcrEngine, OcrText, OcrUnavailable
 
 from bot.requests import ImageRef
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 
 from core.ingest import MAX_BYTES, IngestFormatError, parse_bytes
-from core.knowledge import KnowledgeBase, Progress
+from core.matching.knowledge_base import KnowledgeBase, Progress
 
 FETCH_TIMEOUT_S = 60
 

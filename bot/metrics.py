@@ -36,7 +36,7 @@ from contextlib import contextmanager, suppress
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from schema.models import Result
-from core.resilience import BreakerState
+from core.evidence.resilience import BreakerState
 
 CIRCUIT_VALUES: dict[BreakerState, int] = {"closed": 0, "half_open": 1, "open": 2}
 
@@ -49,7 +49,7 @@ LOOP_TICK_S = 0.05
 
 
 class Metrics:
-    """Implements the observers of core.evidence.resilient (`SourceObserver`) and core.budget
+    """Implements the observers of core.evidence.resilient (`SourceObserver`) and core.llm.budget
     (`CostObserver`), so both report here without core importing bot."""
 
     def __init__(self, registry: CollectorRegistry | None = None):

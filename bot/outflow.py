@@ -2,7 +2,7 @@
 `tipline doctor` and the start banner to operators, and by /start and /help to end users, in their language.
 
 One description, so the three never disagree: with the defaults nothing leaves; an LLM gets the message
-text; search providers get search words (never links, core/queries.py), and only on the LLM path; linked
+text; search providers get search words (never links, core/evidence/queries.py), and only on the LLM path; linked
 pages are fetched from their sites; with the account reader on (docs/watch.md), watched channels' public
 names go to Telegram's API through that account, and nothing from messages; fact-checkers' feeds (TIPLINE_FEEDS, `tipline feeds add`) are named
 when some are read: their requests carry nothing of a message, but they are requests the server makes.

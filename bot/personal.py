@@ -2,7 +2,7 @@
 where it is).
 
     checks (text + Result), their votes    TIPLINE_CHECK_RETENTION_DAYS (90), then deleted
-    tracked chats' messages                TIPLINE_RETENTION_DAYS (30): core/tracking.py `run_retention`
+    tracked chats' messages                TIPLINE_RETENTION_DAYS (30): core/corroboration/corroborator.py `run_retention`
     queue jobs (the request as sent)       a week after they finished (bot/queue.py)
 
 `/forget me` (Telegram and Slack) and `tipline forget --user platform:id` delete one person's checks, votes,
@@ -26,7 +26,7 @@ from storage.personal import Forgotten, PersonalData
 from storage.sqlite import Database
 
 if TYPE_CHECKING:
-    from core.tracking import Corroborator
+    from core.corroboration.corroborator import Corroborator
     from storage.message_vectors import MessageVectors
 
 log = logging.getLogger(__name__)

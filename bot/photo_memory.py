@@ -1,5 +1,5 @@
 """What tipline remembers of the photos people send: a checked image's perceptual hash is kept with its
-check (core/photo_hash.py), a photo an admin reviewed (`/review`, bot/review.py) is remembered by that
+check (core/corroboration/photo_hash.py), a photo an admin reviewed (`/review`, bot/review.py) is remembered by that
 hash, and the next forward of the same photo, with or without text, is answered at once with that review's
 verdict: no OCR, no matching, no evidence.
 
@@ -14,9 +14,9 @@ import logging
 from datetime import UTC, datetime
 
 from core.i18n import t
-from core.image_limits import ImageLimits, ImageRefused
-from core.offline_verdict import decide
-from core.photo_hash import MATCH_DISTANCE, nearest, photo_hash
+from core.intake.image_limits import ImageLimits, ImageRefused
+from core.verdict.offline_verdict import decide
+from core.corroboration.photo_hash import MATCH_DISTANCE, nearest, photo_hash
 from schema.models import FactCheck, Match, Result, new_check_id
 from storage.photos import PhotoStore, ReviewedPhoto
 from storage.sqlite import Database

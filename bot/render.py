@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from core.card_words import confidence_words, related_heading, related_matches, shown_confidence
-from core.adjudicate import MAX_CITATIONS  # a card shows every citation a verdict may carry
+from bot.card_words import confidence_words, related_heading, related_matches, shown_confidence
+from core.verdict.adjudicate import MAX_CITATIONS  # a card shows every citation a verdict may carry
 from core.i18n import t
-from core.outside import outside_sources
+from bot.outside import outside_sources
 from schema.models import AlsoReported, Citation, Match, ReportedBy, Result, Verdict
 
 VERDICT_EMOJI: dict[Verdict, str] = {
@@ -117,7 +117,7 @@ class Reply:
     check_id: str
     emoji: str
     label: str
-    confidence_pct: int | None  # None: no verdict, so no percentage (core/card_words.py)
+    confidence_pct: int | None  # None: no verdict, so no percentage (bot/card_words.py)
     reasoning: str
     citations: list[Citation]
     related_heading: str
@@ -129,7 +129,7 @@ class Reply:
     lang: str = "en"  # the reply language: the checked message's
     claims: list[ClaimLine] = field(default_factory=list)  # the breakdown, when there are several claims
     image_text: str = ""  # what was read from an attached image, quoted short on the card
-    outside: list[str] = field(default_factory=list)  # outside services the check asked (core/outside.py)
+    outside: list[str] = field(default_factory=list)  # outside services the check asked (bot/outside.py)
 
     def t(self, key: str, **values: object) -> str:
         """The card's fixed words in the reply language (adapters escape what they interpolate)."""

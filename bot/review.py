@@ -24,7 +24,7 @@ from bot.photo_memory import PhotoMemory
 from bot.notify import Notifier, ReviewNotice, ReviewNotices
 from bot.requests import ReviewRequest
 from schema.models import FactCheck, Verdict
-from core.ratings import match_rating
+from core.ingest.ratings import match_rating
 from storage.domains import DomainStore
 from storage.feedback import FeedbackStore
 from storage.sqlite import Database

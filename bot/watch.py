@@ -1,5 +1,5 @@
 """Watched public Telegram channels: posts read from the channel's public web preview
-(`https://t.me/s/<name>`, core/telegram_preview.py) join the tracked messages, so "also reported by",
+(`https://t.me/s/<name>`, core/watch/telegram_preview.py) join the tracked messages, so "also reported by",
 digests, /trending and alerts count channels a newsroom reads but does not run. No admin rights in the
 channel and no Telegram account are needed; only public pages are read (docs/watch.md).
 
@@ -12,7 +12,7 @@ channel and no Telegram account are needed; only public pages are read (docs/wat
   its link https://t.me/<name>/<id>, its time and text; its views and whether it is a forward (and of what)
   are kept beside it (storage/watched.py). A forward of a channel's post that a watched channel already
   carried (the original, or another forward of it) is not stored again: a forward chain counts once.
-  A post's photo is downloaded from the page's photo URL (core/preview_photos.py: the preview's host or
+  A post's photo is downloaded from the page's photo URL (core/watch/preview_photos.py: the preview's host or
   Telegram's CDN only, bounded) and its perceptual hash stored with the tracked message, so the same
   picture in several channels links their posts into one story; a photo-only post is stored by its hash.
 - `run(stop)`: the poller of `tipline run`: it reads the channels due (last read more than
@@ -22,7 +22,7 @@ channel and no Telegram account are needed; only public pages are read (docs/wat
   Nothing a channel or the network does stops it: each outcome is the channel's status, logged once
   when it changes.
 
-A channel without a public preview is read through the account reader (core/account_reader.py) when an
+A channel without a public preview is read through the account reader (core/watch/account_reader.py) when an
 operator logged an account in (`tipline watch login`): the preview is tried first, and a channel whose
 preview shows nothing is then read through the account, and from then on only through it (`reader`
 "account"). Its posts take the same path as preview posts. A FLOOD_WAIT pauses the account's reads only.
@@ -46,18 +46,18 @@ from typing import TYPE_CHECKING
 
 from bot.render import ago
 from bot.watch_feeds import every as _every
-from core.feed_reader import is_feed_ref
-from core.preview_photos import PreviewPhotos
-from core.telegram_preview import NotAChannel, Outcome, PreviewPost, PreviewReader, channel_name, short_count
+from core.watch.feed_reader import is_feed_ref
+from core.watch.preview_photos import PreviewPhotos
+from core.watch.telegram_preview import NotAChannel, Outcome, PreviewPost, PreviewReader, channel_name, short_count
 from schema.models import AlsoReported, ReportedBy
 from storage.messages import message_key as stored_key
 from storage.watched import WatchedChannel, WatchedPost, WatchStore
 
 if TYPE_CHECKING:
     from bot.settings import Settings
-    from core.account_reader import AccountReader
+    from core.watch.account_reader import AccountReader
     from bot.watch_feeds import FeedWatch
-    from core.tracking import Corroborator
+    from core.corroboration.corroborator import Corroborator
 
 log = logging.getLogger(__name__)
 
@@ -483,7 +483,7 @@ class WatchService:
     async def _store(self, name: str, fresh: Sequence[PreviewPost]) -> tuple[int, int]:
         """Store the new posts (oldest first) as tracked messages; returns (how many were stored, the
         highest post id done). A post whose storing failed is not done: it is read again next time."""
-        from core.tracking import TrackedMessage
+        from core.corroboration.corroborator import TrackedMessage
 
         if not fresh:
             return 0, 0
@@ -627,7 +627,7 @@ def build_watch(settings: Settings, corroborator: Corroborator | None) -> WatchS
     """The watch service of `tipline run` (None without tracking: the posts would have nowhere to go)."""
     if corroborator is None:
         return None
-    from core.image_limits import ImageLimits
+    from core.intake.image_limits import ImageLimits
 
     reader = PreviewReader(settings.telegram_preview_url, timeout_s=max(5.0, settings.fetch_timeout_s * 2),
                            max_bytes=settings.fetch_max_bytes)
@@ -636,7 +636,7 @@ def build_watch(settings: Settings, corroborator: Corroborator | None) -> WatchS
                                               max_pixels=settings.ocr_max_pixels)) if settings.watch_photos else None
     from bot.watch_feeds import FeedWatch
     from core.evidence.ssrf import SSRFGuard
-    from core.feed_reader import FeedReader
+    from core.watch.feed_reader import FeedReader
     from storage.watched_feeds import FeedStore
 
     store = WatchStore(corroborator.store.db)
@@ -666,12 +666,12 @@ def build_account(settings: Settings, store: WatchStore, factory: object = None)
     if not account_configured(settings) or settings.telegram_api_hash is None or settings.telegram_api_id is None:
         return None
     try:
-        from core.mtproto import TelethonChannels
+        from core.watch.mtproto import TelethonChannels
     except ImportError:
         log.warning("watch: TIPLINE_TELEGRAM_API_ID is set but Telethon is not installed (pip install "
                     "'tipline[account]'): channels without a public preview are not read")
         return None
-    from core.account_reader import AccountReader
+    from core.watch.account_reader import AccountReader
 
     kw = {"factory": factory} if factory is not None else {}
     source = TelethonChannels(session_path(settings), settings.telegram_api_id,

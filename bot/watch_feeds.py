@@ -4,7 +4,7 @@
 `FeedWatch`:
 - `add(url)`: the feed is recorded and read at once; an address that is not found, refused (401/403),
   not a feed, or not a public address is refused with the reason.
-- `poll(url)`: one conditional GET (core/feed_reader.py) with the last answer's ETag and Last-Modified;
+- `poll(url)`: one conditional GET (core/watch/feed_reader.py) with the last answer's ETag and Last-Modified;
   a 304 stores nothing. Each item not read before (by guid/id, else link) becomes a tracked message of
   the chat ("feed", "<address without scheme>") with its article link, its time and its text (title and
   summary), named by the outlet (the feed's title, else its host), so "also reported by", digests,
@@ -28,12 +28,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from bot.render import ago
-from core.feed_reader import FeedItem, FeedOutcome, FeedReader, NotAFeed, feed_chat_id, feed_host, feed_url
+from core.watch.feed_reader import FeedItem, FeedOutcome, FeedReader, NotAFeed, feed_chat_id, feed_host, feed_url
 from storage.messages import message_key as stored_key
 from storage.watched_feeds import FeedItemRow, FeedStore, WatchedFeed
 
 if TYPE_CHECKING:
-    from core.tracking import Corroborator
+    from core.corroboration.corroborator import Corroborator
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +261,7 @@ class FeedWatch:
     async def _store(self, url: str, outlet: str, fresh: list[tuple[str, FeedItem]]) -> tuple[int, int]:
         """Store the new items as tracked messages, oldest first; returns (stored, failed). A failed item is
         not recorded as read, so the next read stores it."""
-        from core.tracking import TrackedMessage
+        from core.corroboration.corroborator import TrackedMessage
 
         if not fresh:
             return 0, 0

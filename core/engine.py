@@ -13,8 +13,8 @@ records they hand on are in core/stages.py):
                   fact-checks only                                                 -> Result
 
 Two paths share it. With an LLM configured (`mode: "llm"`) the message is split into claims and each is
-judged against the gathered evidence (core/verify.py). Without one (`mode: "offline"`) a verdict only
-ever comes from a previous fact-check that is the same claim (core/offline_verdict.py); evidence found by
+judged against the gathered evidence (core/verdict/verify.py). Without one (`mode: "offline"`) a verdict only
+ever comes from a previous fact-check that is the same claim (core/verdict/offline_verdict.py); evidence found by
 other sources is listed, unjudged, because offline there is nothing honest to judge it with.
 Every stage is timed into `Result.steps` and reported to a `ProgressSink`, so chat adapters can edit
 their "Checking…" message in place; the whole check has a deadline and answers with what it has.
@@ -28,25 +28,25 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
-from core.budget import BudgetExceeded, MeteredLLM, llm_check
-from core.checkability import ClaimGate, not_checkable_result
-from core.claims import Claim, ClaimExtraction, extract_claims
-from core.credibility import DomainRules
-from core.text_embedder import TextEmbedder
+from core.llm.budget import BudgetExceeded, MeteredLLM, llm_check
+from core.intake.checkability import ClaimGate, not_checkable_result
+from core.intake.claims import Claim, ClaimExtraction, extract_claims
+from core.evidence.credibility import DomainRules
+from core.encoders.text_embedder import TextEmbedder
 from core.evidence.base import ClaimQuery, Evidence, EvidenceSource, SourceReport
 from core.evidence.gather import gather_all
 from core.evidence.knowledge import match_evidence
 from core.i18n import t
-from core.intake import Intake, intake
-from core.language import language_note
-from core.llm import LLM
-from core.matching import ClaimMatcher
+from core.intake.message import Intake, intake
+from core.intake.language import language_note
+from core.llm.client import LLM
+from core.matching.matcher import ClaimMatcher
 from schema.models import (ClaimOutcome, EvidenceItem, LLMUsage, Result, SourceTrace, Step, Verdict,
                          new_check_id)
-from core.offline_verdict import decide
-from core.queries import key_phrases, offline_queries, plan_queries
+from core.verdict.offline_verdict import decide
+from core.evidence.queries import key_phrases, offline_queries, plan_queries
 from core.stages import Admitted, CheckRun, ClaimEvidence, Claimed, Gathered, NullProgress, ProgressSink
-from core.verify import ClaimVerdict, EvidenceJudgement, aggregate, sufficient, verify_claim
+from core.verdict.verify import ClaimVerdict, EvidenceJudgement, aggregate, sufficient, verify_claim
 from storage.sqlite import Database
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class Engine:
     async def check(self, raw: str | bytes, progress: ProgressSink | None = None, *,
                     scope: str = "global", check_id: str | None = None) -> Result:
         """The Result of checking `raw`, not stored: whoever asked stores it once, with what it adds
-        (bot/chat.py `CheckService.check`). Raises `core.intake.EmptyInput` when there is nothing to
+        (bot/chat.py `CheckService.check`). Raises `core.intake.message.EmptyInput` when there is nothing to
         check; everything else ends in a Result.
 
         `scope` selects the admins' source rules (global, or a chat's): denied domains are never cited."""
@@ -196,7 +196,7 @@ class Engine:
                                  "left out.")
         if extraction is None and not any(m.tier == "auto" for m in kept):
             # Offline (or the LLM failed, so its classification is missing), a message with no factual claim
-            # ("hello", an opinion, an advert) is answered NOT_CHECKABLE (core/checkability.py); one that
+            # ("hello", an opinion, an advert) is answered NOT_CHECKABLE (core/intake/checkability.py); one that
             # matches a fact-check (`auto`) is never turned away, whatever the gate would say of its wrapping.
             refused = await self._offline_gate(run, msg)
             if refused is not None:

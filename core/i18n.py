@@ -106,7 +106,7 @@ _STRINGS: dict[str, dict[str, str]] = {
     "stage.match": {"en": "matching against fact-checks", "ru": "сверяю с проверенными утверждениями"},
     "stage.evidence": {"en": "searching for evidence", "ru": "ищу доказательства"},
     "stage.verdict": {"en": "weighing the evidence", "ru": "взвешиваю доказательства"},
-    # offline verdicts (core/offline_verdict.py)
+    # offline verdicts (core/verdict/offline_verdict.py)
     "offline.matched": {
         "en": "This is a claim {who} has already fact-checked{when}: “{claim}” — rated “{rating}” [1].",
         "ru": "Это утверждение уже проверял(а) {who}{when}: «{claim}» — оценка «{rating}» [1]."},
@@ -173,7 +173,7 @@ _STRINGS: dict[str, dict[str, str]] = {
         "ru": "Офлайн-режим: небольшая модель не нашла здесь утверждения о фактах (вероятность утверждения "
               "{pct}%). Если вы имели в виду утверждение, пришлите его простой фразой."},
     "note.disagree": {"en": "Matching fact-checks disagree.", "ru": "Подходящие проверки расходятся в оценках."},
-    # images (bot/images.py, core/image_limits.py, core/ocr.py)
+    # images (bot/images.py, core/intake/image_limits.py, core/intake/ocr.py)
     "card.image_text": {"en": "Text read from the image: “{text}”", "ru": "Текст, распознанный на изображении: «{text}»"},
     "note.image_no_text": {"en": "No text could be read from the image: only the caption was checked.",
                            "ru": "На изображении не удалось распознать текст: проверена только подпись."},

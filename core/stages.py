@@ -15,11 +15,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from core.claims import Claim
+from core.intake.claims import Claim
 from core.evidence.base import Evidence
-from core.intake import Intake
-from core.llm import LLM
-from core.verify import ClaimVerdict
+from core.intake.message import Intake
+from core.llm.client import LLM
+from core.verdict.verify import ClaimVerdict
 from schema.models import Match, SourceTrace, Step
 
 
@@ -101,7 +101,7 @@ class Gathered:
         """The evidence to index for later checks."""
         if not self.judged:
             return self.found
-        # On the LLM path only what was ranked is embedded (core/ranking.py: the shortlist); of that,
+        # On the LLM path only what was ranked is embedded (core/evidence/ranking.py: the shortlist); of that,
         # what was judged relevant is worth keeping. Indexing everything found would embed the
         # rest in the background, the largest CPU cost of a check, for items nobody found relevant.
         relevant = {j.url for cv in self.judged for j in cv.stances}

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from bot.settings import Settings
-from core.evaluation import read_verified_claims
+from evals.evaluation import read_verified_claims
 from schema.models import FactCheck
 
 

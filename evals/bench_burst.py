@@ -11,7 +11,7 @@ per-chat rate limit is lifted for the run (the API is one "chat": at the default
 * `GET /healthz` latency, polled every 50 ms from the first POST to the last Result: p50/p95/max and how many
   polls took over 100 ms (the goal) and over 500 ms (the bar). Issue 13: before the REST API went through the
   queue, /healthz stalled up to 5.8 s in such a burst; later the first request's language check loaded its
-  classifier on the event loop (0.9 s), now loaded at start (core/language.py `preload`);
+  classifier on the event loop (0.9 s), now loaded at start (core/intake/language.py `preload`);
 * the server's own view: how many times its event loop was blocked for over 100 ms / 500 ms during the burst
   and the longest block, from `tipline_event_loop_lag_seconds` on /metrics (bot/metrics.py), read before and
   after. A poll every 50 ms can miss a short stall; the server's 50 ms timer does not.

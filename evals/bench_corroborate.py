@@ -33,7 +33,7 @@ import numpy as np
 from bot.app import App, build_app, edge_dir
 from evals.bench import Spread, jittered, mean, pct, temp_settings
 from bot.settings import Settings
-from core.evaluation import EvalDataError, read_queries
+from evals.evaluation import EvalDataError, read_queries
 from core.textclean import clean_query
 from evals.vector_cache import VectorCache, identity_of_embedder
 
@@ -61,8 +61,8 @@ async def _fill(app: App, base: list[str], stored: int, chats: int, rng: np.rand
                 cache: VectorCache) -> tuple[float, float]:
     """Store `stored` reposts of the `base` tweets (untimed vectors: each its tweet's plus noise) from
     `chats` channels over 29 days, then index; returns (seconds in bulk_load, seconds indexing)."""
-    from core.corroboration import prepare_text
-    from core.tracking import TrackedMessage
+    from core.corroboration.story_model import prepare_text
+    from core.corroboration.corroborator import TrackedMessage
 
     c, embedder = app.corroborator, app.embedder
     if c is None:
@@ -79,7 +79,7 @@ async def _fill(app: App, base: list[str], stored: int, chats: int, rng: np.rand
                                          prepared, lambda: multi.queries(prepared))
         # Each repost carries its tweet's token states, as an ingested message does (the CROSS and NATIVE
         # story models read them; their size is part of what is measured).
-        from core.token_align import pack_states
+        from core.encoders.token_align import pack_states
 
         packed = [pack_states(st) for st in (await multi.queries_with_states(prepared))[1]]
     for k in range(chats):
@@ -123,8 +123,8 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
     long index build, done once for several runs). `candidates`: the nearest rows a lookup reads and
     scores, each timed on every warm lookup side by side, taking turns at going first (default: the
     corroborator's own)."""
-    from core.corroboration import prepare_text
-    from core.tracking import TrackedMessage
+    from core.corroboration.story_model import prepare_text
+    from core.corroboration.corroborator import TrackedMessage
 
     rng = np.random.default_rng(seed)
     base = [q for _, q in read_queries(messages_path) if q.strip()][:stored]  # no more tweets than reposts
@@ -205,7 +205,7 @@ async def bench_corroborate(settings: Settings, messages_path: Path, queries_pat
                     await embed_both([prepare_text(text)])
                     embed_all.append((time.perf_counter() - t0) * 1000)
                     # The bot's order: the engine's match embeds clean_query(text) with both models, e5 with its
-                    # token states (core/matching.py; not timed), then the lookup.
+                    # token states (core/matching/matcher.py; not timed), then the lookup.
                     await embedder.embed([clean_query(text)])
                     if multi is not None:
                         await multi.queries_with_states([clean_query(text)])

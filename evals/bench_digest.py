@@ -26,7 +26,7 @@ import numpy as np
 from bot.app import build_app
 from bot.chat_app import build_digests
 from bot.settings import Settings
-from core.evaluation import EvalDataError
+from evals.evaluation import EvalDataError
 from evals.bench import Spread, temp_settings
 
 GOAL_S = 2.0

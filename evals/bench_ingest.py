@@ -18,7 +18,7 @@ from pathlib import Path
 from bot.app import build_app
 from evals.bench import Spread, factchecks, temp_settings
 from bot.settings import Settings
-from core.matchfeatures import doc_text
+from core.matching.features import doc_text
 
 # Sessions pay a one-off cost on their first call; nothing timed should include it.
 _WARM_UP = [f"warm-up sentence number {i} about nothing in particular" for i in range(32)]

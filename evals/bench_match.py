@@ -31,12 +31,12 @@ import numpy as np
 from bot.app import App, build_app
 from evals.bench import Spread, factchecks, jittered, mean, pct, temp_settings
 from bot.settings import Settings
-from core.evaluation import EvalDataError, read_queries
-from core.knowledge import FactCheckVectors
+from evals.evaluation import EvalDataError, read_queries
+from core.matching.knowledge_base import FactCheckVectors
 from schema.models import FactCheck
-from core.crosslingual_terms import lazy_lexicon
-from core.gloss import gloss
-from core.sparse import query_vector
+from core.matching.crosslingual_terms import lazy_lexicon
+from core.matching.gloss import gloss
+from core.encoders.sparse import query_vector
 from core.textclean import clean_query
 
 
@@ -134,7 +134,7 @@ def distractors(fcs: list[FactCheck], vectors: FactCheckVectors, n: int, seed: i
     # source, the rest from the claim's.
     fields: dict[str, Any] = {f.name: jittered(getattr(vectors, f.name), b if f.name == "title" else a, rng)
                               for f in dataclasses.fields(vectors) if f.name != "states"}
-    # Token states (one matrix per fact-check, core/token_align.py) are the claim's source's, as they are.
+    # Token states (one matrix per fact-check, core/encoders/token_align.py) are the claim's source's, as they are.
     fields["states"] = [vectors.states[i] for i in a]
     return out, dataclasses.replace(vectors, **fields)
 

@@ -1,4 +1,4 @@
-"""`tipline bench ocr`: how well and how fast screenshots are read (core/ocr.py, docs/ocr.md).
+"""`tipline bench ocr`: how well and how fast screenshots are read (core/intake/ocr.py, docs/ocr.md).
 
 Images are rendered here with Pillow from our own English, Russian and Ukrainian sentences (written for
 this benchmark, in the style of forwarded posts), in the fonts Debian ships with fontconfig (DejaVu), at
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.settings import Settings
-from core.image_limits import ImageLimits
-from core.ocr import TesseractOcr
+from core.intake.image_limits import ImageLimits
+from core.intake.ocr import TesseractOcr
 from evals.bench import pct
 
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")

@@ -44,8 +44,8 @@ from evals.claim_eval import RUN_DEPTH
 from evals.kept_queries import rank_kept
 from evals.vector_cache import VectorCache
 from bot.settings import Settings
-from core.evaluation import EvalDataError, read_qrels, read_queries, score_run
-from core.sparse import bm25_scores
+from evals.evaluation import EvalDataError, read_qrels, read_queries, score_run
+from core.encoders.sparse import bm25_scores
 
 ROOT = Path(evals.__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -65,7 +65,7 @@ class Sizes:
     the same-story eval 99 s (173 CPU-s, all but 3 of them MiniLM and e5 over the 800 + 200 + 394 tweets).
     Since: each model's claim vectors kept apart, the quality eval's and the same-story eval's vectors
     kept (evals/kept_queries.py), the fill held to one index build at the end (ad8b98a), 128 new messages
-    per corroborate pass (two full ingest micro-batches, core.tracking.BATCH = 64) and 200 claims per
+    per corroborate pass (two full ingest micro-batches, core.corroboration.corroborator.BATCH = 64) and 200 claims per
     `bench ingest` run (was 300: 77 of its 84 s; 200 and 300 are both one KnowledgeBase.add batch of 512).
     Measured at 1e0828c with the vector cache filled: 14.2 min (claim matching 143 s, corroborate 307 s,
     pipeline 126 s, ingest 89 s, ocr 73 s, the rest ~2 min); a model changed since the cache was filled
@@ -225,7 +225,7 @@ async def _corroboration_eval(app: App, config: ReportConfig, scratch: Path, cac
 
 def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path, cache: VectorCache) -> dict:
     from evals.corroboration_eval import baseline_clusters, eval_vectors, load_messages, run_corroboration_eval
-    from core.corroboration import pairwise_scores
+    from core.corroboration.story_model import pairwise_scores
 
     out: dict = {}
     data = {}

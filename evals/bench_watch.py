@@ -42,8 +42,8 @@ from bot.check_service import CheckService
 from bot.requests import CheckRequest
 from bot.settings import Settings
 from bot.watch import WatchService, message_key
-from core.evaluation import EvalDataError
-from core.telegram_preview import PreviewReader
+from evals.evaluation import EvalDataError
+from core.watch.telegram_preview import PreviewReader
 from evals.bench import temp_settings
 from evals.bench_machine import load_average
 from evals.preview_server import BenchChannel, BenchPost, BenchPreviewServer

@@ -12,8 +12,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.checkability import ClaimGate
-from core.evaluation import EvalDataError
+from core.intake.checkability import ClaimGate
+from evals.evaluation import EvalDataError
 
 BATCH = 64
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from bot.app import build_app
 from bot.settings import Settings
-from core.evaluation import RetrievalScores, read_qrels, read_queries, read_verified_claims, score_run, write_run
-from core.matching import ClaimMatcher
+from evals.evaluation import RetrievalScores, read_qrels, read_queries, read_verified_claims, score_run, write_run
+from core.matching.matcher import ClaimMatcher
 from schema.models import FactCheck
 
 RUN_DEPTH = 20

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from adapters.cli_support import EXIT_FAILED, ProgressBar, settings_for
-from core.evaluation import EvalDataError
+from evals.evaluation import EvalDataError
 
 
 async def cmd_eval(args: argparse.Namespace) -> int:
@@ -104,7 +104,7 @@ async def cmd_eval_realistic(args: argparse.Namespace) -> int:
 async def cmd_eval_checkability(args: argparse.Namespace) -> int:
     from bot.app import check_data_dir, load_multilingual
     from evals.checkability_eval import read_messages, run_checkability_eval
-    from core.checkability import CheckabilityModel, ClaimGate
+    from core.intake.checkability import CheckabilityModel, ClaimGate
 
     settings = settings_for(args)
     read_messages(args.messages)  # a bad file fails in one sentence before the model loads

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.corroboration import (
+from core.corroboration.story_model import (
     CROSS,
     NATIVE,
     COS_FLOOR,
@@ -38,8 +38,8 @@ from core.corroboration import (
     route,
     route_scores,
 )
-from core.evaluation import read_qrels, read_queries
-from core.token_align import stored_states
+from evals.evaluation import read_qrels, read_queries
+from core.encoders.token_align import stored_states
 from evals.vector_cache import VectorCache, identity_of_embedder_sync
 
 DEFAULT_MODEL_DIR = Path("/tmp/model")
@@ -76,7 +76,7 @@ def embed_cached(texts: Sequence[str], model_dir: Path = DEFAULT_MODEL_DIR, embe
     if path.exists():
         return np.load(path)
     if embedder is None:
-        from core.embeddings import Embedder
+        from core.encoders.embeddings import Embedder
 
         embedder = Embedder(model_dir=Path(model_dir))
     vecs = np.asarray(embedder.embed_sync(list(texts)), dtype=np.float32)
@@ -113,7 +113,7 @@ def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | No
                states: Sequence[np.ndarray | None] | None = None) -> StoryDetector:
     """Replay `msgs` in time order; with `multi` (multilingual vectors) pairs with a non-Latin side are
     judged on those by `others` (the CROSS and NATIVE models), as the live path does; `common` replaces
-    the shipped common words of the `shared` feature (core.corroboration.COMMON_TERMS_FILE)."""
+    the shipped common words of the `shared` feature (core.corroboration.story_model.COMMON_TERMS_FILE)."""
     det = StoryDetector(model=model, window_days=window_days, dim=vecs.shape[1], record_pairs=record_pairs,
                         same_account=same_account, others=others, multi_dim=0 if multi is None else multi.shape[1],
                         common=common)
@@ -126,7 +126,7 @@ def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | No
 
 def baseline_clusters(msgs: Sequence[Message], vecs: np.ndarray, threshold: float) -> dict[str, str]:
     """Naive baseline: single-link over raw cosine, no account or time constraints."""
-    from core.corroboration import clusters_at
+    from core.corroboration.story_model import clusters_at
 
     sims = vecs @ vecs.T
     a, b = np.nonzero(np.triu(sims >= threshold, 1))

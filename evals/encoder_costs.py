@@ -30,12 +30,12 @@ import numpy as np
 
 from bot.app import load_embedder
 from bot.settings import Settings
-from core.e5_onnx import E5OnnxEncoder
-from core.evaluation import read_queries, read_verified_claims
-from core.matchfeatures import doc_text
-from core.multilingual import E5Encoder
+from core.encoders.e5_onnx import E5OnnxEncoder
+from evals.evaluation import read_queries, read_verified_claims
+from core.matching.features import doc_text
+from core.encoders.multilingual import E5Encoder
 from core.textclean import clean_query
-from core.use_encoder import UseEncoder
+from core.encoders.use_encoder import UseEncoder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,7 +120,7 @@ def print_floors(rows: dict[str, np.ndarray], e5_name: str, cores: int, tokens: 
     wall, per message CPU and wall, in seconds), everything else free and all `cores` busy."""
     fc_cpu = sum(r[0] for r in rows.values())
     msg_cpu = sum(r[2] for r in rows.values())
-    tracked_cpu = rows["MiniLM"][2] + rows[e5_name][2]  # a tracked message: MiniLM and e5 (core/tracking.py)
+    tracked_cpu = rows["MiniLM"][2] + rows[e5_name][2]  # a tracked message: MiniLM and e5 (core/corroboration/corroborator.py)
     # A cold match runs the three models side by side, one thread each: it waits for the slowest, and
     # for all of them if they outnumber the cores.
     match_ms = 1000 * max(max(r[2] for r in rows.values()), msg_cpu / cores)

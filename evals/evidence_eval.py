@@ -8,16 +8,16 @@ NOT_ENOUGH_INFO / DISPUTED. Two measurements, neither needing an LLM:
    annotations are 5,240 distinct sentences: popular sentences were annotated for several claims). Each
    claim ranks the whole pool; the gold documents are the sentences labelled SUPPORTS or REFUTES *for
    that claim* (claims with none are left out). Reported: recall@5, MRR (over the full ranking) and
-   MAP@5 (core.evaluation.score_run), for
-   - dense: cosine of the default embedder's vectors (what core/ranking.py and the evidence index use);
-   - bm25: Okapi BM25 (k1 1.2, b 0.75, corpus IDF and average length) over core.sparse.terms;
+   MAP@5 (evals.evaluation.score_run), for
+   - dense: cosine of the default embedder's vectors (what core/evidence/ranking.py and the evidence index use);
+   - bm25: Okapi BM25 (k1 1.2, b 0.75, corpus IDF and average length) over core.encoders.sparse.terms;
    - rrf: reciprocal-rank fusion of the two (k = 60, nothing tuned);
    - linear: (1 − w)·cosine + w·bm25/max(bm25 of that claim), w chosen on the train split only.
 2. The verdict policy with oracle stances. Each claim's own 5 sentences get the gold evidence label
    as their stance (SUPPORTS → supports 0.9, REFUTES → refutes 0.9, NOT_ENOUGH_INFO → neutral), the
    embedder's cosine as relevance, the article as their domain (so "independent domains" means
    distinct Wikipedia articles), Wikipedia's credibility and an unknown date; then
-   core.scoring.compute_features + decide, and the verdict maps to a claim label (SUPPORTED → SUPPORTS,
+   core.verdict.scoring.compute_features + decide, and the verdict maps to a claim label (SUPPORTED → SUPPORTS,
    REFUTED → REFUTES, MIXED/MISLEADING → DISPUTED, NOT_ENOUGH_EVIDENCE → NOT_ENOUGH_INFO). This measures
    the seed-004 policy given perfect stance detection, not stance detection. On the train split it also
    shows what other values of the "≥ 2 independent domains" rule (scoring.MIN_DOMAINS) would give,
@@ -38,17 +38,17 @@ from pathlib import Path
 
 import numpy as np
 
-from core import scoring
-from core.credibility import credibility
-from core.text_embedder import TextEmbedder
+from core.verdict import scoring
+from core.evidence.credibility import credibility
+from core.encoders.text_embedder import TextEmbedder
 from evals.vector_cache import VectorCache
-from core.evaluation import EvalDataError, score_run
+from evals.evaluation import EvalDataError, score_run
 from core.evidence.base import Evidence
 from schema.models import Verdict
 from core.numeric import NumericCheck
-from core.ranking import MIN_RELEVANCE, UNKNOWN_RECENCY, Ranked, rank_score
-from core.sparse import bm25_scores
-from core.stance import Stance
+from core.evidence.ranking import MIN_RELEVANCE, UNKNOWN_RECENCY, Ranked, rank_score
+from core.encoders.sparse import bm25_scores
+from core.verdict.stance import Stance
 
 EVIDENCE_LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO")
 CLAIM_LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")
@@ -178,7 +178,7 @@ def oracle_stance(evidence_label: str) -> Stance:
 
 def oracle_judged(claim: ClimateClaim, relevances: Sequence[float], *,
                   min_relevance: float | None = None) -> list[scoring.Judged]:
-    """The claim's annotated sentences as judged evidence, best-ranked first (as core/ranking.py scores
+    """The claim's annotated sentences as judged evidence, best-ranked first (as core/evidence/ranking.py scores
     them: relevance + credibility and recency terms); `min_relevance` drops the off-topic ones as rank() does."""
     cred = credibility(WIKIPEDIA) or 0.0
     out = []
@@ -323,7 +323,7 @@ def format_report(report: dict) -> str:
         cells = "   ".join(f"{s}: recall@5 {by[s]['recall@5']:.4f} MRR {by[s]['mrr']:.4f} MAP@5 {by[s]['map@5']:.4f}"
                            f" (n={by[s]['claims']})" for s in splits)
         lines.append(f"  {name:<16} {cells}")
-    lines += ["", "Verdict policy with oracle stances (gold evidence labels; measures core/scoring.py, "
+    lines += ["", "Verdict policy with oracle stances (gold evidence labels; measures core/verdict/scoring.py, "
               "not stance detection)"]
     for s in splits:
         for name, m in report["policy"][s].items():

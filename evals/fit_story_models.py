@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fit the same-story models for pairs with a non-Latin side on cos, ent and rare alone (core/corroboration.py:
+"""Fit the same-story models for pairs with a non-Latin side on cos, ent and rare alone (core/corroboration/story_model.py:
 CROSS_*, NATIVE_* until 2026-11-29). The shipped models also read token alignment and numbers and are fitted
 with our story set by training/story_models.py; this tool stays for the weak-link measurements below, which
 its docs cite (their figures are of the three-column models it fits).
@@ -32,7 +32,7 @@ import numpy as np
 
 from bot.app import load_embedder, load_multilingual
 from bot.settings import Settings
-from core.corroboration import ROUTE_FEATURES, StoryModel, pairwise_scores
+from core.corroboration.story_model import ROUTE_FEATURES, StoryModel, pairwise_scores
 from evals.corroboration_eval import fit, fit_routes, run_stream, translated_stream
 
 def main(argv: list[str] | None = None) -> int:

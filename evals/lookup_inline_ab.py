@@ -24,9 +24,9 @@ from pathlib import Path
 
 from bot.app import build_app
 from bot.settings import Settings
-from core.evaluation import read_queries
+from evals.evaluation import read_queries
 from core.textclean import clean_query
-from core.tracking import INLINE_ROW_CHARS
+from core.corroboration.corroborator import INLINE_ROW_CHARS
 from evals.bench import pct, temp_settings
 from evals.bench_corroborate import filled_at
 

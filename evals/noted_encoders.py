@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 
-from core.knowledge import KnowledgeBase
-from core.multilingual import MultilingualEncoder
-from core.token_align import PROJECTION_DIM
-from core.text_embedder import TextEmbedder
-from core.use_encoder import FeatureEncoder
+from core.matching.knowledge_base import KnowledgeBase
+from core.encoders.multilingual import MultilingualEncoder
+from core.encoders.token_align import PROJECTION_DIM
+from core.encoders.text_embedder import TextEmbedder
+from core.encoders.use_encoder import FeatureEncoder
 
 MODELS = ("english", "multi", "multi_passages", "use")
 STATES = {"multi": "multi_states", "multi_passages": "multi_passage_states"}  # e5's token states, by text

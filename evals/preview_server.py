@@ -1,5 +1,5 @@
 """A local t.me for `tipline bench watch`: public channels' preview pages (`/s/<name>`, `?before=<id>`) in
-the structure Telegram serves and core/telegram_preview.py reads (a channel header, the history, each post's
+the structure Telegram serves and core/watch/telegram_preview.py reads (a channel header, the history, each post's
 `data-post`, text, date and views, the "load older" link), with about the per-post markup of a real page
 so parsing costs what it would. Counts every request it answers.
 """

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.settings import Settings
-from core.evaluation import EvalDataError
-from core.intake import EmptyInput
+from evals.evaluation import EvalDataError
+from core.intake.message import EmptyInput
 from schema.models import Result, Verdict
 
 ASSERTING = ("restate", "question", "condition")
@@ -176,7 +176,7 @@ async def evaluate(settings: Settings, data: Path, *, split: str = "dev", per_ki
     the knowledge base of `settings`' data dir, as `tipline check` opens it (the seed loaded on first start):
     what `tipline eval realistic` and `tipline bench report` run."""
     from bot.app import build_app
-    from core.knowledge import load_seed_factchecks
+    from core.matching.knowledge_base import load_seed_factchecks
 
     rows = read_rows(sorted(Path(data).glob("*.jsonl")))
     if not rows:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 
-from core.corroboration import (
+from core.corroboration.story_model import (
     FEATURES,
     StoryModel,
     UnionFind,
@@ -35,7 +35,7 @@ from core.corroboration import (
     fit_logistic,
     pairwise_scores,
 )
-from core.evaluation import read_qrels
+from evals.evaluation import read_qrels
 from evals.corroboration_eval import Message, load_messages, run_stream
 
 BASE = 3  # cos, ent, rare: the features before `shared` (the shared uncommon-term count)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.text_embedder import TextEmbedder
+from core.encoders.text_embedder import TextEmbedder
 from evals.vector_cache import VectorCache, identity_of_embedder_sync
-from core.multilingual import MultilingualEncoder
+from core.encoders.multilingual import MultilingualEncoder
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.knowledge import FactCheckVectors, KnowledgeBase
-from core.token_align import PROJECTION_DIM
-from core.matchfeatures import doc_text
+from core.matching.knowledge_base import FactCheckVectors, KnowledgeBase
+from core.encoders.token_align import PROJECTION_DIM
+from core.matching.features import doc_text
 from evals.noted_encoders import Notes, noted_kb
 from schema.models import FactCheck
 

@@ -30,9 +30,9 @@ import qdrant_edge as qe
 
 from bot.app import edge_dir, load_embedder
 from bot.settings import Settings
-from core.corroboration import COS_FLOOR, prepare_text
-from core.evaluation import read_queries
-from core.tracking import CANDIDATES
+from core.corroboration.story_model import COS_FLOOR, prepare_text
+from evals.evaluation import read_queries
+from core.corroboration.corroborator import CANDIDATES
 from storage.edge_store import HNSW_EF, _edge_filter
 from storage.message_vectors import VECTOR, _window
 

@@ -82,7 +82,7 @@ class FactCheck(BaseModel):
         return str(uuid.uuid5(_FACTCHECK_NS, f"{self.url.strip()}\n{self.claim.strip()}"))
 
 
-MatchTier = Literal["auto", "suggest", "none"]  # the matcher's confidence band (core/matching.py Thresholds.tier)
+MatchTier = Literal["auto", "suggest", "none"]  # the matcher's confidence band (core/matching/matcher.py Thresholds.tier)
 
 
 class Match(BaseModel):
@@ -97,7 +97,7 @@ class Match(BaseModel):
     rating_text: str = ""
     verdict: Verdict
     similarity: float = Field(ge=0.0, le=1.0, description="Calibrated probability that this is the same claim.")
-    # "decided": the same-claim decision (core/same_claim.py) set the tier and its probability is the similarity.
+    # "decided": the same-claim decision (core/matching/same_claim.py) set the tier and its probability is the similarity.
     method: Literal["url", "hybrid", "decided"] = "hybrid"
     tier: MatchTier = "none"
 

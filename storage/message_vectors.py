@@ -5,8 +5,8 @@ One point per stored message: a dense cosine vector and the payload
     key, platform, chat ("platform:chat_id"), message_id, ts (unix seconds),
     story (the key of the story's first message), story_start (its time),
     ents (alias-normalised entities), terms (rare-term ids), denies (polarity cue),
-    script ("latin" or "other": which same-story model judges a pair, core/corroboration.py),
-    nums (the text's numbers, core/story_numbers.py), states (its e5 token states, core/token_align.py
+    script ("latin" or "other": which same-story model judges a pair, core/corroboration/story_model.py),
+    nums (the text's numbers, core/corroboration/story_numbers.py), states (its e5 token states, core/encoders/token_align.py
     `pack_states`; "" when the multilingual model is off)
 
 and, when the multilingual model is on, a second named vector `multi` (e5): pairs with a non-Latin side
@@ -64,11 +64,11 @@ class MessageScoring:
     entities: frozenset[str]
     terms: frozenset[int]
     denies: bool
-    # Which same-story model judges its pairs (core.corroboration.route). Keyword-only, so each model's
+    # Which same-story model judges its pairs (core.corroboration.story_model.route). Keyword-only, so each model's
     # own fields follow `denies` in its positional order.
     latin: bool = field(default=True, kw_only=True)
-    # What the CROSS and NATIVE story models read beyond the above (core.corroboration.ROUTE_EXTRA): the
-    # text's numbers and its e5 token states, packed (core.token_align.pack_states; "" for none).
+    # What the CROSS and NATIVE story models read beyond the above (core.corroboration.story_model.ROUTE_EXTRA): the
+    # text's numbers and its e5 token states, packed (core.encoders.token_align.pack_states; "" for none).
     numbers: frozenset[str] = field(default=frozenset(), kw_only=True)
     states: str = field(default="", kw_only=True, repr=False)
 
@@ -128,7 +128,7 @@ class StoryMember:
 class Near:
     """One search of `MessageVectors.nearest_each`: by the named vector `using`, cosine >= floor, of one
     `script` only ("latin"/"other") if given; `anywhere`: over every stored message, ignoring the call's
-    window and excluded chats (the strict links of `core.corroboration.STRICT_THRESHOLD`)."""
+    window and excluded chats (the strict links of `core.corroboration.story_model.STRICT_THRESHOLD`)."""
 
     vector: np.ndarray
     floor: float

@@ -48,7 +48,7 @@ class StoredMessage:
     language: str = ""
     story_id: str | None = None
     sender: str | None = None  # the author's pseudonym (Database.pseudonym), for /forget me; None: unknown
-    photo_hash: int | None = None  # its photo's perceptual hash (core/photo_hash.py); "" text: a photo-only post
+    photo_hash: int | None = None  # its photo's perceptual hash (core/corroboration/photo_hash.py); "" text: a photo-only post
 
     def __post_init__(self) -> None:
         # A tracked post is stored before anything reads it: SQLite refuses lone surrogates.

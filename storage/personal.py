@@ -17,7 +17,7 @@ settings' `enabled_by`/`updated_by` (who changed what). None of them holds a che
 
 `forget` deletes one person's rows (by platform user id), `expire` everyone's checks and votes past the
 retention period. Both only delete; `Database.scrub()` afterwards leaves no copy in the data dir, and the
-vectors of deleted tracked messages are the caller's (core/tracking.py, bot/personal.py).
+vectors of deleted tracked messages are the caller's (core/corroboration/corroborator.py, bot/personal.py).
 """
 
 from __future__ import annotations

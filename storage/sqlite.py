@@ -193,7 +193,7 @@ MIGRATIONS: tuple[str, ...] = (
         into_id TEXT NOT NULL
     );
     """,
-    # 6: provider response cache (storage/cache.py) and LLM spending (core/budget.py).
+    # 6: provider response cache (storage/cache.py) and LLM spending (core/llm/budget.py).
     """
     CREATE TABLE cache (
         key TEXT PRIMARY KEY,
@@ -278,7 +278,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX messages_window ON messages(ts, platform, chat_id, story_id, id);
     """,
     """
-    -- a fact-check's token states (core/token_align.py): float16 (tokens, 64), row-major, ~4.7 KB. Read for
+    -- a fact-check's token states (core/encoders/token_align.py): float16 (tokens, 64), row-major, ~4.7 KB. Read for
     -- a Cyrillic message's candidates by id: 100 in 1.4 ms, where the same matrices read back from Qdrant
     -- Edge as a multivector took 15.9 ms (docs/decisions/2026-11-24-matching-measurements.md, "Token alignment").
     CREATE TABLE factcheck_states (
@@ -333,7 +333,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX IF NOT EXISTS watched_posts_origin ON watched_posts(origin);
     CREATE INDEX IF NOT EXISTS watched_posts_ts ON watched_posts(ts);
     """,
-    # 13: perceptual hashes of photos (core/photo_hash.py, storage/photos.py): a tracked message's photo (a
+    # 13: perceptual hashes of photos (core/corroboration/photo_hash.py, storage/photos.py): a tracked message's photo (a
     # watched post's), a checked image's, and the photos an admin's /review gave a verdict.
     """
     ALTER TABLE messages ADD COLUMN photo_hash TEXT;  -- 64 hex digits
@@ -346,7 +346,7 @@ MIGRATIONS: tuple[str, ...] = (
         reviewed_at REAL NOT NULL
     );
     """,
-    # 14: the account reader of watched channels (core/account_reader.py): which reader a channel is read by,
+    # 14: the account reader of watched channels (core/watch/account_reader.py): which reader a channel is read by,
     # and each public name resolved through the account, kept so it is resolved once (its id and access hash).
     """
     ALTER TABLE watched_channels ADD COLUMN reader TEXT NOT NULL DEFAULT 'preview';  -- 'preview' | 'account'
@@ -364,7 +364,7 @@ MIGRATIONS: tuple[str, ...] = (
     # (storage/watched_feeds.py, bot/watch_feeds.py).
     """
     CREATE TABLE IF NOT EXISTS watched_feeds (
-        url TEXT PRIMARY KEY,  -- the feed's canonical address (core/feed_reader.py feed_url)
+        url TEXT PRIMARY KEY,  -- the feed's canonical address (core/watch/feed_reader.py feed_url)
         title TEXT NOT NULL DEFAULT '',
         added_by TEXT,
         added_at REAL NOT NULL,
@@ -427,7 +427,7 @@ _PSEUDONYMS_DONE = "pseudonyms_v1"  # kv: feedback ids and older checks' askers 
 
 
 def hash_to_sql(h: int) -> str:
-    """A perceptual hash (core/photo_hash.py, 256 bits) as the 64 hex digits SQLite keeps."""
+    """A perceptual hash (core/corroboration/photo_hash.py, 256 bits) as the 64 hex digits SQLite keeps."""
     return f"{h:064x}"
 
 
@@ -685,7 +685,7 @@ class Database:
 
     async def save_check(self, result: Result, asker: str | None = None, photo_hash: int | None = None) -> None:
         """Store a check; `asker`: the pseudonym of who asked for it (None: nobody known, e.g. the CLI);
-        `photo_hash`: the checked image's perceptual hash (core/photo_hash.py)."""
+        `photo_hash`: the checked image's perceptual hash (core/corroboration/photo_hash.py)."""
         async with self.transaction() as conn:
             await conn.execute(
                 "INSERT OR REPLACE INTO checks (id, created_at, text, verdict, mode, result, asker, photo_hash) "

@@ -7,8 +7,8 @@
   the old directory is renamed only after every collection and alias is in place, so a start that is
   interrupted anywhere finds the old directory as it was and starts over. What the collections' owners
   want beyond the copy happens after, as for any data dir: a fact-check collection from other models
-  is re-embedded aside (core/knowledge.py), tracked messages get their story fields from SQLite
-  (core/tracking.py).
+  is re-embedded aside (core/matching/knowledge_base.py), tracked messages get their story fields from SQLite
+  (core/corroboration/corroborator.py).
 - `copy_store`: every collection and alias of one store into another (`tipline vectors push`: a data
   dir's collections onto a Qdrant server, for people who outgrow one machine).
 """

@@ -32,7 +32,7 @@ MULTI_FIELD = "multi"              # the multilingual model's vector of claim + 
 USE_FIELD = "use"                  # the second multilingual model's (USE) vector of claim + headline: read, not searched
 SPARSE_FIELD = "terms"
 SEQ_FIELD = "seq"  # payload: a fact-check's place in ingest order
-DOC_NORM_FIELD = "doc_norm"  # payload: |claim + title| of a fact-check's unit vectors (core/matchfeatures.py cos_doc)
+DOC_NORM_FIELD = "doc_norm"  # payload: |claim + title| of a fact-check's unit vectors (core/matching/features.py cos_doc)
 GLOSS_LIST = "gloss"  # a list, not a field: the English gloss of a Cyrillic message searched in `claim`
 TIE_SLACK = 8  # results asked beyond a candidate list's limit, to cut it between equal scores (search_factchecks)
 
@@ -49,7 +49,7 @@ class DataDirInUse(VectorStoreError):
 
 
 class SparseTerms(Protocol):
-    """Term ids and weights (core.sparse.SparseVector is one); storage needs nothing more of it."""
+    """Term ids and weights (core.encoders.sparse.SparseVector is one); storage needs nothing more of it."""
 
     @property
     def indices(self) -> Sequence[int]: ...
@@ -358,7 +358,7 @@ class VectorStore(abc.ABC):
 
     async def factchecks_current(self, name: str) -> bool:
         """False for a collection written by an earlier version (other models or fewer vectors): its
-        fact-checks must be re-embedded into a new collection (core/knowledge.py does, aside)."""
+        fact-checks must be re-embedded into a new collection (core/matching/knowledge_base.py does, aside)."""
         spec = await self.spec_of(name)
         if spec is None:
             return True
@@ -401,11 +401,11 @@ class VectorStore(abc.ABC):
         carrying its rank and score in every list that found it and what the re-ranker reads of its
         stored vectors (`Hit`): their cosines with `dense`, `multi`, `use` (USE's: features only, no
         list searches it) and `gloss`. `gloss`, the English model's vector of a Cyrillic message's
-        word-by-word English gloss (core/gloss.py), is a fifth list over the claim vectors: Russian dev
+        word-by-word English gloss (core/matching/gloss.py), is a fifth list over the claim vectors: Russian dev
         candidate recall 0.934 -> 0.959 (docs/decisions/2026-11-24-matching-measurements.md).
 
         The lists go to the engine as one batch, not as one fused query: the re-ranker reads each
-        candidate's rank in each list (core/matchfeatures.py), which fusion would throw away."""
+        candidate's rank in each list (core/matching/features.py), which fusion would throw away."""
         # A few more than `limit` from the engine, so that the cut falls between equal scores in our order:
         # which of a tie group at the cut the engine returns changed from one process to the next (a
         # Russian dev tweet's sparse list, ranks 38-40), and the candidates' similarity to each other with it.

@@ -9,7 +9,7 @@ the posts read from their web preview.
                        service message, a post with neither text nor a photo that could be read, or older
                        than the retention period)
 
-    telegram_peers     each public name the account reader resolved (core/account_reader.py): a channel's id
+    telegram_peers     each public name the account reader resolved (core/watch/account_reader.py): a channel's id
                        and access hash, or that the name is not a channel; kept after a channel is removed,
                        so a name is resolved through the account once
 

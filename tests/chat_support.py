@@ -11,7 +11,7 @@ from bot.images import ImageReader
 from bot.photo_memory import PhotoMemory
 from bot.queue import JobQueue
 from core.engine import Engine
-from core.tracking import Corroborator
+from core.corroboration.corroborator import Corroborator
 from storage.jobs import JobStore
 from storage.reply_journal import ReplyJournal
 from storage.sqlite import Database

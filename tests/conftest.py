@@ -21,7 +21,7 @@ import pytest
 
 from bot.app import App, build_app
 from bot.settings import Settings
-from core.model_files import prepare_default_model
+from core.encoders.model_files import prepare_default_model
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

@@ -9,9 +9,9 @@ from typing import Any
 from core.evidence.base import Evidence
 from schema.models import Verdict
 from core.numeric import NumericCheck
-from core.ranking import Ranked
-from core.scoring import Judged
-from core.stance import Stance
+from core.evidence.ranking import Ranked
+from core.verdict.scoring import Judged
+from core.verdict.stance import Stance
 from tests.fakes.openai_api import user_text
 
 

@@ -1,4 +1,4 @@
-"""A real llama.cpp server on 127.0.0.1 for the tests that prove core.llm's wire against one.
+"""A real llama.cpp server on 127.0.0.1 for the tests that prove core.llm.client's wire against one.
 
 llama.cpp's own server (the C++ `llama-server` code, continuous batching, grammar-constrained JSON from
 `response_format`) comes from the xllamacpp wheel; the model is Gemma 3 270M in Q4_K_M (253 MB), shipped on

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.llm import OpenAICompatibleLLM
+from core.llm.client import OpenAICompatibleLLM
 from tests.fakes.openai_api import FakeOpenAI
 
 API_KEY = "sk-secret-test-key"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.corroboration import StoryDetector, StoryModel, prepare_text
-from core.tracking import TrackedMessage
+from core.corroboration.story_model import StoryDetector, StoryModel, prepare_text
+from core.corroboration.corroborator import TrackedMessage
 
 
 def partition(labels: dict[str, str]) -> set[frozenset[str]]:

@@ -1,4 +1,4 @@
-"""core.adjudicate: citations, validation of the LLM's verdict and markers, injection, offline template."""
+"""core.verdict.adjudicate: citations, validation of the LLM's verdict and markers, injection, offline template."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from core.adjudicate import adjudicate, clean_markers, select_citations
+from core.verdict.adjudicate import adjudicate, clean_markers, select_citations
 from schema.models import Verdict
-from core.scoring import compute_features, decide
+from core.verdict.scoring import compute_features, decide
 from tests.fakes.openai_api import user_text
 from tests.judging_support import judged, utc
 from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)

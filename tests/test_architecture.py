@@ -119,7 +119,7 @@ def test_the_card_layout_and_its_limits_are_written_once():
             if isinstance(node, ast.FunctionDef) and node.name in ("render_html", "render_blocks", "render_card"):
                 called = {_name(c.func) for c in _calls(node)}
                 assert "card" in called, f"{path.name}:{node.name} lays out its own card"
-    assert defined["MAX_CITATIONS"] == ["core/adjudicate.py"], defined
+    assert defined["MAX_CITATIONS"] == ["core/verdict/adjudicate.py"], defined
     slack = (ROOT / "adapters" / "slack.py").read_text(encoding="utf-8")
     assert slack.count("_SLACK_TOKEN.sub(") == 1
 

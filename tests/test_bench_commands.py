@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from adapters.main import main
-from core.tracking import LOOKUP_CANDIDATES
+from core.corroboration.corroborator import LOOKUP_CANDIDATES
 from evals.bench_corroborate import filled_at
 from tests.conftest import model_cache
 
@@ -127,7 +127,7 @@ def test_bench_match_keeps_and_reuses_its_data_dir(tipline, tmp_path: Path, mode
 def test_distractors_are_shaped_like_their_sources() -> None:
     import numpy as np
 
-    from core.knowledge import FactCheckVectors
+    from core.matching.knowledge_base import FactCheckVectors
     from evals.bench import factchecks
     from evals.bench_match import distractors
 
@@ -186,7 +186,7 @@ def test_bench_corroborate_keeps_and_reuses_its_data_dir(tipline, tmp_path: Path
     assert len(rows) == 12 and {r["way"] for r in rows} == {"exact", "hnsw", "hnsw+acorn", "hnsw k=16 ef=32"}
     assert next(r for r in rows if r["window"].startswith("lookup"))["passing"] > 0
     assert all(r["recall_ids"] == r["recall_stories"] == r["same_best"] == 1.0 for r in rows), rows
-    # evals/lookup_inline_ab.py (core/tracking.py's INLINE_ROW_CHARS) on the same dir: both ways timed alike.
+    # evals/lookup_inline_ab.py (core/corroboration/corroborator.py's INLINE_ROW_CHARS) on the same dir: both ways timed alike.
     ab = json.loads(subprocess.run([sys.executable, "-m", "evals.lookup_inline_ab", "--data-dir",
                                     str(tmp_path / "kept"), "--queries", str(CLEF / "dev" / "tweets.queries.tsv"),
                                     "-n", "3", "--rounds", "2"], capture_output=True, text=True,

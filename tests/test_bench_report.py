@@ -14,7 +14,7 @@ from evals.bench_markdown import BLOCKS, realistic_block
 from evals.realistic_eval import Row, run_realistic
 from evals.bench_report import write_blocks
 from adapters.main import build_parser, main
-from core.evaluation import EvalDataError
+from evals.evaluation import EvalDataError
 from schema.models import Result, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,8 +13,8 @@ from pydantic import BaseModel
 
 from bot.metrics import Metrics
 from bot.settings import Settings
-from core.budget import OFFLINE_SENTENCE, BudgetedLLM, BudgetExceeded, llm_check
-from core.llm import LLMError, OpenAICompatibleLLM
+from core.llm.budget import OFFLINE_SENTENCE, BudgetedLLM, BudgetExceeded, llm_check
+from core.llm.client import LLMError, OpenAICompatibleLLM
 from storage.sqlite import Database
 from tests.fakes.openai_api import FakeOpenAI
 from tests.llm_fixtures import fake  # noqa: F401  (fixture)
@@ -137,7 +137,7 @@ async def test_daily_warning_once_per_day(fake, db, inner, caplog):
     def warnings() -> int:
         return sum("daily warning level" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
 
-    with caplog.at_level(logging.WARNING, logger="core.budget"):
+    with caplog.at_level(logging.WARNING, logger="core.llm.budget"):
         await llm.structured("s", "u", Answer, name="stance")  # $0.14
         assert warnings() == 0
         await llm.structured("s", "u", Answer, name="stance")  # $0.28

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.resilience import FakeClock
+from core.evidence.resilience import FakeClock
 from storage.cache import TTLCache, cache_key, normalise_query
 from storage.sqlite import Database
 

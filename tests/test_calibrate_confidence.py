@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.confidence import ConfidenceMap
+from core.matching.confidence import ConfidenceMap
 
 CLAIMS = ["Vaccines cause autism in children.", "5G towers spread the coronavirus.",
           "Drinking hot water kills the virus.", "The Eiffel Tower was sold twice.",

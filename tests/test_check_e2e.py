@@ -7,7 +7,7 @@ from bot.app import build_app
 from adapters.terminal_card import render_card
 from bot.check_service import CheckService
 from bot.render import to_reply
-from core.intake import EmptyInput
+from core.intake.message import EmptyInput
 from schema.models import Result, Verdict
 from tests.conftest import isolated_settings
 

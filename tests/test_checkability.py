@@ -1,4 +1,4 @@
-"""The offline "is there a claim?" gate (core/checkability.py) with the real e5 model, SQLite, embedded Qdrant
+"""The offline "is there a claim?" gate (core/intake/checkability.py) with the real e5 model, SQLite, embedded Qdrant
 and the seed knowledge base: messages with nothing to check that match no fact-check are answered NOT_CHECKABLE before any search, in
 the message's language; claims, questions about claims and forwards of claims go on to matching; with an
 LLM configured, the LLM decides."""
@@ -17,7 +17,7 @@ import pytest_asyncio
 from bot.app import build_app
 from bot.check_service import CheckService
 from evals.checkability_eval import MessagesFileError, read_messages, run_checkability_eval
-from core.checkability import CUE_NAMES, DEFAULT_PATH, CheckabilityModel, cues, reason
+from core.intake.checkability import CUE_NAMES, DEFAULT_PATH, CheckabilityModel, cues, reason
 from schema.models import Verdict
 from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.openai_api import FakeOpenAI, Scripted

@@ -1,11 +1,11 @@
-"""The claim, not the wrapper (core/claim_text.py): forward headers, alarms, calls to share, hashtags,
+"""The claim, not the wrapper (core/intake/claim_text.py): forward headers, alarms, calls to share, hashtags,
 handles, links, emoji runs, greetings and tag questions are set aside in every language alike."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.claim_text import claim_text
+from core.intake.claim_text import claim_text
 
 
 @pytest.mark.parametrize("message,claim", [

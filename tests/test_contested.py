@@ -1,11 +1,11 @@
-"""core/contested.py: when a close rival fact-check contests an automatic match."""
+"""core/matching/contested.py: when a close rival fact-check contests an automatic match."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from core.contested import RIVAL_REL_GAP, rival
-from core.sparse import term_ids
+from core.matching.contested import RIVAL_REL_GAP, rival
+from core.encoders.sparse import term_ids
 
 MESSAGE = frozenset(term_ids("Bill Gates wants to put microchips in people through vaccines"))
 TED = frozenset(term_ids("Bill Gates admitted in a TED talk that vaccines are meant to reduce the world's population."))

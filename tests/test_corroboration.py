@@ -1,4 +1,4 @@
-"""Same-story detection (core/corroboration.py) and its CLEF evaluation (evals/corroboration_eval.py)."""
+"""Same-story detection (core/corroboration/story_model.py) and its CLEF evaluation (evals/corroboration_eval.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.corroboration import (
+from core.corroboration.story_model import (
     StoryDetector,
     StoryModel,
     UnionFind,
@@ -82,7 +82,7 @@ def test_same_account_not_linked() -> None:
 
 
 def test_aliases_raise_score(model_dir: Path) -> None:
-    from core.embeddings import Embedder
+    from core.encoders.embeddings import Embedder
 
     emb = Embedder(model_dir=model_dir)
     assert "kyiv" in story_entities("Explosions reported in Kiev tonight")
@@ -93,7 +93,7 @@ def test_aliases_raise_score(model_dir: Path) -> None:
     va, vb = emb.embed_sync([a, b_alias])
     with_alias = pair_score(a, va, b_alias, vb)
     # the same pair with the alias table disabled (entities/terms compared verbatim)
-    import core.corroboration as c
+    import core.corroboration.story_model as c
 
     saved = dict(c.ALIASES)
     try:

@@ -1,11 +1,11 @@
-"""core.corroboration.pair_features: the one feature loop of StoryDetector and the live Corroborator,
+"""core.corroboration.story_model.pair_features: the one feature loop of StoryDetector and the live Corroborator,
 and its fourth feature `shared`, the count of shared terms outside the common words of en/ru/uk."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from core.corroboration import (
+from core.corroboration.story_model import (
     FEATURES,
     SHARED_CAP,
     StoryDetector,

@@ -1,4 +1,4 @@
-"""Strict same-story links (core.corroboration.STRICT_THRESHOLD): a pair the window or the other-account
+"""Strict same-story links (core.corroboration.story_model.STRICT_THRESHOLD): a pair the window or the other-account
 rule leaves out (one account posting the story again, the story coming back after the window) links only
 at the strict threshold; the live Corroborator makes the same decisions as the evaluated StoryDetector."""
 
@@ -13,8 +13,8 @@ import pytest
 import pytest_asyncio
 
 from bot.app import build_app
-from core.corroboration import BIAS, STRICT_THRESHOLD, THRESHOLD, WEIGHTS, StoryDetector, StoryModel
-from core.tracking import TrackedMessage
+from core.corroboration.story_model import BIAS, STRICT_THRESHOLD, THRESHOLD, WEIGHTS, StoryDetector, StoryModel
+from core.corroboration.corroborator import TrackedMessage
 from tests.conftest import isolated_settings
 from tests.story_support import detector_partition, live_partition
 

@@ -1,4 +1,4 @@
-"""Weak same-story links (core.corroboration.WEAK_THRESHOLD): a message that links to nothing at the
+"""Weak same-story links (core.corroboration.story_model.WEAK_THRESHOLD): a message that links to nothing at the
 threshold joins its best candidate in the weak band only when that candidate is alone in its story
 within the window; the live Corroborator makes the same decisions as the evaluated StoryDetector."""
 
@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from bot.app import build_app
-from core.corroboration import (
+from core.corroboration.story_model import (
     BIAS,
     THRESHOLD,
     WEAK_THRESHOLD,
@@ -21,7 +21,7 @@ from core.corroboration import (
     StoryDetector,
     StoryModel,
 )
-from core.tracking import TrackedMessage
+from core.corroboration.corroborator import TrackedMessage
 from tests.conftest import isolated_settings
 from tests.story_support import detector_partition, live_partition
 

@@ -1,12 +1,12 @@
-"""Cross-script term overlap (core/crosslingual_terms.py, core/transliterate.py) on the shipped lexicon."""
+"""Cross-script term overlap (core/matching/crosslingual_terms.py, core/matching/transliterate.py) on the shipped lexicon."""
 
 import gzip
 
 import pytest
 
-from core import crosslingual_terms as xl
-from core.matchfeatures import CorpusStats
-from core.transliterate import latin, skeleton
+from core.matching import crosslingual_terms as xl
+from core.matching.features import CorpusStats
+from core.matching.transliterate import latin, skeleton
 
 CLAIMS = ["Bill Gates wants to microchip everyone with vaccines.", "5G towers spread the coronavirus.",
           "Donald Trump said drinking bleach cures COVID-19.", "The Eiffel Tower was sold twice in 1925."]
@@ -75,7 +75,7 @@ def test_lexicon_file_format(tmp_path):
 def test_feature_columns_for_a_russian_message():
     import numpy as np
 
-    from core.matchfeatures import FEATURE_NAMES, candidate_features, prepare_query
+    from core.matching.features import FEATURE_NAMES, candidate_features, prepare_query
 
     stats = CorpusStats()
     for c in CLAIMS:

@@ -1,14 +1,14 @@
-"""The denial decision (core/denial.py): the shipped model, the real e5 encoder, pairs written for this test
+"""The denial decision (core/matching/denial.py): the shipped model, the real e5 encoder, pairs written for this test
 (none of them in eval/realistic)."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.claim_text import claim_text
-from core.denial import Denial, default_denial
-from core.multilingual import E5Encoder
-from core.negation import POLARITY_FEATURES
+from core.intake.claim_text import claim_text
+from core.matching.denial import Denial, default_denial
+from core.encoders.multilingual import E5Encoder
+from core.matching.negation import POLARITY_FEATURES
 from core.textclean import clean_query
 
 G5 = "5G mobile networks are what spread the coronavirus around the world."
@@ -66,7 +66,7 @@ def test_a_restatement_is_not_a_denial(encoder: E5Encoder, message: str, claim: 
 
 def test_a_model_for_other_features_is_refused(tmp_path):
     import json
-    from core.denial import DEFAULT_PATH
+    from core.matching.denial import DEFAULT_PATH
 
     data = json.loads(DEFAULT_PATH.read_text(encoding="utf-8"))
     data["rules"] = data["rules"][:-1]

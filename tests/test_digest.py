@@ -15,7 +15,7 @@ from bot.digest import Digest, DigestBuilder, digest_sections, sections_text
 from bot.digest_commands import parse_on
 from bot.digest_schedule import next_after, next_daily
 from core.i18n import t
-from core.trends import excerpt, rank_stories, representative
+from core.corroboration.trends import excerpt, rank_stories, representative
 from storage.digests import DigestSchedule, DigestStore, StoryChat
 from storage.messages import MessageStore, StoredMessage
 from storage.sqlite import Database

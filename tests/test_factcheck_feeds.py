@@ -21,9 +21,9 @@ from adapters.doctor import feed_rows, leaves_machine
 from adapters.feeds_cli import BadRef, feeds_command, resolve
 from bot.app import build_app
 from bot.feeds import FeedRefresher, open_refresher
-from core.factcheck_feed import MAX_ATTEMPTS, NO_VERDICT
+from core.watch.factcheck_feed import MAX_ATTEMPTS, NO_VERDICT
 from core.ingest.feeds import split_title
-from core.recommended_feeds import find_recommended, load_recommended
+from core.watch.recommended_feeds import find_recommended, load_recommended
 from schema.models import FactCheck, Verdict
 from storage.factcheck_feeds import FactCheckFeedStore, read_feeds
 from tests.conftest import SeededDataDir, isolated_settings, subprocess_env

@@ -21,7 +21,7 @@ from bot.metrics import Metrics
 from bot.settings import Settings
 from core.evidence.base import ClaimQuery, Evidence
 from core.evidence.resilient import FallbackSource, ResilientSource, protect_sources
-from core.resilience import CircuitBreaker, FakeClock, ProviderHTTPError, ProviderUnavailable, RetryPolicy, TokenBucket
+from core.evidence.resilience import CircuitBreaker, FakeClock, ProviderHTTPError, ProviderUnavailable, RetryPolicy, TokenBucket
 from storage.cache import TTLCache
 from storage.sqlite import Database
 from tests.fakes.flaky_api import FlakyAPI, Reply

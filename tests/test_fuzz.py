@@ -18,8 +18,8 @@ from adapters.slack import SECTION_LIMIT, render_blocks
 from adapters.telegram import MAX_TEXT, render_html, split_html, tg_len
 from bot.render import RelatedItem, Reply
 from bot.requests import CheckRequest
-from core.language import LANGUAGES, reply_language
-from core.intake import EmptyInput, intake
+from core.intake.language import LANGUAGES, reply_language
+from core.intake.message import EmptyInput, intake
 from schema.models import Citation
 from core.textclean import clean_query
 
@@ -103,7 +103,7 @@ def test_intake_never_raises_anything_but_empty_input(raw, limit):
         return
     assert got.text and len(got.text) <= limit
     assert "\x00" not in got.text
-    assert got.language in LANGUAGES  # py3langid's restricted set (core/language.py)
+    assert got.language in LANGUAGES  # py3langid's restricted set (core/intake/language.py)
     assert reply_language(got.language) in ("en", "ru", "uk")  # the card's languages (core/i18n.py, core/i18n_uk.py)
     assert got.truncated == bool(got.notes)
     for url in got.urls:

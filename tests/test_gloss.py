@@ -1,4 +1,4 @@
-"""The English gloss of a Cyrillic message (core/gloss.py): the gloss itself on the shipped lexicon, its
+"""The English gloss of a Cyrillic message (core/matching/gloss.py): the gloss itself on the shipped lexicon, its
 feature columns and candidate list, the re-rankers that read a subset of the columns, and the live
 matcher over the seed (real MiniLM, e5 and USE, real embedded Qdrant, real SQLite)."""
 
@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from bot.app import build_app
-from core.crosslingual_terms import load_lexicon
-from core.gloss import gloss
-from core.matching import ClaimMatcher
-from core.matchfeatures import (
+from core.matching.crosslingual_terms import load_lexicon
+from core.matching.gloss import gloss
+from core.matching.matcher import ClaimMatcher
+from core.matching.features import (
     BASE_FEATURES, FEATURE_NAMES, GLOSS_FEATURES, GLOSS_LIST, CorpusStats, candidate_features, prepare_query,
 )
-from core.reranker import Reranker
-from core.sparse import query_vector
+from core.matching.reranker import Reranker
+from core.encoders.sparse import query_vector
 from core.textclean import clean_query
 from tests.conftest import SeededDataDir, isolated_settings
 

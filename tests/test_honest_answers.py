@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.render import to_reply
-from core.confidence import ConfidenceMap, default_map, expected_calibration_error, reliability_table
+from core.matching.confidence import ConfidenceMap, default_map, expected_calibration_error, reliability_table
 from core.i18n import t
 from schema.models import Verdict
 from tests.conftest import isolated_settings

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.requests import CheckRequest, IncomingMessage
-from core.intake import EmptyInput, intake
+from core.intake.message import EmptyInput, intake
 from schema.models import FactCheck
 from schema.text import REPLACEMENT, decode_bytes, safe_text
 from storage.messages import StoredMessage

@@ -4,7 +4,7 @@ message is answered in Ukrainian, never in Russian."""
 import pytest
 
 from core.i18n import LANGUAGES, _STRINGS, t
-from core.intake import detect_language
+from core.intake.message import detect_language
 
 
 @pytest.mark.parametrize("language", [x for x in LANGUAGES if x != "en"])

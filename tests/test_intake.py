@@ -1,6 +1,6 @@
 import pytest
 
-from core.intake import EmptyInput, detect_language, extract_urls, intake
+from core.intake.message import EmptyInput, detect_language, extract_urls, intake
 
 
 @pytest.mark.parametrize("raw", ["", "   \n\t ", "\x00\x00", "\u200b\u200b", "!!! ...", b"\x00\x01\x02"])

@@ -1,7 +1,7 @@
 import json
 
 from bot.app import build_app
-from core.matchfeatures import CorpusStats
+from core.matching.features import CorpusStats
 
 
 async def test_an_old_term_index_is_rebuilt_on_start(settings):
@@ -18,7 +18,7 @@ async def test_an_old_term_index_is_rebuilt_on_start(settings):
 
 
 async def test_re_adding_keeps_statistics_exact(app):
-    from core.knowledge import load_seed_factchecks
+    from core.matching.knowledge_base import load_seed_factchecks
 
     before = json.loads(app.kb.stats.to_json())
     seed = load_seed_factchecks()

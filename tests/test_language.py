@@ -1,11 +1,11 @@
-"""Language identification (core/language.py): py3langid over the languages e5 reads, Russian and
+"""Language identification (core/intake/language.py): py3langid over the languages e5 reads, Russian and
 Ukrainian told apart by their own letters where the model hesitates, English where it is plausible."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.language import detect_language, reply_language
+from core.intake.language import detect_language, reply_language
 
 
 @pytest.mark.parametrize("text,lang", [
@@ -27,7 +27,7 @@ def test_replies_stay_in_english_russian_or_ukrainian() -> None:
 def test_the_compact_table_kept_in_the_models_dir_ranks_exactly_as_the_package_model(tmp_path) -> None:
     """The cached subset (mapped .npy files) must give the same probabilities, not close ones: a first
     start and a later one answer the same message in the same language."""
-    from core.language import _compact_dir, _full_subset, _load_compact, _save_compact
+    from core.intake.language import _compact_dir, _full_subset, _load_compact, _save_compact
 
     folder = _compact_dir(tmp_path)
     full = _full_subset()
@@ -44,9 +44,9 @@ def test_a_new_process_builds_the_table_once_and_a_damaged_one_is_rebuilt(tmp_pa
     import subprocess
     import sys
 
-    from core.language import _compact_dir
+    from core.intake.language import _compact_dir
 
-    script = ("import sys; from pathlib import Path; import core.language as L; "
+    script = ("import sys; from pathlib import Path; import core.intake.language as L; "
               "L.use_cache_dir(Path(sys.argv[1])); print(L.detect_language('Вежі 5G поширюють коронавірус'))")
     run = [sys.executable, "-c", script, str(tmp_path)]
     assert subprocess.run(run, capture_output=True, text=True, check=True).stdout.strip() == "uk"

@@ -3,7 +3,7 @@
 Each was on that path once, imported for nothing: aiohttp (~0.22 s of CPU; the /metrics server, the
 evidence providers' and the link fetcher's sessions), prometheus_client (~0.07 s; no metrics in a one-shot
 check), feedparser (~0.03 s; core.ingest is imported for its error type), Pillow (~0.03 s; text only),
-core.tracking (no chat tracked), the openai client (~0.6 s; no LLM configured). A real process each time, as
+core.corroboration.corroborator (no chat tracked), the openai client (~0.6 s; no LLM configured). A real process each time, as
 a user starts it, so an import added anywhere on the path shows here instead of in `tipline bench cold`.
 """
 
@@ -27,7 +27,7 @@ UNUSED = {
     "feedparser": "RSS/Atom ingest",
     "PIL": "images (screenshots)",
     "openai": "the LLM client",
-    "core.tracking": "'also reported by' over tracked chats",
+    "core.corroboration.corroborator": "'also reported by' over tracked chats",
     "bot.metrics": "metrics of a long-running app",
     "adapters.run": "`tipline run`",
     "adapters.telegram": "the Telegram bot",

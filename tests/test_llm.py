@@ -1,4 +1,4 @@
-"""core.llm against a fake OpenAI-compatible server speaking the real wire format."""
+"""core.llm.client against a fake OpenAI-compatible server speaking the real wire format."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from core.llm import LLMError, OpenAICompatibleLLM, strict_schema, wrap_untrusted
+from core.llm.client import LLMError, OpenAICompatibleLLM, strict_schema, wrap_untrusted
 from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)
 
 
@@ -147,7 +147,7 @@ async def test_every_call_is_bounded_by_max_tokens(fake, llm):
     fake.reply_json(GOOD)
     await llm.structured("sys", "u", Answer, name="answer")
     await llm.structured("sys", "u", Answer, name="answer", max_tokens=42)
-    from core.llm import DEFAULT_MAX_TOKENS
+    from core.llm.client import DEFAULT_MAX_TOKENS
 
     assert [r["max_tokens"] for r in fake.requests] == [DEFAULT_MAX_TOKENS, 42]
 
@@ -164,7 +164,7 @@ async def test_an_answer_cut_off_at_max_tokens_is_reported_as_such_and_not_retri
 
 async def test_stance_batch_sizes_its_budget_by_the_number_of_passages(fake, llm):
     from core.evidence.base import Evidence
-    from core.stance import llm_stances
+    from core.verdict.stance import llm_stances
 
     items = [Evidence(url=f"https://example.org/{i}", title=f"t{i}", snippet="Water boils at 100 C at sea level.",
                       source="web") for i in range(3)]

@@ -1,4 +1,4 @@
-"""core.llm against a REAL llama.cpp server (tests/llamacpp_server.py: xllamacpp's llama-server code and the
+"""core.llm.client against a REAL llama.cpp server (tests/llamacpp_server.py: xllamacpp's llama-server code and the
 Gemma 3 270M GGUF from PyPI, both in the test extra), not a fake: the wire format, grammar-constrained JSON
 from `response_format` json_schema, the token limit in both spellings, a timeout, and what a check does when the
 server dies. A 270M model proves the wire, not verdict quality; its answers are only checked against the schema.
@@ -18,11 +18,11 @@ from pydantic import BaseModel, Field
 
 from bot.app import build_app
 from bot.digest import StorySummary
-from core.adjudicate import _LLMVerdict
-from core.claims import _LLMAnswer
-from core.llm import LLMError, OpenAICompatibleLLM
-from core.queries import _LLMQueries
-from core.stance import _Batch
+from core.verdict.adjudicate import _LLMVerdict
+from core.intake.claims import _LLMAnswer
+from core.llm.client import LLMError, OpenAICompatibleLLM
+from core.evidence.queries import _LLMQueries
+from core.verdict.stance import _Batch
 from schema.models import Result
 from tests.llamacpp_server import MODEL_NAME, LlamaServer, gguf_model, start_server
 

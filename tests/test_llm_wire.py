@@ -1,4 +1,4 @@
-"""How core.llm spells a call for each kind of server, against the fake OpenAI server playing OpenAI's models by
+"""How core.llm.client spells a call for each kind of server, against the fake OpenAI server playing OpenAI's models by
 name (its 400 bodies are OpenAI's own wording: tests/fakes/openai_api.py) and Azure's deployment route."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from core.llm import LLMError, OpenAICompatibleLLM, Wire, default_reasoning_effort, reasoning_model
+from core.llm.client import LLMError, OpenAICompatibleLLM, Wire, default_reasoning_effort, reasoning_model
 from tests.fakes.openai_api import FakeOpenAI, model_refusal
 from tests.llm_fixtures import API_KEY, fake  # noqa: F401  (fixture)
 

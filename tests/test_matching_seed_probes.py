@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from bot.app import build_app
-from core.crosslingual_terms import lazy_lexicon
-from core.gloss import gloss
-from core.matchfeatures import candidate_features, features_of, prepare_query
-from core.matching import hit_cosines
-from core.sparse import query_vector
+from core.matching.crosslingual_terms import lazy_lexicon
+from core.matching.gloss import gloss
+from core.matching.features import candidate_features, features_of, prepare_query
+from core.matching.matcher import hit_cosines
+from core.encoders.sparse import query_vector
 from core.textclean import clean_query
 from tests.conftest import SeededDataDir, isolated_settings
 
@@ -33,7 +33,7 @@ async def shared(tmp_path_factory, model_dir, seeded: SeededDataDir):
 
 async def test_the_microchip_message_does_not_inherit_the_population_fact_check(shared):
     result = await shared.engine.check("Bill Gates wants to put microchips in people through vaccines")
-    # Demoted, not dropped: the TED fact-check stays on the card as a similar one (core/contested.py),
+    # Demoted, not dropped: the TED fact-check stays on the card as a similar one (core/matching/contested.py),
     # contested by the RFID one, which the matcher ranks next.
     assert not [m for m in result.matches if m.tier == "auto"], result.matches[:3]
     assert [m.tier for m in result.matches if m.claim == TED] == ["suggest"], result.matches[:3]

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from bot.app import build_app
-from core.embeddings import Embedder
-from core.remote_embeddings import RemoteEmbedder
-from core.tracking import Corroborator, TrackedMessage
+from core.encoders.embeddings import Embedder
+from core.encoders.remote_embeddings import RemoteEmbedder
+from core.corroboration.corroborator import Corroborator, TrackedMessage
 from storage.message_vectors import MessageVectors
 from tests.conftest import isolated_settings
 from tests.fakes.embeddings_api import FakeEmbeddings

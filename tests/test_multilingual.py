@@ -13,10 +13,10 @@ from qdrant_client import QdrantClient, models
 from adapters.terminal_card import render_card
 from bot.app import build_app, multilingual_engine
 from bot.render import to_reply
-from core.knowledge import load_seed_factchecks
-from core.matchfeatures import doc_text, latin_script
+from core.matching.knowledge_base import load_seed_factchecks
+from core.matching.features import doc_text, latin_script
 from schema.models import Verdict
-from core.multilingual import SEED_VECTORS, E5Encoder, MultilingualEncoder
+from core.encoders.multilingual import SEED_VECTORS, E5Encoder, MultilingualEncoder
 from storage.edge_store import EdgeVectorStore
 from storage.sqlite import Database
 from storage.vectors import CollectionSpec
@@ -138,7 +138,7 @@ FIVE_G = "5G mobile networks are what spread the coronavirus around the world."
 
 
 def test_english_part_of_a_mixed_message():
-    from core.matching import english_part
+    from core.matching.matcher import english_part
 
     assert english_part("Говорят что 5G towers cause COVID, это правда?") == "5G towers cause COVID"
     assert english_part("Вакцины вызывают аутизм") is None

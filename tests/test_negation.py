@@ -1,4 +1,4 @@
-"""core.negation: does a message state the opposite of the fact-checked claim? Real phrasings in English, Russian
+"""core.matching.negation: does a message state the opposite of the fact-checked claim? Real phrasings in English, Russian
 and Ukrainian.
 
 Claims are the seed's (core/data/seed_factchecks.jsonl) where one fits, else short claims of the same kind.
@@ -10,8 +10,8 @@ import pytest
 
 from core.i18n import t
 from schema.models import Match, Verdict
-from core.negation import contradicts
-from core.offline_verdict import decide
+from core.matching.negation import contradicts
+from core.verdict.offline_verdict import decide
 
 APOLLO = ("The Apollo moon landings were faked, and leaked film clips show astronauts being filmed on a "
           "studio set.")
@@ -292,7 +292,7 @@ def test_there_are_enough_cases_in_each_language():
     assert len(AGREES_EN) >= 15 and len(AGREES_RU) >= 15 and len(AGREES_UK) >= 15
 
 
-# --- the offline verdict: a disputed match is shown, not applied (core/denial.py decides) -------------------
+# --- the offline verdict: a disputed match is shown, not applied (core/matching/denial.py decides) -------------------
 
 def _match(claim: str, verdict: Verdict = Verdict.REFUTED, method: str = "hybrid") -> Match:
     return Match(factcheck_id="fc1", claim=claim, url="https://factcheck.example/1", publisher="Example Checks",

@@ -1,4 +1,4 @@
-"""core/npy_files.py: .npy/.npz reads go through one lock (np.load's header parse races on CPython 3.11)."""
+"""core/encoders/npy_files.py: .npy/.npz reads go through one lock (np.load's header parse races on CPython 3.11)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core import npy_files
-from core.npy_files import map_array, read_arrays
+from core.encoders import npy_files
+from core.encoders.npy_files import map_array, read_arrays
 
 
 def test_it_reads_what_numpy_wrote(tmp_path: Path) -> None:

@@ -20,8 +20,8 @@ from bot.router import route
 from bot.images import ImageRef, combine, read_image_file, refusal_text, tidy
 from bot.queue import request_from_payload, request_to_payload
 from bot.settings import Settings
-from core.image_limits import ImageLimits, ImageTooLarge, NotAnImage, TooManyPixels, inspect_image, mime_is_image
-from core.ocr import OcrTimeout, OcrUnavailable, TesseractOcr, fix_homoglyphs
+from core.intake.image_limits import ImageLimits, ImageTooLarge, NotAnImage, TooManyPixels, inspect_image, mime_is_image
+from core.intake.ocr import OcrTimeout, OcrUnavailable, TesseractOcr, fix_homoglyphs
 from evals.bench_ocr import VARIANTS, cer, render
 from tests.fakes.loopback import serve_on_loopback
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.i18n import t
-from core.offline_verdict import decide
+from core.verdict.offline_verdict import decide
 from schema.models import Match, Verdict
 
 

@@ -1,4 +1,4 @@
-"""core/onnx_text.py runs the default model without fastembed: the vectors must be fastembed's, and the
+"""core/encoders/onnx_text.py runs the default model without fastembed: the vectors must be fastembed's, and the
 cached optimised graph must be used, rebuilt when damaged, and never required (read-only model dir)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.embeddings import DEFAULT_MODEL, Embedder
-from core.onnx_text import MODEL_FILE, WEIGHTS_FILE, OnnxTextModel, optimised_path, part_path
+from core.encoders.embeddings import DEFAULT_MODEL, Embedder
+from core.encoders.onnx_text import MODEL_FILE, WEIGHTS_FILE, OnnxTextModel, optimised_path, part_path
 
 TEXTS = ["5G towers spread covid", "Путин сказал, что вакцины опасны", "", " ", "word " * 400,
          "Bill Gates wants to microchip everyone!!! 🙂 https://example.org/a?b=c", "x", "Ще не вмерла України"]

@@ -1,11 +1,11 @@
-"""core.queries: offline plans and the LLM path through the real client against the fake OpenAI server."""
+"""core.evidence.queries: offline plans and the LLM path through the real client against the fake OpenAI server."""
 
 from __future__ import annotations
 
 import pytest
 
 from core.evidence.base import ClaimQuery
-from core.queries import MAX_QUERIES, offline_queries, plan_queries
+from core.evidence.queries import MAX_QUERIES, offline_queries, plan_queries
 from tests.fakes.openai_api import user_text
 from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)
 

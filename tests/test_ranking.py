@@ -1,13 +1,13 @@
-"""core.credibility and core.ranking, with the real ONNX embedding model."""
+"""core.evidence.credibility and core.evidence.ranking, with the real ONNX embedding model."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.credibility import TOP, UNKNOWN, DomainRules, credibility, default_credibility, domain_of, site_of
-from core.embeddings import Embedder
+from core.evidence.credibility import TOP, UNKNOWN, DomainRules, credibility, default_credibility, domain_of, site_of
+from core.encoders.embeddings import Embedder
 from schema.models import Verdict
-from core.ranking import MIN_RELEVANCE, is_listing_page, normalize_url, rank, recency_weight, shortlist
+from core.evidence.ranking import MIN_RELEVANCE, is_listing_page, normalize_url, rank, recency_weight, shortlist
 from tests.judging_support import ev, utc
 
 CLAIM = "Water boils at 50 degrees Celsius at sea level."

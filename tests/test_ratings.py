@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schema.models import Verdict
-from core.ratings import RATING_WORDS, match_rating, normalize_rating, rating_key, verdict_from_score
+from core.ingest.ratings import RATING_WORDS, match_rating, normalize_rating, rating_key, verdict_from_score
 
 S, R, M, X, N, C = (Verdict.SUPPORTED, Verdict.REFUTED, Verdict.MISLEADING, Verdict.MIXED,
                     Verdict.NOT_ENOUGH_EVIDENCE, Verdict.NOT_CHECKABLE)
@@ -16,7 +16,7 @@ CASES = [
     # English: false side
     ("False", R), ("Pants on Fire", R), ("Mostly False", R), ("Fake", R), ("Incorrect", R), ("Wrong", R),
     ("Hoax", R), ("Scam", R), ("Fabricated", R), ("Baseless", R), ("Four Pinocchios", R), ("Misattributed", R),
-    # Pinocchios below four (documented in core/ratings.py)
+    # Pinocchios below four (documented in core/ingest/ratings.py)
     ("One Pinocchio", M), ("Two Pinocchios", X), ("Three Pinocchios", R), ("3 Pinocchios", R),
     # misleading family
     ("Misleading", M), ("Missing context", M), ("Out of context", M), ("Partly false", M), ("Exaggerated", M),

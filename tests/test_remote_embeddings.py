@@ -1,4 +1,4 @@
-"""The embeddings-server embedder (core/remote_embeddings.py) against a fake OpenAI-compatible
+"""The embeddings-server embedder (core/encoders/remote_embeddings.py) against a fake OpenAI-compatible
 /v1/embeddings server backed by the real model: same vectors as in-process, batched, retried, cached,
 and a whole check with TIPLINE_EMBED_URL set."""
 
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from bot.app import build_app
-from core.embeddings import Embedder, EmbeddingError
-from core.remote_embeddings import RemoteEmbedder
+from core.encoders.embeddings import Embedder, EmbeddingError
+from core.encoders.remote_embeddings import RemoteEmbedder
 from tests.conftest import SeededDataDir, isolated_settings, model_cache
 from tests.fakes.embeddings_api import FakeEmbeddings
 

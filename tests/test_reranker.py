@@ -3,9 +3,9 @@ import json
 import numpy as np
 import pytest
 
-from core.matchfeatures import BASE_FEATURES, FEATURE_NAMES, LISTS, N_FEATURES, CorpusStats, TermStats, candidate_features, prepare_query
-from core.reranker import DEFAULT_PATH, Reranker
-from core.sparse import term_id, terms
+from core.matching.features import BASE_FEATURES, FEATURE_NAMES, LISTS, N_FEATURES, CorpusStats, TermStats, candidate_features, prepare_query
+from core.matching.reranker import DEFAULT_PATH, Reranker
+from core.encoders.sparse import term_id, terms
 
 CLAIMS = ["Drinking bleach cures the coronavirus.", "Bill Gates wants to microchip everyone with vaccines.",
           "The Eiffel Tower was sold twice in 1925.", "A shark was photographed swimming on a flooded highway."]
@@ -115,8 +115,8 @@ def test_score_rejects_wrong_width():
 
 
 def test_multilingual_weights_load_and_its_probability_rises_with_multilingual_similarity(setup):
-    from core.matchfeatures import without_english_model
-    from core.reranker import MULTILINGUAL_PATH
+    from core.matching.features import without_english_model
+    from core.matching.reranker import MULTILINGUAL_PATH
 
     model = Reranker.load_multilingual()
     assert json.loads(MULTILINGUAL_PATH.read_text())["feature_names"] == list(BASE_FEATURES)

@@ -8,7 +8,7 @@ from email.utils import format_datetime
 import aiohttp
 import pytest
 
-from core.resilience import (
+from core.evidence.resilience import (
     CircuitBreaker, FakeClock, ProviderHTTPError, ProviderUnavailable, RetryPolicy, TokenBucket, call_with_retries,
     describe, is_retryable, parse_retry_after,
 )
@@ -216,7 +216,7 @@ async def test_a_name_that_does_not_resolve_is_not_retried():
     import aiohttp
     from aiohttp.abc import AbstractResolver
 
-    from core.resilience import is_retryable
+    from core.evidence.resilience import is_retryable
 
     class NoDNS(AbstractResolver):  # what an offline machine's resolver answers, without asking one
         async def resolve(self, host, port=0, family=socket.AF_INET):

@@ -1,11 +1,11 @@
-"""core.scoring: the evidence features, truth score and verdict policy."""
+"""core.verdict.scoring: the evidence features, truth score and verdict policy."""
 
 from __future__ import annotations
 
 import math
 
 from schema.models import Verdict
-from core.scoring import Features, compute_features, confidence_cap, decide, score
+from core.verdict.scoring import Features, compute_features, confidence_cap, decide, score
 from tests.judging_support import judged
 
 

@@ -1,11 +1,11 @@
-"""core.stance: offline stance (honest: mostly neutral) and batched LLM stance via the fake OpenAI server."""
+"""core.verdict.stance: offline stance (honest: mostly neutral) and batched LLM stance via the fake OpenAI server."""
 
 from __future__ import annotations
 
 import pytest
 
 from schema.models import Verdict
-from core.stance import FACTCHECK_MATCH, MATCH_PRECISION, judge_stances, offline_stance
+from core.verdict.stance import FACTCHECK_MATCH, MATCH_PRECISION, judge_stances, offline_stance
 from tests.fakes.openai_api import user_text
 from tests.judging_support import ev, passages, stance_by_keyword
 from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)

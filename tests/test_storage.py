@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from schema.models import FactCheck, Result, Verdict
-from core.sparse import document_vector, query_vector
+from core.encoders.sparse import document_vector, query_vector
 from storage.edge_store import EdgeVectorStore
 from storage.sqlite import MIGRATIONS, Database, normalize_url
 from storage.vectors import FactCheckPoint, VectorStoreError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.corroboration import COMMON_TERMS_FILE
+from core.corroboration.story_model import COMMON_TERMS_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,13 +1,13 @@
-"""core/story_numbers.py: a post's numbers written one way in every language, and the two columns the story
-models read from two posts' numbers; core/token_align.py's stored states."""
+"""core/corroboration/story_numbers.py: a post's numbers written one way in every language, and the two columns the story
+models read from two posts' numbers; core/encoders/token_align.py's stored states."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.story_numbers import number_features, story_numbers
-from core.token_align import PROJECTION_DIM, STORED_TOKENS, pack_states, stored_states, unpack_states
+from core.corroboration.story_numbers import number_features, story_numbers
+from core.encoders.token_align import PROJECTION_DIM, STORED_TOKENS, pack_states, stored_states, unpack_states
 
 
 @pytest.mark.parametrize("texts", [

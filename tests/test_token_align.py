@@ -1,4 +1,4 @@
-"""e5's token states (core/token_align.py): computed with the vectors by one model call, shipped for the seed,
+"""e5's token states (core/encoders/token_align.py): computed with the vectors by one model call, shipped for the seed,
 kept in SQLite per fact-check, read for a Cyrillic message's candidates. Real e5 graph, real SQLite and Qdrant
 Edge, the seed knowledge base."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from bot.app import build_app, load_multilingual, multilingual_engine
-from core.knowledge import load_seed_factchecks
-from core.matchfeatures import FEATURE_NAMES, doc_text
-from core.multilingual import SEED_VECTORS, seed_states
-from core.token_align import PROJECTION_DIM, alignment_f
+from core.matching.knowledge_base import load_seed_factchecks
+from core.matching.features import FEATURE_NAMES, doc_text
+from core.encoders.multilingual import SEED_VECTORS, seed_states
+from core.encoders.token_align import PROJECTION_DIM, alignment_f
 from storage.sqlite import Database
 from tests.conftest import isolated_settings
 
@@ -98,7 +98,7 @@ def test_the_shipped_projection_is_the_tools_fit_of_the_seed(tmp_path):
     import sys
     from pathlib import Path
 
-    from core.token_align import PROJECTION
+    from core.encoders.token_align import PROJECTION
 
     out = tmp_path / "p.npy"
     subprocess.run([sys.executable, "-m", "training.token_projection", "--out", str(out)], check=True,

@@ -225,7 +225,7 @@ async def test_telegram_auto_mode_answers_only_strong_matches(tg, app):
     await fake.queue_message(small_talk)
     # A paraphrase of a seed claim that stays `auto` (tests/test_matching_seed_probes.py). "Drinking bleach
     # cures COVID-19" no longer is one: the seed's nearest claim is about MMS curing autism and tumours,
-    # and the contested-match guard (core/contested.py) rightly makes it only `suggest`.
+    # and the contested-match guard (core/matching/contested.py) rightly makes it only `suggest`.
     claim = fake.make_message("5G networks spread the coronavirus", chat=group, sender=user)
     await fake.queue_message(claim)
     [card] = await fake.wait_for(lambda: fake.replies_to(claim["message_id"]))

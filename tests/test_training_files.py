@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from core.same_claim import FEATURES, SameClaim
+from core.matching.same_claim import FEATURES, SameClaim
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "training" / "README.md"

@@ -1,4 +1,4 @@
-"""The second multilingual model (USE, core/use_encoder.py): real model, real Qdrant Edge, real SQLite.
+"""The second multilingual model (USE, core/encoders/use_encoder.py): real model, real Qdrant Edge, real SQLite.
 
 Its vector is stored with every fact-check, read back with the candidates and turned into re-ranker
 features; a data dir written before it existed is re-embedded aside on first start, nothing lost.
@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from bot.app import build_app, edge_dir
-from core.knowledge import load_seed_factchecks
-from core.matchfeatures import FEATURE_NAMES, doc_text
-from core.reranker import Reranker
-from core.sparse import query_vector
+from core.matching.knowledge_base import load_seed_factchecks
+from core.matching.features import FEATURE_NAMES, doc_text
+from core.matching.reranker import Reranker
+from core.encoders.sparse import query_vector
 from core.textclean import clean_query
-from core.use_encoder import SEED_USE_VECTORS, USE_DIM, UseEncoder
+from core.encoders.use_encoder import SEED_USE_VECTORS, USE_DIM, UseEncoder
 from schema.models import Verdict
 from storage.edge_store import EdgeVectorStore
 from storage.sqlite import Database

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from qdrant_client import AsyncQdrantClient
 
-from core.sparse import document_vector, query_vector
+from core.encoders.sparse import document_vector, query_vector
 from storage.edge_store import EdgeVectorStore
 from storage.evidence_vectors import EvidencePoint, EvidenceVectors
 from storage.message_vectors import MessagePoint, MessageVectors
@@ -323,7 +323,7 @@ async def test_also_reported_by_agrees_on_both_backends(tmp_path, model_dir):
     from datetime import datetime, timedelta, timezone
 
     from bot.app import load_embedder
-    from core.tracking import Corroborator, TrackedMessage
+    from core.corroboration.corroborator import Corroborator, TrackedMessage
     from storage.messages import MessageStore
     from storage.sqlite import Database
     from tests.conftest import isolated_settings

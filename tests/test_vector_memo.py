@@ -1,10 +1,10 @@
-"""core/vector_memo.py: the memo behind every text model's cache."""
+"""core/encoders/vector_memo.py: the memo behind every text model's cache."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from core.vector_memo import VectorMemo
+from core.encoders.vector_memo import VectorMemo
 
 
 def test_known_answers_only_when_every_key_is_remembered():

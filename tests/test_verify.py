@@ -1,4 +1,4 @@
-"""core.verify: the per-claim pipeline end to end (real ONNX model, fake OpenAI server) and aggregation."""
+"""core.verdict.verify: the per-claim pipeline end to end (real ONNX model, fake OpenAI server) and aggregation."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import re
 
 import pytest
 
-from core.credibility import DomainRules
-from core.embeddings import Embedder
+from core.evidence.credibility import DomainRules
+from core.encoders.embeddings import Embedder
 from core.evidence.base import ClaimQuery
 from schema.models import Citation, Verdict
-from core.scoring import Features
-from core.verify import ClaimVerdict, aggregate, sufficient, verify_claim
+from core.verdict.scoring import Features
+from core.verdict.verify import ClaimVerdict, aggregate, sufficient, verify_claim
 from tests.judging_support import ev, stance_by_keyword, utc
 from tests.llm_fixtures import fake, llm  # noqa: F401  (fixtures)
 
@@ -44,7 +44,7 @@ async def test_offline_uses_the_matching_fact_check(embedder):
     cv = await verify_claim(CLAIM, evidence(), embedder=embedder, rules=RULES, now=utc(2025))
     assert cv.verdict == Verdict.REFUTED and cv.mode == "offline" and cv.policy_verdict == Verdict.REFUTED
     assert cv.features.fc_refuted and cv.score < 20
-    assert cv.confidence == 0.8  # no surer than the fact-check match (core.stance.MATCH_PRECISION)
+    assert cv.confidence == 0.8  # no surer than the fact-check match (core.verdict.stance.MATCH_PRECISION)
     urls = [c.url for c in cv.citations]
     assert "https://blocked.example/water" not in urls and "https://www.bbc.com/" not in urls
     assert any("blocked.example" in n and "denied" in n for n in cv.notes)

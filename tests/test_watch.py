@@ -26,7 +26,7 @@ from bot.router import route
 from bot.chat_app import build_digests
 from bot.watch import WatchService
 from bot.watch_commands import NOT_AVAILABLE, REFUSED, WatchCommands, WatchRequest
-from core.telegram_preview import PreviewReader
+from core.watch.telegram_preview import PreviewReader
 from storage.domains import DomainStore
 from storage.watched import WatchStore, read_channels
 from tests.chat_support import queued_chat

@@ -1,4 +1,4 @@
-"""The account reader of watched channels (core/account_reader.py, core/mtproto.py): public
+"""The account reader of watched channels (core/watch/account_reader.py, core/watch/mtproto.py): public
 channels without a web preview read through a logged-in Telegram account, with the real watch service,
 corroborator (SQLite, embedded Qdrant, the models) and the local t.me (tests/fakes/telegram_preview.py).
 
@@ -29,9 +29,9 @@ from bot.app import build_app
 from bot.outflow import describe, outflow
 from bot.settings import Settings
 from bot.watch import WatchService, build_account, session_path
-from core.account_reader import AccountReader
-from core.mtproto import TelethonChannels
-from core.telegram_preview import PreviewReader
+from core.watch.account_reader import AccountReader
+from core.watch.mtproto import TelethonChannels
+from core.watch.telegram_preview import PreviewReader
 from storage.watched import WatchStore
 from tests.conftest import SeededDataDir, isolated_settings
 from tests.fakes.telegram_account import FakeAccountTelegram

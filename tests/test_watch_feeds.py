@@ -25,8 +25,8 @@ from bot.chat_app import build_digests
 from bot.watch import WatchService
 from bot.watch_feeds import FeedWatch, chat_id_of, item_key
 from core.evidence.ssrf import SSRFGuard
-from core.feed_reader import FeedItem, FeedReader, feed_url, is_feed_ref, parse_feed
-from core.telegram_preview import PreviewReader
+from core.watch.feed_reader import FeedItem, FeedReader, feed_url, is_feed_ref, parse_feed
+from core.watch.telegram_preview import PreviewReader
 from storage.watched import WatchStore
 from storage.watched_feeds import FeedStore
 from tests.chat_support import queued_chat

@@ -1,5 +1,5 @@
 """Photos as stories: watched posts' photos are downloaded from the URL the preview page
-names and perceptually hashed (core/photo_hash.py, core/preview_photos.py), the same picture in two channels
+names and perceptually hashed (core/corroboration/photo_hash.py, core/watch/preview_photos.py), the same picture in two channels
 (one re-encoded) is one story for "also reported by" and the digest, and a photo an admin reviewed answers
 the next forward of it at once. Pictures are generated with Pillow; a local t.me (tests/fakes/telegram_preview.py)
 serves the preview pages and the image files, a fake Bot API the user's side; the corroborator, SQLite,
@@ -28,11 +28,11 @@ from bot.check_service import CHECKING
 from bot.chat_app import build_digests
 from bot.photo_memory import PhotoMemory
 from bot.watch import WatchService
-from core.image_limits import ImageLimits, NotAnImage, TooManyPixels
-from core.photo_hash import BITS, MATCH_DISTANCE, distance, photo_hash
-from core.photo_index import PhotoEntry, PhotoIndex
-from core.preview_photos import PreviewPhotos
-from core.telegram_preview import PreviewReader, parse_preview
+from core.intake.image_limits import ImageLimits, NotAnImage, TooManyPixels
+from core.corroboration.photo_hash import BITS, MATCH_DISTANCE, distance, photo_hash
+from core.corroboration.photo_index import PhotoEntry, PhotoIndex
+from core.watch.preview_photos import PreviewPhotos
+from core.watch.telegram_preview import PreviewReader, parse_preview
 from storage.messages import resolve_story
 from storage.watched import WatchStore
 from tests.chat_support import queued_chat

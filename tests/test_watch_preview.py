@@ -1,4 +1,4 @@
-"""Reading Telegram's public web preview (core/telegram_preview.py): channel names, the page's posts, and what
+"""Reading Telegram's public web preview (core/watch/telegram_preview.py): channel names, the page's posts, and what
 each answer of t.me says about a channel, against the local t.me of tests/fakes/telegram_preview.py.
 No models: these are the parser's and the reader's own tests (bot/watch.py's are in tests/test_watch.py)."""
 
@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from core.telegram_preview import (
+from core.watch.telegram_preview import (
     MAX_RETRY_S,
     NotAChannel,
     PreviewReader,

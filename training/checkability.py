@@ -1,4 +1,4 @@
-"""Train the offline "is there a claim?" gate (core/checkability.py) and write core/data/checkability.json.
+"""Train the offline "is there a claim?" gate (core/intake/checkability.py) and write core/data/checkability.json.
 
 Data:
 - CLEF-2020 CheckThat! Task 1 train (English COVID tweets, `claim` label): ../shared/eval/clef2020-task1/train.tsv.
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.checkability import CUE_NAMES, DEFAULT_PATH, cues
+from core.intake.checkability import CUE_NAMES, DEFAULT_PATH, cues
 from core.textclean import clean_query
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +65,7 @@ def read_messages(path: Path, name: str) -> Split:
 
 
 def embed(splits: list[Split], cache: Path) -> None:
-    from core.multilingual import E5Encoder
+    from core.encoders.multilingual import E5Encoder
 
     cache.mkdir(parents=True, exist_ok=True)
     encoder = None
@@ -155,8 +155,8 @@ def timing(path: Path) -> int:
     which embeds the same cleaned text)."""
     import time
 
-    from core.checkability import CheckabilityModel, ClaimGate
-    from core.multilingual import E5Encoder
+    from core.intake.checkability import CheckabilityModel, ClaimGate
+    from core.encoders.multilingual import E5Encoder
 
     with path.open(encoding="utf-8", newline="") as f:
         texts = [r["tweet_text"] for r in csv.DictReader(f, delimiter="\t")]

@@ -1,7 +1,7 @@
 """Calibrate the confidence of inherited verdicts and measure the floor for related fact-checks.
 
 An offline verdict is inherited from the top `auto` match; it is right when that match is the same
-claim (the rating then applies; negations are held back by core/negation.py). So the confidence a
+claim (the rating then applies; negations are held back by core/matching/negation.py). So the confidence a
 card shows for an inherited verdict is P(top auto match is the same claim | its re-ranker
 probability), which is not the re-ranker's probability itself: that one is calibrated over every
 candidate, and the top match of a message whose fact-check is missing is a different population.
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.confidence import DEFAULT_PATH, BINS, expected_calibration_error, reliability_table
-from core.matchfeatures import FEATURE_NAMES, doc_text
-from core.reranker import Reranker
+from core.matching.confidence import DEFAULT_PATH, BINS, expected_calibration_error, reliability_table
+from core.matching.features import FEATURE_NAMES, doc_text
+from core.matching.reranker import Reranker
 from core.textclean import clean_query
 from training.reranker import (
     CachedEmbedder, CachedMultilingual, CachedUse, Corpus, add_data_args, build, build_small, fill_token_columns,
@@ -47,7 +47,7 @@ def mixture(corpus: Corpus, emb, multi, use, data: Path, split: str, k: int, see
             translated: Path | None = None, name: str = "") -> list[dict]:
     """`translated`: a tweets.queries.tsv of our own Russian translations of `split` (same ids): those
     queries instead, scored as production scores a pair across scripts (English-model features zeroed;
-    a query with Cyrillic words also searches and scores its English gloss, core/gloss.py)."""
+    a query with Cyrillic words also searches and scores its English gloss, core/matching/gloss.py)."""
     qids, raws, gold = load_split(data, split)
     if translated is not None:
         qids, raws = load_translated(translated, qids, raws)
@@ -77,7 +77,7 @@ def outcomes(items: list[dict], model: Reranker) -> tuple[np.ndarray, np.ndarray
     for it in items:
         p = model.score(it["X"])
         tier_auto = (p >= model.auto_threshold) & (it["X"][:, col] >= model.auto_min_cos)
-        order = np.lexsort((-p, ~tier_auto))  # auto first, then by probability (core.matching._best_first)
+        order = np.lexsort((-p, ~tier_auto))  # auto first, then by probability (core.matching.matcher._best_first)
         j = int(order[0])
         p1.append(float(p[j]))
         auto.append(bool(tier_auto[j]))
@@ -135,7 +135,7 @@ def calibration_report(split: dict, a: float, b: float) -> dict:
     report: dict = {}
     for name, (p1, auto, ok, has) in split.items():
         raw = np.minimum(p1[auto], 0.99)  # what cards showed before
-        cal = np.minimum(apply_platt(p1[auto], a, b), 0.99)  # core.confidence caps at 0.99 too
+        cal = np.minimum(apply_platt(p1[auto], a, b), 0.99)  # core.matching.confidence caps at 0.99 too
         y = ok[auto].astype(float)
         report[name] = {
             "inherited": int(auto.sum()),
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     wanted = set(args.pairs.split(","))
 
-    from core.model_files import prepare_default_model
+    from core.encoders.model_files import prepare_default_model
     emb = CachedEmbedder(prepare_default_model(args.model_dir), args.cache)
     multi = CachedMultilingual(args.cache)
     use = CachedUse(args.cache)

@@ -3,7 +3,7 @@
 
 Every train row that states, asks about, conditions or disputes a fact-check is paired with that fact-check's
 claim (the seed knowledge base, or ../shared/eval/euvsdisinfo/cases.tsv for EUvsDisinfo rows): label 1 for a
-denial, 0 otherwise. Inputs as in production (core/denial.py): the negation rules' features and the e5 query
+denial, 0 otherwise. Inputs as in production (core/matching/denial.py): the negation rules' features and the e5 query
 vector of the message without its wrapper, cleaned as the matcher cleans it. Two L2 strengths, one for the rules'
 features and one for the vector's 384 dimensions (which would otherwise learn our writers' style), are chosen by
 5-fold cross-validation grouped by fact-check (fewest errors, a missed denial and a withheld restatement
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from core.claim_text import claim_text
-from core.denial import denial_features
-from core.multilingual import E5Encoder
-from core.negation import POLARITY_FEATURES
+from core.intake.claim_text import claim_text
+from core.matching.denial import denial_features
+from core.encoders.multilingual import E5Encoder
+from core.matching.negation import POLARITY_FEATURES
 from core.textclean import clean_query
 from evals.realistic_eval import ASSERTING, read_rows
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Build the Russian/Ukrainian -> English word lexicon (core/data/crosslingual_lexicon.tsv.gz) that
-`core.crosslingual_terms` reads: a bilingual dictionary induced from the USE multilingual model we
+`core.matching.crosslingual_terms` reads: a bilingual dictionary induced from the USE multilingual model we
 already ship, no download and no evaluation data.
 
 How: the most frequent words of each language (wordfreq's lists: a dev tool, `pip install wordfreq`,
-never a runtime dependency) are embedded one by one with USE (core/use_encoder.py); every Cyrillic
+never a runtime dependency) are embedded one by one with USE (core/encoders/use_encoder.py); every Cyrillic
 word takes its nearest English words by CSLS (cosine minus the mean similarity of each side's k
 nearest neighbours in the other language: it discounts "hub" words close to everything, such as
 "poured" or "peat", which plain cosine gave as the translation of "вышки"). Words are stored as
-`core.sparse.terms` normalises them (lower case, accents folded, English plurals folded), so a
+`core.encoders.sparse.terms` normalises them (lower case, accents folded, English plurals folded), so a
 translation is a BM25 term of the English fact-checks as they are indexed.
 
 Then Ukrainian words the Russian list lacks also take the translations of their Russian cognates
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.sparse import terms
+from core.encoders.sparse import terms
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ def vocab(lang: str, n: int, pattern: re.Pattern[str]) -> list[str]:
 
 
 def embed(words: list[str], batch: int = 256) -> np.ndarray:
-    from core.use_encoder import UseEncoder
+    from core.encoders.use_encoder import UseEncoder
 
     enc = UseEncoder(cache_size=0)
     vecs = np.vstack([enc.encode_sync(words[i:i + batch]) for i in range(0, len(words), batch)])

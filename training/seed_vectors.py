@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Write core/data/seed_multilingual.npz and core/data/seed_use.npz: the multilingual passage vector
 and token states (e5, run by the default `TIPLINE_MULTILINGUAL_ENGINE`) and the USE vector of every seed fact-check
-(claim + headline, as core/knowledge.py embeds them), so that a new data dir loads the seed without
-running e5 or USE over it (core/multilingual.py: WithPrecomputedPassages, core/use_encoder.py:
+(claim + headline, as core/matching/knowledge_base.py embeds them), so that a new data dir loads the seed without
+running e5 or USE over it (core/encoders/multilingual.py: WithPrecomputedPassages, core/encoders/use_encoder.py:
 WithPrecomputed). Rerun after editing the seed file;
 tests/test_multilingual.py and tests/test_use_encoder.py fail until you do.
 
@@ -18,10 +18,10 @@ import numpy as np
 
 from bot.app import multilingual_engine
 from bot.settings import Settings
-from core.knowledge import load_seed_factchecks
-from core.matchfeatures import doc_text
-from core.multilingual import SEED_VECTORS
-from core.use_encoder import SEED_USE_VECTORS, UseEncoder
+from core.matching.knowledge_base import load_seed_factchecks
+from core.matching.features import doc_text
+from core.encoders.multilingual import SEED_VECTORS
+from core.encoders.use_encoder import SEED_USE_VECTORS, UseEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +35,7 @@ def main() -> None:
                                            multilingual_engine=engine))
         vecs, states = enc.passages_with_states_sync(texts)
     # float16 halves the file; the cosine to the float32 vectors stays above 0.9999. The token states
-    # (core/token_align.py) are float16 already, end to end, with each text's count.
+    # (core/encoders/token_align.py) are float16 already, end to end, with each text's count.
     np.savez_compressed(SEED_VECTORS, texts=np.array(texts), vectors=vecs.astype(np.float16),
                         model=np.array(enc.model_name), states=np.concatenate(states),
                         state_lens=np.array([len(m) for m in states], np.int64),

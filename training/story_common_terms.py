@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write core/data/story_common_terms.npz: the term ids (as `core.corroboration.story_terms` makes them,
+"""Write core/data/story_common_terms.npz: the term ids (as `core.corroboration.story_model.story_terms` makes them,
 Cyrillic transliterated) of the N most frequent words of English, Russian and Ukrainian by wordfreq.
 
 The same-story feature `shared` counts the terms two messages share that are NOT in this set: a rarity
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.corroboration import COMMON_TERMS_FILE, _alias_terms, story_terms, transliterate
+from core.corroboration.story_model import COMMON_TERMS_FILE, _alias_terms, story_terms, transliterate
 
 LANGUAGES = ("en", "ru", "uk")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Stories across languages: the CROSS and NATIVE same-story models refitted on the CLEF-2020 translated
 stream plus our news-post story set (eval/stories), with and without the columns that read alignment
-(e5 token states) and numbers (core/corroboration.py ROUTE_EXTRA), and the figures of each variant:
+(e5 token states) and numbers (core/corroboration/story_model.py ROUTE_EXTRA), and the figures of each variant:
 
   - CLEF translations dev (tweets + our Russian translations; the figure docs/corroboration.md keeps),
   - eval/stories dev (ru/uk/en posts grouped by event, hard negatives of one city/person),
@@ -13,7 +13,7 @@ crosses corpora), logistic weights per route on its candidate pairs (Newton, L2)
 the best pairwise F1 of the whole train clustering (`--balanced`, shipped: the mean of the two corpora's
 F1); NATIVE on the Russian translations plus the story set's Cyrillic posts. Dev is only reported. The
 shipped constants are the `worst` variant's, printed as CROSS_WEIGHTS = (...) etc.; the token states are
-compared as a tracked message's are stored (core.token_align.stored_states).
+compared as a tracked message's are stored (core.encoders.token_align.stored_states).
 
 usage (docs/decisions/2026-11-29-stories-across-languages.md):
   python -m training.story_models --data ../shared/eval/clef2020-task2 --cache /tmp/storycache --balanced \
@@ -32,9 +32,9 @@ import numpy as np
 
 from bot.app import load_embedder, load_multilingual
 from bot.settings import Settings
-from core.corroboration import (
+from core.corroboration.story_model import (
     ALL_FEATURES, CROSS, NATIVE, StoryDetector, StoryModel, pairwise_scores, prepare_text, route, story_models)
-from core.token_align import stored_states
+from core.encoders.token_align import stored_states
 from evals.corroboration_eval import Message, fit_routes, run_stream, translated_stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,7 +202,7 @@ def _route_errors(models, msgs, mini, multi, states, gold) -> str:
 
 
 def _latin(text: str) -> bool:
-    from core.matchfeatures import latin_script
+    from core.matching.features import latin_script
     return latin_script(text)
 
 

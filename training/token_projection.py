@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fit the projection of e5's token states (core/token_align.py) and write core/data/e5_token_projection.npy.
+"""Fit the projection of e5's token states (core/encoders/token_align.py) and write core/data/e5_token_projection.npy.
 
 The matrix is the top PROJECTION_DIM right singular vectors, not centred, of the layer-10 states of our own
 seed fact-checks (core/data/seed_factchecks.jsonl: claim + headline as the knowledge base embeds them, ~4,400
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.e5_onnx_build import TOKEN_LAYER
-from core.matchfeatures import doc_text
-from core.token_align import PROJECTION, PROJECTION_DIM
+from core.encoders.e5_onnx_build import TOKEN_LAYER
+from core.matching.features import doc_text
+from core.encoders.token_align import PROJECTION, PROJECTION_DIM
 from training import token_alignment as TA
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from core.ranking import evidence_text
-from core.credibility import default_credibility
-from core.text_embedder import TextEmbedder
+from core.evidence.ranking import evidence_text
+from core.evidence.credibility import default_credibility
+from core.encoders.text_embedder import TextEmbedder
 from core.evidence.base import ClaimQuery, Evidence
 from core.evidence.text import parse_datetime
 from storage.evidence_vectors import EvidencePoint, EvidenceVectors

@@ -4,7 +4,7 @@
 
 GET {factcheck_url}?query=…&languageCode=en&pageSize=N&key=KEY. The response is parsed by the same code
 that ingests saved API responses (core/ingest/factcheck_api.py), so ratings are normalised the same way
-(core/ratings.py); each claimReview is one Evidence. No matches is `{}`. The key never appears in errors.
+(core/ingest/ratings.py); each claimReview is one Evidence. No matches is `{}`. The key never appears in errors.
 """
 
 from __future__ import annotations

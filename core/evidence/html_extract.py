@@ -21,7 +21,7 @@ from html import unescape
 from typing import Any
 
 from schema.models import Verdict
-from core.ratings import normalize_rating
+from core.ingest.ratings import normalize_rating
 
 _SKIP = frozenset({"script", "style", "nav", "footer", "header", "aside", "noscript", "template", "svg",
                    "form", "button", "select", "iframe", "object", "canvas", "math"})

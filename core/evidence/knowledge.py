@@ -14,7 +14,7 @@ from datetime import datetime, time, timezone
 
 from core.evidence.base import ClaimQuery, Evidence
 from core.evidence.text import domain_of
-from core.matching import ClaimMatcher
+from core.matching.matcher import ClaimMatcher
 from schema.models import Match
 
 

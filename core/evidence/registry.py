@@ -32,7 +32,7 @@ from core.evidence.base import EvidenceSource
 from core.evidence.evidence_index import EvidenceIndex, EvidenceIndexSource
 from core.evidence.knowledge import KnowledgeSource
 from core.evidence.links import Fetcher, LinkSource
-from core.matching import ClaimMatcher
+from core.matching.matcher import ClaimMatcher
 
 # The provider modules and fetch.py are imported where a source is built: each imports aiohttp.
 if TYPE_CHECKING:

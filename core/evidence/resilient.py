@@ -36,7 +36,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from core.evidence.base import ClaimQuery, Evidence, EvidenceSource
-from core.resilience import (
+from core.evidence.resilience import (
     BreakerState, CallObserver, CircuitBreaker, Clock, ProviderUnavailable, RetryPolicy, Sleep, TokenBucket,
     call_with_retries, describe,
 )

@@ -18,7 +18,7 @@ from typing import Any
 from core.ingest.base import IngestFormatError, ParsedRow, RowError
 from core.ingest.fields import build_factcheck, clean_text, parse_date
 from schema.models import Verdict
-from core.ratings import match_rating, rating_key
+from core.ingest.ratings import match_rating, rating_key
 
 # Labels that announce a fact-check without rating it; dropped from the claim.
 _LABELS = frozenset(rating_key(s) for s in (
@@ -38,7 +38,7 @@ _SUMMARY_RATING = re.compile(
 
 def split_title(title: str, lookup: Callable[[str], Verdict | None] | None = None) -> tuple[str, Verdict | None, str]:
     """(claim, verdict from a prefix or None, rating words) with label/rating prefixes removed. `lookup` reads
-    a prefix's words (a publisher's own table, core/recommended_feeds.py); by default the shared one.
+    a prefix's words (a publisher's own table, core/watch/recommended_feeds.py); by default the shared one.
 
     Loops because publishers stack them: "Fact Check: FALSE: ...".
     """

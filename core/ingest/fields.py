@@ -15,7 +15,7 @@ from typing import Any
 
 from core.ingest.base import RowError
 from schema.models import FactCheck, Verdict
-from core.ratings import match_rating, verdict_from_score
+from core.ingest.ratings import match_rating, verdict_from_score
 
 _SCRIPT_STYLE = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<[^>]*>")
@@ -168,7 +168,7 @@ _SHOWN_RATING_CHARS = 60
 
 
 def rating_of(rating: str, value: float | None, best: float | None, worst: float | None) -> Verdict | None:
-    """The verdict of a fact-checker's rating: its words if we know them (core/ratings.py), else its number
+    """The verdict of a fact-checker's rating: its words if we know them (core/ingest/ratings.py), else its number
     on its scale, else None: we do not know what the fact-checker said."""
     verdict = match_rating(rating) if rating else None
     return verdict if verdict is not None else verdict_from_score(value, best, worst)
@@ -201,7 +201,7 @@ def build_factcheck(
 ) -> FactCheck:
     """The one place raw field values become a FactCheck; raises RowError for an unusable record.
 
-    A rating we cannot read (words not in core/ratings.py and no usable number: "Banana") is stored as
+    A rating we cannot read (words not in core/ingest/ratings.py and no usable number: "Banana") is stored as
     unrated: the verdict NOT_ENOUGH_EVIDENCE and no rating words, so a card never inherits or quotes it
     (it used to say `Unverified … rated "Banana"`); the sentence saying so is appended to `notes`, for the
     parser to report with the row's position."""

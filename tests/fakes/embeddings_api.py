@@ -6,7 +6,7 @@ a real aiohttp server on 127.0.0.1, port 0, the real wire format, and real vecto
               "model": "...", "usage": {"prompt_tokens": N, "total_tokens": N}}
       -> 4xx/5xx {"error": {"message", "type", "code"}}  (OpenAI's error shape; TEI's is close)
 
-The vectors come from the real in-process model (`core.embeddings.Embedder`), deliberately *not*
+The vectors come from the real in-process model (`core.encoders.embeddings.Embedder`), deliberately *not*
 normalised (TEI's `--normalize false`, some Ollama models), so the client must normalise. Like TEI it
 refuses a batch past `max_batch` (413 in TEI; here 413 with the same message), and `fail(status, times)`
 makes the next requests fail (a 503 while the server warms up, a 429 with Retry-After).
@@ -26,7 +26,7 @@ from tests.fakes.loopback import LoopbackFake
 
 @dataclass
 class FakeEmbeddings(LoopbackFake):
-    embedder: Any = None  # core.embeddings.Embedder: the real model behind the fake server
+    embedder: Any = None  # core.encoders.embeddings.Embedder: the real model behind the fake server
     api_key: str | None = None
     max_batch: int = 32
     scale: float = 3.0  # the answer is the unit vector times this: the client normalises

@@ -1,4 +1,4 @@
-"""An in-process stand-in for Telethon's `TelegramClient` (the methods core/mtproto.py calls), answering with
+"""An in-process stand-in for Telethon's `TelegramClient` (the methods core/watch/mtproto.py calls), answering with
 Telethon's real TL types and raising its real errors, for the account reader and `tipline watch login`.
 
 No MTProto server that runs locally could be installed here (PyPI has clients, proxies and a MITM tool; the
@@ -10,7 +10,7 @@ replaced), so the MTProto wire itself is not exercised: everything above `client
     tg.post("kanal", "text", views=1200, forward=("other", 7))
     tg.user("person"); tg.group("chat")                # names that are not channels
     tg.fail(errors.FloodWaitError(None, capture=300))  # the next request raises it
-    factory = tg.factory                               # core/mtproto.py ClientFactory
+    factory = tg.factory                               # core/watch/mtproto.py ClientFactory
     tg.requests                                        # [TL request objects], in order
 """
 
@@ -165,7 +165,7 @@ class FakeAccountTelegram:
 
 
 class FakeClient:
-    """What `TelegramClient(session, api_id, api_hash)` is to core/mtproto.py."""
+    """What `TelegramClient(session, api_id, api_hash)` is to core/watch/mtproto.py."""
 
     def __init__(self, tg: FakeAccountTelegram, session: Path, api_id: int, api_hash: str):
         self.tg, self.session, self.api_id, self.api_hash = tg, Path(session), api_id, api_hash

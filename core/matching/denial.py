@@ -1,0 +1,67 @@
+"""Does a message dispute the fact-checked claim it matches? ("Это фейк, что …", "Неправда, що …", "Не верьте: …")
+
+A message that denies a checked claim matches it as closely as one repeating it, and inheriting the rating would
+invert the answer. One logistic model decides, trained on the pairs we wrote (eval/realistic: denials against
+restatements, questions and conditions of the same fact-checks; training/denial.py). Its inputs: what the
+negation rules see in the pair (core/matching/negation.py: their answer, debunk frames, negated words aligned with the
+claim's) and the message's e5 vector, which carries a denial's tone in any language the model reads
+("так званий", "вкид", "не ведіться" …) where the rules' word lists stop. The vector is the one matching already
+computed (remembered by the encoder), so the decision costs no model call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from core.matching.negation import POLARITY_FEATURES, polarity_features
+
+DEFAULT_PATH = Path(__file__).resolve().parents[1] / "data" / "denial.json"
+
+
+def denial_features(message: str, claim: str, vector: np.ndarray) -> np.ndarray:
+    """One row: the rules' polarity features, then the message's e5 query vector."""
+    return np.concatenate([np.asarray(polarity_features(message, claim), dtype=np.float64),
+                           np.asarray(vector, dtype=np.float64).ravel()])
+
+
+@dataclass(frozen=True)
+class Denial:
+    mean: np.ndarray
+    std: np.ndarray
+    weights: np.ndarray
+    bias: float
+    threshold: float
+    provenance: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Denial:
+        if tuple(data["rules"]) != POLARITY_FEATURES:
+            raise ValueError("denial.json was trained on other features; rerun python -m training.denial")
+        mean, std, w = (np.asarray(data[k], dtype=np.float64) for k in ("mean", "std", "weights"))
+        return cls(mean, np.where(std > 0, std, 1.0), w, float(data["bias"]), float(data["threshold"]),
+                   dict(data.get("provenance", {})))
+
+    @classmethod
+    def load(cls, path: Path = DEFAULT_PATH) -> Denial:
+        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+    def probability(self, message: str, claim: str, vector: np.ndarray) -> float:
+        row = denial_features(message, claim, vector)
+        if row.shape != self.mean.shape:
+            raise ValueError(f"denial.json expects {self.mean.shape[0]} inputs, got {row.shape[0]}: another encoder?")
+        z = float(((row - self.mean) / self.std) @ self.weights + self.bias)
+        return 1.0 / (1.0 + float(np.exp(-np.clip(z, -50.0, 50.0))))
+
+    def disputes(self, message: str, claim: str, vector: np.ndarray) -> bool:
+        return self.probability(message, claim, vector) >= self.threshold
+
+
+@lru_cache(maxsize=1)
+def default_denial() -> Denial | None:
+    """The shipped model, or None before one was trained."""
+    return Denial.load() if DEFAULT_PATH.exists() else None

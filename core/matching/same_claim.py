@@ -1,0 +1,134 @@
+"""The same-claim decision: is this candidate the message's own claim (inherit its verdict), related, or neither?
+
+The re-rankers (core/matching/reranker.py) order the candidates; they were fitted on CLEF tweets and on translations of
+them, one clean claim per text. Chat forwards are not like that: a paraphrase in Russian or Ukrainian of a
+Russian fact-check, a near miss with the same names and a different claim, a second sentence of context. One
+logistic model, trained on chat-like messages we wrote (eval/realistic, split by fact-check;
+training/same_claim.py), reads the top candidates of every message, whatever the languages, and gives the
+probability that each is the same claim. Two thresholds from that training decide:
+
+- `auto`: the verdict is inherited (chosen for precision of inherited verdicts >= 0.93 on the training rows,
+  cross-validated, near misses and messages without a fact-check included);
+- `related`: "possibly related" is shown (a person would call them the same topic: precision >= 0.9 for the
+  target fact-check or the near miss's neighbour).
+
+Its inputs: the re-ranker's logit and the candidate's margin over the next, the multilingual similarities
+(e5, USE, e5 token alignment), cross-language term cover, names and numbers shared or missing, the share of
+the fact-check's word stems in the message, and which kind of pair it is (English–English, across scripts,
+one non-Latin script, another Latin-script language).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import logging
+
+import numpy as np
+
+from core.matching.features import FEATURE_NAMES
+from schema.models import MatchTier
+
+log = logging.getLogger(__name__)
+DEFAULT_PATH = Path(__file__).resolve().parents[1] / "data" / "same_claim.json"
+TOP_K = 5  # candidates the decision reads per message (ordered by the re-rankers)
+
+# Pair kinds as core/matching/matcher.py numbers them, plus 4: a non-English Latin-script message (Spanish …).
+KINDS = ("en_en", "cross", "same_script", "cross_gloss", "other_latin")
+_FROM_RERANKER = ("cos_multi", "cos_use", "cos_multi_margin", "cos_use_margin", "tok_f", "xl_cover", "xl_names",
+                  "entity_cover", "number_match", "number_miss", "cover_claim", "cos_doc", "cos_gloss")
+FEATURES: tuple[str, ...] = ("logit_p", "p_margin", "rank", *_FROM_RERANKER, "stem_overlap", *(f"kind_{k}" for k in KINDS),
+                             "tok_r", "tok_p")
+_COLS = [FEATURE_NAMES.index(n) for n in _FROM_RERANKER]
+_ENGLISH_ONLY = [_FROM_RERANKER.index(n) for n in ("cover_claim", "cos_doc")]
+# The e5 vectors of message and candidate side by side, dimension by dimension: which meanings they share
+# and where they part, read by weights learned on the chat-like pairs (a cosine weighs every dimension alike).
+VECTOR_PARTS = ("e5_product", "e5_absdiff")
+_WORD = re.compile(r"[^\W\d_]{4,}|\d+")
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in _WORD.findall(text.lower())}
+
+
+def stem_overlap(message: str, claim: str) -> float:
+    c = _stems(claim)
+    return len(c & _stems(message)) / len(c) if c else 0.0
+
+
+def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray, order: np.ndarray,
+                      message: str, claims: list[str], tok_rp: np.ndarray | None = None,
+                      message_vec: np.ndarray | None = None, candidate_vecs: np.ndarray | None = None) -> np.ndarray:
+    """One row per candidate in `order` (best first by the re-rankers): the decision's FEATURES, then, with the
+    message's e5 query vector and the candidates' e5 passage vectors, their VECTOR_PARTS."""
+    p = np.clip(probs[order], 1e-6, 1 - 1e-6)
+    nxt = np.append(p[1:], 0.0)
+    best_other = np.array([max([q for j, q in enumerate(p) if j != i] or [0.0]) for i in range(len(p))])
+    rows = np.zeros((len(order), len(FEATURES)))
+    rows[:, 0] = np.log(p / (1 - p))
+    rows[:, 1] = p - np.where(np.arange(len(p)) == 0, nxt, best_other)
+    rows[:, 2] = np.arange(len(p))
+    base = features[order][:, _COLS]
+    english = kinds[order] == 0
+    base[:, _ENGLISH_ONLY] *= english[:, None]  # the English model reads English only
+    rows[:, 3:3 + len(_COLS)] = base
+    rows[:, 3 + len(_COLS)] = [stem_overlap(message, claims[i]) for i in order]
+    for k in range(len(KINDS)):
+        rows[:, 4 + len(_COLS) + k] = kinds[order] == k
+    if tok_rp is not None:
+        rows[:, -2:] = tok_rp[order]
+    if message_vec is None or candidate_vecs is None:
+        return rows
+    q, d = np.asarray(message_vec, dtype=np.float64)[None, :], np.asarray(candidate_vecs, dtype=np.float64)[order]
+    return np.hstack([rows, q * d, np.abs(q - d)])
+
+
+@dataclass(frozen=True)
+class SameClaim:
+    mean: np.ndarray
+    std: np.ndarray
+    weights: np.ndarray
+    bias: float
+    auto: float
+    related: float
+    provenance: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SameClaim:
+        if tuple(data["features"]) != FEATURES or tuple(data.get("vector_parts", ())) not in ((), VECTOR_PARTS):
+            raise ValueError("same_claim.json was trained on other features; rerun python -m training.same_claim")
+        mean, std, w = (np.asarray(data[k], dtype=np.float64) for k in ("mean", "std", "weights"))
+        return cls(mean, np.where(std > 0, std, 1.0), w, float(data["bias"]), float(data["thresholds"]["auto"]),
+                   float(data["thresholds"]["related"]), dict(data.get("provenance", {})))
+
+    @classmethod
+    def load(cls, path: Path = DEFAULT_PATH) -> SameClaim:
+        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+    def score(self, rows: np.ndarray) -> np.ndarray:
+        """`rows` from `decision_features`; a model trained without the vector parts reads the scalars only."""
+        rows = rows[:, :len(self.weights)]
+        if rows.shape[1] != len(self.weights):
+            raise ValueError("same-claim rows lack the e5 vectors the model was trained on")
+        z = ((rows - self.mean) / self.std) @ self.weights + self.bias
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
+
+    def tier(self, p: float) -> MatchTier:
+        return "auto" if p >= self.auto else "suggest" if p >= self.related else "none"
+
+
+@lru_cache(maxsize=1)
+def default_same_claim() -> SameClaim | None:
+    """The shipped model, or None before one was trained or while it is being retrained for new features
+    (training/same_claim.py builds its rows with the re-rankers alone)."""
+    if not DEFAULT_PATH.exists():
+        return None
+    try:
+        return SameClaim.load()
+    except ValueError as exc:
+        log.warning("%s: matching falls back to the re-rankers' tiers", exc)
+        return None
