@@ -14,7 +14,8 @@ from adapters.terminal_card import render_card
 from bot.app import build_app, multilingual_engine
 from bot.render import to_reply
 from core.matching.knowledge_base import load_seed_factchecks
-from core.matching.features import doc_text, latin_script
+from core.matching.features import doc_text
+from core.textscript import latin_script
 from schema.models import Verdict
 from core.encoders.multilingual import SEED_VECTORS, E5Encoder, MultilingualEncoder
 from storage.edge_store import EdgeVectorStore

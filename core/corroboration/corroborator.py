@@ -1,7 +1,7 @@
 """"Also reported by": tracked messages in, same-story messages from other chats out.
 
-`Corroborator` is the live counterpart of `core.corroboration.story_model.StoryDetector` (which is the offline,
-evaluated stream detector): the same features (cosine, alias-normalised entity overlap, IDF-weighted
+`Corroborator` is the live counterpart of `evals.story_detector.StoryDetector` (the offline, evaluated
+stream detector): the same features (cosine, alias-normalised entity overlap, IDF-weighted
 rare-term overlap), the same fitted logistic model and threshold, the same rule (other chats only,
 within the window, union-find stories), but over a store that persists (SQLite rows + Qdrant
 vectors), forgets (retention, /forget) and is shared by concurrent checks.
@@ -66,7 +66,7 @@ from core.corroboration.story_model import (
 )
 from core.encoders.text_embedder import TextEmbedder
 from core.intake.message import detect_language
-from core.matching.features import latin_script
+from core.textscript import latin_script
 from core.encoders.multilingual import MultilingualEncoder
 from core.corroboration.photo_hash import BITS as PHOTO_BITS
 from core.corroboration.photo_index import PhotoEntry, PhotoIndex

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.matching.features import latin_script
+from core.textscript import latin_script
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "data" / "confidence.json"
 BINS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)

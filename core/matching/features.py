@@ -32,6 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from core.textscript import latin_script
 from core.matching.crosslingual_terms import QueryScorer, TermGroups, doc_groups, lazy_lexicon, term_groups
 from core.encoders.sparse import BM25_B, BM25_K1, term_id, term_ids, terms
 
@@ -115,22 +116,6 @@ def without_english_model(X: np.ndarray) -> np.ndarray:
     if out.size:
         out[:, _ENGLISH_COLS] = 0.0
     return out
-
-
-_LATIN_LETTER = re.compile(r"[A-Za-z\u00C0-\u024F]")
-_LETTER = re.compile(r"[^\W\d_]")
-
-
-def latin_script(text: str) -> bool:
-    """True when Latin letters are at least half of the text's letters: what the English model reads.
-    A Russian sentence framing an English phrase ("Говорят что 5G towers cause COVID") is not."""
-    return latin_share(text) >= 0.5
-
-
-def latin_share(text: str) -> float:
-    """Share of the text's letters that are Latin (1.0 for a text without letters)."""
-    letters = len(_LETTER.findall(text))
-    return len(_LATIN_LETTER.findall(text)) / letters if letters else 1.0
 
 
 # --------------------------------------------------------------------------------------------------

@@ -32,9 +32,9 @@ from core.matching.gloss import gloss
 from core.matching.knowledge_base import KnowledgeBase
 from core.intake.language import detect_language
 from core.matching.features import (
-    FEATURE_NAMES, GLOSS_LIST, LISTS, CandidateCosines, features_of, latin_script, latin_share, prepare_query,
-    without_english_model,
+    FEATURE_NAMES, GLOSS_LIST, LISTS, CandidateCosines, features_of, prepare_query, without_english_model,
 )
+from core.textscript import latin_script, latin_share
 from schema.models import FactCheck, Match, MatchTier, Verdict
 from core.matching.reranker import Reranker
 from core.matching.denial import Denial
