@@ -225,7 +225,7 @@ async def _corroboration_eval(app: App, config: ReportConfig, scratch: Path, cac
 
 def _corroboration_eval_sync(app: App, config: ReportConfig, scratch: Path, cache: VectorCache) -> dict:
     from evals.corroboration_eval import baseline_clusters, eval_vectors, load_messages, run_corroboration_eval
-    from core.corroboration.story_model import pairwise_scores
+    from evals.story_detector import pairwise_scores
 
     out: dict = {}
     data = {}

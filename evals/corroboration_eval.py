@@ -27,16 +27,18 @@ from core.corroboration.story_model import (
     FEATURES,
     ROUTE_FEATURES,
     TEXT_STEPS,
-    StoryDetector,
     StoryModel,
+    prepare_text,
+    route,
+    route_scores,
+)
+from evals.story_detector import (
+    StoryDetector,
     best_threshold,
     clusters_at,
     fit_logistic,
     pairwise_scores,
     parse_signature,
-    prepare_text,
-    route,
-    route_scores,
 )
 from evals.evaluation import read_qrels, read_queries
 from core.encoders.token_align import stored_states
@@ -126,7 +128,7 @@ def run_stream(msgs: Sequence[Message], vecs: np.ndarray, model: StoryModel | No
 
 def baseline_clusters(msgs: Sequence[Message], vecs: np.ndarray, threshold: float) -> dict[str, str]:
     """Naive baseline: single-link over raw cosine, no account or time constraints."""
-    from core.corroboration.story_model import clusters_at
+    from evals.story_detector import clusters_at
 
     sims = vecs @ vecs.T
     a, b = np.nonzero(np.triu(sims >= threshold, 1))

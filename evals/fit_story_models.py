@@ -32,7 +32,8 @@ import numpy as np
 
 from bot.app import load_embedder, load_multilingual
 from bot.settings import Settings
-from core.corroboration.story_model import ROUTE_FEATURES, StoryModel, pairwise_scores
+from core.corroboration.story_model import ROUTE_FEATURES, StoryModel
+from evals.story_detector import pairwise_scores
 from evals.corroboration_eval import fit, fit_routes, run_stream, translated_stream
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,14 +27,8 @@ from pathlib import Path
 import numpy as np
 
 
-from core.corroboration.story_model import (
-    FEATURES,
-    StoryModel,
-    UnionFind,
-    best_threshold,
-    fit_logistic,
-    pairwise_scores,
-)
+from core.corroboration.story_model import FEATURES, StoryModel
+from evals.story_detector import UnionFind, best_threshold, fit_logistic, pairwise_scores
 from evals.evaluation import read_qrels
 from evals.corroboration_eval import Message, load_messages, run_stream
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.corroboration.story_model import StoryDetector, StoryModel, prepare_text
+from core.corroboration.story_model import StoryModel, prepare_text
+from evals.story_detector import StoryDetector
 from core.corroboration.corroborator import TrackedMessage
 
 

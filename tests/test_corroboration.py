@@ -8,16 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.corroboration.story_model import (
-    StoryDetector,
-    StoryModel,
-    UnionFind,
-    pair_score,
-    pairwise_scores,
-    parse_signature,
-    story_entities,
-    transliterate,
-)
+from core.corroboration.story_model import StoryModel, story_entities, transliterate
+from evals.story_detector import StoryDetector, UnionFind, pair_score, pairwise_scores, parse_signature
 
 T0 = datetime(2022, 3, 1)
 

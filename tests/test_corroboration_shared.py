@@ -8,12 +8,12 @@ import numpy as np
 from core.corroboration.story_model import (
     FEATURES,
     SHARED_CAP,
-    StoryDetector,
     common_terms,
     pair_features,
     story_terms,
     transliterate,
 )
+from evals.story_detector import StoryDetector
 from tests.test_story_linking_cv import _stream, cv
 
 

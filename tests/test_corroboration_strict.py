@@ -13,7 +13,8 @@ import pytest
 import pytest_asyncio
 
 from bot.app import build_app
-from core.corroboration.story_model import BIAS, STRICT_THRESHOLD, THRESHOLD, WEIGHTS, StoryDetector, StoryModel
+from core.corroboration.story_model import BIAS, STRICT_THRESHOLD, THRESHOLD, WEIGHTS, StoryModel
+from evals.story_detector import StoryDetector
 from core.corroboration.corroborator import TrackedMessage
 from tests.conftest import isolated_settings
 from tests.story_support import detector_partition, live_partition

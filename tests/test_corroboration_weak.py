@@ -13,14 +13,8 @@ import pytest
 import pytest_asyncio
 
 from bot.app import build_app
-from core.corroboration.story_model import (
-    BIAS,
-    THRESHOLD,
-    WEAK_THRESHOLD,
-    WEIGHTS,
-    StoryDetector,
-    StoryModel,
-)
+from core.corroboration.story_model import BIAS, THRESHOLD, WEAK_THRESHOLD, WEIGHTS, StoryModel
+from evals.story_detector import StoryDetector
 from core.corroboration.corroborator import TrackedMessage
 from tests.conftest import isolated_settings
 from tests.story_support import detector_partition, live_partition

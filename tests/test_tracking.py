@@ -19,7 +19,8 @@ from bot.app import build_app
 from bot.chat_settings import ChatCommands, ChatSettingsRequest, CheckExtras
 from bot.render import to_reply
 from bot.repeats import RepeatTracker, fingerprint
-from core.corroboration.story_model import pair_score, prepare_text
+from core.corroboration.story_model import prepare_text
+from evals.story_detector import pair_score
 from core.corroboration.corroborator import INLINE_ROW_CHARS, Corroborator, TrackedMessage, _row_of, _secs
 from schema.models import Result, Verdict
 from storage.message_vectors import (

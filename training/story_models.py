@@ -32,8 +32,8 @@ import numpy as np
 
 from bot.app import load_embedder, load_multilingual
 from bot.settings import Settings
-from core.corroboration.story_model import (
-    ALL_FEATURES, CROSS, NATIVE, StoryDetector, StoryModel, pairwise_scores, prepare_text, route, story_models)
+from core.corroboration.story_model import ALL_FEATURES, CROSS, NATIVE, StoryModel, prepare_text, route, story_models
+from evals.story_detector import StoryDetector, pairwise_scores
 from core.encoders.token_align import stored_states
 from evals.corroboration_eval import Message, fit_routes, run_stream, translated_stream
 
