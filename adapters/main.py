@@ -44,7 +44,6 @@ from bot.check_service import CheckService
 from bot.render import to_reply
 from bot.settings import Settings, configuration_warnings
 from core.encoders.embeddings import EmbeddingError
-from evals.evaluation import EvalDataError
 from core.ingest import IngestFormatError
 from core.intake.message import EmptyInput, intake
 from core.encoders.model_files import ModelFilesMissing
@@ -55,7 +54,13 @@ from storage.vectors import VectorStoreError
 gc_pause.resume()
 
 USER_ERRORS = (SetupError, StorageError, VectorStoreError, EmbeddingError, ModelFilesMissing, EmptyInput,
-               IngestFormatError, EvalDataError)
+               IngestFormatError)
+
+
+def _eval_data_error(exc: Exception) -> bool:
+    """An eval command's bad data file: a user error too, recognised without importing evals/ for every command."""
+    evaluation = sys.modules.get("evals.evaluation")
+    return evaluation is not None and isinstance(exc, evaluation.EvalDataError)
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -320,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         code = asyncio.run(_dispatch(args))
         if args.command == "check" and argv is None:  # the program itself, not a caller in this process
             # Everything is closed and written by now; what is left is the interpreter freeing ~500 MB of
-            # models object by object, ~0.1 s of CPU a one-shot check does not need (issue 14).
+            # models object by object, ~0.1 s of CPU a one-shot check does not need.
             sys.stdout.flush()
             sys.stderr.flush()
             logging.shutdown()
@@ -340,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\ntipline: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the last line of defence: one sentence, the traceback only with --debug
+        if _eval_data_error(exc):
+            print(f"tipline: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         if args.debug:
             raise
         print(f"tipline: unexpected error ({exc.__class__.__name__}: {exc}); run the same command again with "
