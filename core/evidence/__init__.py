@@ -15,5 +15,9 @@ Public API (what the engine needs):
 raises. Modules: knowledge.py (previous fact-checks via ClaimMatcher), factcheck_api.py (Google Fact Check
 Tools), searxng.py / brave.py (web, staged via staged.py), gdelt.py (news), links.py (link expansion over
 fetch.py + html_extract.py, SSRF-guarded by ssrf.py), evidence_index.py (the growing `evidence` collection).
-Typed errors with user-facing sentences live in errors.py.
+Typed errors with user-facing sentences live in errors.py. Around the sources: queries.py plans the
+search queries (`plan_queries`), ranking.py picks and orders what the judge sees (`shortlist`,
+`rank_shortlist`), credibility.py holds the domains' default credibility and the admins' rules
+(`DomainRules`), resilience.py the rate limits, retries and circuit breakers resilient.py wraps a
+source in.
 """
