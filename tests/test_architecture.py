@@ -5,6 +5,9 @@ application) -> core/ (the engine) -> storage/ (SQLite, Qdrant) -> schema/ (the 
 Beside them, evals/ (evaluation and benchmarks) uses the application; only the CLI imports it.
 A floor imports only the floors below it; only adapters/ talks to a chat SDK; every SQL statement is in
 storage/; adapters receive the built application instead of building its parts.
+
+Inside core/, rooms by stage (ROOMS): each package imports only the rooms its row names, the table has no
+circle, and core/'s top holds only the engine, its stages and the few text helpers every room shares.
 """
 
 import ast
@@ -27,6 +30,27 @@ SQL = re.compile(r"^\s*(SELECT\s.+\sFROM\s|INSERT\s+(OR\s+\w+\s+)?INTO\s|UPDATE\
                  re.DOTALL)
 # The parts of the chat application that only bot/chat_app.py builds, once (adapters receive them).
 APP_PARTS = {"CheckService", "DomainCommands", "ChatCommands", "CheckExtras", "ReviewCommands", "JobQueue"}
+
+
+# core/'s rooms: which other rooms each may import (the shared top-level helpers are open to all).
+ROOMS: dict[str, set[str]] = {
+    "llm": set(),                                                   # the LLM client and its budget
+    "encoders": set(),                                              # text -> vectors, and their files
+    "ingest": set(),                                                # files and feeds -> fact-checks, rating words
+    "intake": {"encoders", "llm"},                                  # message -> clean text, claims, checkable?
+    "matching": {"encoders", "ingest", "intake"},                   # message -> matching fact-checks
+    "evidence": {"encoders", "ingest", "llm", "matching"},          # claim -> evidence from every source
+    "verdict": {"encoders", "evidence", "llm", "matching"},         # evidence -> stances -> verdict
+    "corroboration": {"encoders", "intake", "matching"},            # same story in other chats, trends
+    "watch": {"corroboration", "evidence", "ingest", "intake"},     # public channels and feeds, read on schedule
+}
+CORE_TOP = {"engine", "stages"}  # the pipeline: may import every room; no room imports it
+CORE_SHARED = {"i18n", "i18n_uk", "textclean", "textscript", "numeric"}  # below every room
+
+
+def _core_room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "core" and len(parts) > 1 else None
 
 
 def _sources(*floors: str) -> list[Path]:
@@ -132,3 +156,35 @@ def test_no_torch_anywhere():
     declared = project["dependencies"] + [d for ds in project["optional-dependencies"].values() for d in ds]
     assert not [d for d in declared if "torch" in d.lower() or "sentence-transformers" in d.lower()]
     assert importlib.util.find_spec("torch") is None, "torch got into the environment"
+
+
+def test_core_top_holds_the_engine_and_the_shared_helpers_only():
+    top = {p.stem for p in (ROOT / "core").glob("*.py")} - {"__init__"}
+    rooms = {p.name for p in (ROOT / "core").iterdir() if (p / "__init__.py").is_file()}
+    assert top == CORE_TOP | CORE_SHARED, f"a module at core/'s top that is not in the room map: {top ^ (CORE_TOP | CORE_SHARED)}"
+    assert len(top) <= 12
+    assert rooms == set(ROOMS), f"core/'s packages and the room map differ: {rooms ^ set(ROOMS)}"
+
+
+def test_a_core_room_imports_only_the_rooms_its_row_names():
+    bad = []
+    for path in _sources("core"):
+        rel = path.relative_to(ROOT / "core").with_suffix("").parts
+        here = rel[0]
+        if here == "__init__":
+            continue
+        allowed = (set(ROOMS) | CORE_SHARED | CORE_TOP if here in CORE_TOP else
+                   CORE_SHARED if here in CORE_SHARED else ROOMS[here] | CORE_SHARED)
+        for name in _imports(_tree(path)):
+            there = _core_room(name)
+            if there is not None and there != here and there not in allowed:
+                bad.append(f"core/{'/'.join(rel)}.py imports {name} ({here} -> {there})")
+    assert not bad, bad
+
+
+def test_the_room_map_has_no_circle():
+    done: set[str] = set()
+    while len(done) < len(ROOMS):
+        ready = {room for room, needs in ROOMS.items() if room not in done and needs <= done}
+        assert ready, f"a circle among {sorted(set(ROOMS) - done)}"
+        done |= ready
