@@ -62,19 +62,21 @@ def package_files() -> list[str]:
     return sorted(out)
 
 
-BESIDE_MODULE = re.compile(r"Path\(__file__\)(?:\.resolve\(\))?\.parent((?:\s*/\s*\"[^\"]+\")+)")
+BESIDE_MODULE = re.compile(r"Path\(__file__\)(?:\.resolve\(\))?\.(?:parent|parents\[(\d+)\])((?:\s*/\s*\"[^\"]+\")+)")
 
 
 def files_opened_beside_the_code() -> dict[str, str]:
-    """`Path(__file__).parent / "data" / "x.json"` in a module -> "core/data/x.json": module."""
+    """`Path(__file__).parent / "data" / "x.json"` in a module -> "core/data/x.json": module (and `.parents[1]`
+    in a module one package deeper)."""
     out: dict[str, str] = {}
     for package in PACKAGES:
         for module in sorted((ROOT / package).rglob("*.py")):
             if _skip_in_tree(module.relative_to(ROOT)):
                 continue
             for m in BESIDE_MODULE.finditer(module.read_text(encoding="utf-8")):
-                parts = re.findall(r"\"([^\"]+)\"", m[1])
-                target = (module.parent.joinpath(*parts)).relative_to(ROOT).as_posix()
+                parts = re.findall(r"\"([^\"]+)\"", m[2])
+                base = module.parents[int(m[1])] if m[1] else module.parent
+                target = (base.joinpath(*parts)).relative_to(ROOT).as_posix()
                 out[target] = module.relative_to(ROOT).as_posix()
     return out
 
