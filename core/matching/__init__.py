@@ -22,8 +22,9 @@ One match, in order:
    go to the across-scripts one.
 7. The same-claim decision (same_claim.py) reads the re-rankers' top TOP_K candidates of every message
    and gives the tier of each pair that is not English-English (`auto`: inherit the verdict; `suggest`:
-   "possibly related"); English-English pairs keep their re-ranker's calibrated tiers. Without
-   same_claim.json the re-rankers' tiers decide every pair.
+   "possibly related"). English-English pairs keep their re-ranker's calibrated tiers, except that their
+   `auto` needs the decision's `auto` too: the re-ranker, fitted on CLEF tweets, takes a chat near miss
+   with the same names for the claim. Without same_claim.json the re-rankers' tiers decide every pair.
 8. Guards (GUARDS) demote an `auto` that a measured failure showed to be unsafe: a close rival
    fact-check that carries a word of the message the match lacks (contested.py, English pairs), and,
    where the re-rankers' tiers decide a same-script pair, too little word overlap with the fact-check.
@@ -32,7 +33,8 @@ One match, in order:
    inherit a rating the message denies; the confidence map (confidence.py) turns the top match's
    probability into the percentage the card prints and holds the floor for listing related ones.
 
-The structures below are what tests/test_matching_map.py holds the code to: a feature column, a
+Figures and the measurements behind each part: docs/matching.md and docs/decisions/. The structures
+below are what tests/test_matching_map.py holds the code to: a feature column, a
 resource file or a scorer added or removed without this map fails it. Values of thresholds live in the
 code and the shipped files; the map names where they are.
 """
