@@ -23,8 +23,9 @@ One match, in order:
 7. The same-claim decision (same_claim.py) reads the re-rankers' top TOP_K candidates of every message
    and gives the tier of each pair that is not English-English (`auto`: inherit the verdict; `suggest`:
    "possibly related"). English-English pairs keep their re-ranker's calibrated tiers, except that their
-   `auto` needs the decision's `auto` too: the re-ranker, fitted on CLEF tweets, takes a chat near miss
-   with the same names for the claim. Without same_claim.json the re-rankers' tiers decide every pair.
+   `auto` becomes `suggest` when the decision calls the pair unrelated (below its `related` threshold):
+   the re-ranker, fitted on CLEF tweets, takes a chat near miss with the same names for the claim.
+   Without same_claim.json the re-rankers' tiers decide every pair.
 8. Guards (GUARDS) demote an `auto` that a measured failure showed to be unsafe: a close rival
    fact-check that carries a word of the message the match lacks (contested.py, English pairs), and,
    where the re-rankers' tiers decide a same-script pair, too little word overlap with the fact-check.
