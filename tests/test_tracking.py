@@ -368,9 +368,10 @@ async def test_the_forwarded_channel_is_not_its_own_corroboration(app):
 
 async def test_stored_rows_carry_author_link_time_and_language(app):
     c = app.corroborator
-    (a,) = await tracked(app, 1)
+    a, b = await tracked(app, 2)
+    await c.ingest(msg(b, STORY, NOW - timedelta(minutes=10)))  # its own English post: no other test's needed
     m = msg(a, "Взрывы в Киеве этим утром, работает ПВО", NOW - timedelta(minutes=3))
-    story = await c.ingest(m)  # STORY retold in Russian: it joins the English posts' story (across languages)
+    story = await c.ingest(m)  # STORY retold in Russian: it joins the English post's story (across languages)
     row = (await c.store.get([m.key]))[m.key]
     assert (row.platform, row.chat_id, row.message_id) == ("telegram", a, m.message_id)
     assert row.author == m.author and row.permalink == m.permalink and row.language == "ru"
