@@ -79,11 +79,8 @@ from storage.messages import MessageStore, StoredMessage, message_key, resolve_s
 log = logging.getLogger(__name__)
 
 CANDIDATES = 64  # nearest rows (by cosine) scored with the full model per message linked at ingest
-# A lookup reads and scores fewer: the matched stories' other members come in through their story anyway.
-# lookup_quality (docs/decisions/2026-11-29-retired-tools.md) on the 992 signed CLEF tweets with 20 verbatim forwards each crowding the window
-# (20,832 stored): 16 and 64 show a right chat for the same 0.990 of 295 lookups, precision of the chats
-# shown 0.973 both, a wrong chat for lookups without a partner 0.054 vs 0.058, the same card 94 % of the time;
-# without the forwards 8, 16 and 64 give identical cards. Warm lookup at 100k stored: ~30 % less time.
+# A lookup reads and scores fewer: the matched stories' other members come in through their story anyway,
+# and 16 showed the same chats as 64 (docs/decisions/2026-11-29-notes-from-code.md, "LOOKUP_CANDIDATES").
 LOOKUP_CANDIDATES = 16
 # A lookup scores its text on the event loop up to this length, in a worker thread beyond: the row is
 # pure Python, ~1.5 ms per 1,000 characters here, so a 2,000-character text and its 16 scores (0.35 ms)

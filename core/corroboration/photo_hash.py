@@ -3,8 +3,8 @@ picture about half the bits away.
 
 The hash is imagehash's pHash at 256 bits (the signs of the lowest 16x16 DCT coefficients of a 64x64 grey
 thumbnail against their median). Two photos are the same when their hashes differ in at most
-`MATCH_DISTANCE` bits: measured with photo_hash_threshold (docs/decisions/2026-11-29-retired-tools.md) on generated pictures and their
-variants (docs/decisions/2026-11-29-photo-hash.md): 64-bit pHash could not tell two news cards of one
+`MATCH_DISTANCE` bits, measured on generated pictures and their variants
+(docs/decisions/2026-11-29-photo-hash.md): 64-bit pHash could not tell two news cards of one
 template (same background, band and logo, another headline) apart, 256 bits can. Before anything decodes
 the bytes, core/intake/image_limits.py checks the format and the pixel count from the header, so a decompression
 bomb is refused unread; a JPEG is then decoded at a reduced scale (the hash reads a 64x64 thumbnail, so a
@@ -26,11 +26,8 @@ from core.intake.image_limits import FORMATS, ImageLimits, NotAnImage, inspect_i
 HASH_SIZE = 16  # imagehash's hash_size: HASH_SIZE**2 bits
 BITS = HASH_SIZE * HASH_SIZE
 WORDS = BITS // 64
-# At most this many differing bits is the same photo. photo_hash_threshold (docs/decisions/2026-11-29-retired-tools.md) --bases 24 (96 generated
-# pictures, 16 variants each): every re-encoding (JPEG quality 30-95) and resize (50-200 %) but 2 of 96
-# "resized to 50 % and saved at quality 30" is within 12 bits; the closest two different pictures are 14
-# bits apart (two news cards of one template), any other pair 84 or more. No crop of 2 % or more is within
-# it: a hash that matched them also matched different cards of one template.
+# At most this many differing bits is the same photo: re-encodings and resizes fall within it, two news cards
+# of one template do not, and neither do crops (docs/decisions/2026-11-29-photo-hash.md).
 MATCH_DISTANCE = 12
 _THUMB = 4 * HASH_SIZE * 2  # a JPEG is decoded at the smallest DCT scale still at least this big
 

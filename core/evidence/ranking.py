@@ -42,11 +42,9 @@ T = TypeVar("T")
 
 PER_DOMAIN = 2
 LIMIT = 8
-# Measured (measure_factcheck_match (docs/decisions/2026-11-29-retired-tools.md) --relevance, CLEF-2020 Task 2 train, 800 tweets): a tweet and
-# its gold fact-check (on-topic by construction) have cosine >= 0.25 in 99.5% of cases, a tweet and a random
-# other fact-check in 3.7%. The floor removes off-topic hits and almost never a relevant one. Caveat: the
-# English MiniLM gives near-random cosines between two Cyrillic texts (unrelated Russian pairs ~0.6), so for
-# Russian the floor filters little; pass the English translation as a second claim text.
+# The floor removes off-topic hits and almost never a relevant one (docs/decisions/2026-11-29-notes-from-code.md,
+# "MIN_RELEVANCE"). The English MiniLM gives near-random cosines between two Cyrillic texts, so for Russian the
+# floor filters little; pass the English translation as a second claim text.
 MIN_RELEVANCE = 0.25
 SHINGLE_DUP = 0.5
 COSINE_DUP = 0.95

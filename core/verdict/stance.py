@@ -37,11 +37,8 @@ Label = Literal["supports", "refutes", "neutral"]
 BATCH = 6
 SNIPPET_CHARS = 700
 # A fact-check "is about this claim" at embedding cosine >= FACTCHECK_MATCH, and then is the same claim with
-# probability MATCH_PRECISION. Measured by measure_factcheck_match (docs/decisions/2026-11-29-retired-tools.md) on CLEF-2020 CheckThat! Task 2
-# train (800 tweets, top-5 fact-checks each): precision climbs to 0.797 at cosine 0.70 and stays flat
-# (0.79–0.80) up to 0.90 while recall falls from 38% to 0.5%, so 0.70 is where more strictness stops
-# buying precision. Part of the remaining 20% are duplicate fact-checks of one story labelled negative
-# (docs/decisions/2026-11-24-matching-measurements.md), so the true precision is somewhat higher; 0.80 is the honest lower figure.
+# probability MATCH_PRECISION: past that cosine more strictness stops buying precision
+# (docs/decisions/2026-11-29-notes-from-code.md, "core/verdict/stance.py").
 FACTCHECK_MATCH = 0.70
 MATCH_PRECISION = 0.80
 OFFLINE_CONFIDENCE = 0.2
