@@ -11,12 +11,11 @@ Migration 13 (storage/sqlite.py).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.sqlite import Database
+from storage.sqlite import Database, read_only_rows
 
 _COLS = ("url, name, added_by, added_at, etag, last_modified, title, status, detail, last_read_at, "
          "last_ok_at, retry_at, added, skipped")
@@ -131,16 +130,4 @@ class FactCheckFeedStore:
 def read_feeds(path: Path) -> list[StoredFeed]:
     """The feeds of a data dir's database, read-only (`tipline doctor`, `tipline feeds list` beside a running
     bot); [] when there is no database or no feed."""
-    if not path.exists():
-        return []
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return []
-    try:
-        rows = conn.execute(f"SELECT {_COLS} FROM factcheck_feeds ORDER BY added_at, url").fetchall()
-    except sqlite3.Error:  # no such table: an older data dir, no feed added
-        return []
-    finally:
-        conn.close()
-    return [_feed(r) for r in rows]
+    return [_feed(r) for r in read_only_rows(path, f"SELECT {_COLS} FROM factcheck_feeds ORDER BY added_at, url")]

@@ -426,6 +426,23 @@ _PSEUDONYM_KEY = "pseudonym_key"  # kv: the data dir's own HMAC key, made on fir
 _PSEUDONYMS_DONE = "pseudonyms_v1"  # kv: feedback ids and older checks' askers were turned into pseudonyms
 
 
+def read_only_rows(path: Path, sql: str) -> list[tuple]:
+    """`sql`'s rows from a data dir's database opened read-only, for commands that run beside a bot that may
+    be using it (`tipline doctor`, `... list`); [] when there is no database or no such table yet."""
+    if not path.exists():
+        return []
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return []
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.Error:  # no such table: an older data dir, or nothing added yet
+        return []
+    finally:
+        conn.close()
+
+
 def hash_to_sql(h: int) -> str:
     """A perceptual hash (core/corroboration/photo_hash.py, 256 bits) as the 64 hex digits SQLite keeps."""
     return f"{h:064x}"

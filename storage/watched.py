@@ -20,12 +20,11 @@ tracked chat. The tables are migrations 12 and 14 (storage/sqlite.py).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.sqlite import Database
+from storage.sqlite import Database, read_only_rows
 
 _CHANNEL_COLS = ("name, title, added_by, added_at, removed, last_post_id, last_post_at, last_poll_at, last_ok_at, "
                  "status, detail, retry_at, posts, reader")
@@ -240,16 +239,5 @@ class WatchStore:
 def read_channels(path: Path) -> list[WatchedChannel]:
     """The watched channels of a data dir's database, read-only (`tipline doctor`: it may be in use by a
     running bot, and doctor changes nothing); [] when there is no database or nothing is watched."""
-    if not path.exists():
-        return []
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return []
-    try:
-        rows = conn.execute(f"SELECT {_CHANNEL_COLS} FROM watched_channels WHERE removed = 0 ORDER BY name").fetchall()
-    except sqlite3.Error:  # no such table: nothing was ever watched
-        return []
-    finally:
-        conn.close()
-    return [_channel(r) for r in rows]
+    sql = f"SELECT {_CHANNEL_COLS} FROM watched_channels WHERE removed = 0 ORDER BY name"
+    return [_channel(r) for r in read_only_rows(path, sql)]

@@ -13,12 +13,11 @@ The items themselves (text, time, link) are tracked messages (storage/messages.p
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.sqlite import Database
+from storage.sqlite import Database, read_only_rows
 
 _COLS = ("url, title, added_by, added_at, removed, etag, last_modified, last_item_at, last_poll_at, last_ok_at, "
          "status, detail, retry_at, items, unchanged")
@@ -143,16 +142,4 @@ class FeedStore:
 
 def read_feeds(path: Path) -> list[WatchedFeed]:
     """The watched feeds of a data dir's database, read-only (`tipline doctor`); [] when there are none."""
-    if not path.exists():
-        return []
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return []
-    try:
-        rows = conn.execute(f"SELECT {_COLS} FROM watched_feeds WHERE removed = 0 ORDER BY url").fetchall()
-    except sqlite3.Error:  # no such table: an older database
-        return []
-    finally:
-        conn.close()
-    return [_feed(r) for r in rows]
+    return [_feed(r) for r in read_only_rows(path, f"SELECT {_COLS} FROM watched_feeds WHERE removed = 0 ORDER BY url")]
