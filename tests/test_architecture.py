@@ -45,7 +45,7 @@ ROOMS: dict[str, set[str]] = {
     "watch": {"corroboration", "evidence", "ingest", "intake"},     # public channels and feeds, read on schedule
 }
 CORE_TOP = {"engine", "stages"}  # the pipeline: may import every room; no room imports it
-CORE_SHARED = {"i18n", "i18n_uk", "textclean", "textscript", "numeric"}  # below every room
+CORE_SHARED = {"i18n", "i18n_uk", "textclean", "textscript", "numeric", "logistic"}  # below every room
 
 
 def _core_room(module: str) -> str | None:

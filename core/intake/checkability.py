@@ -25,6 +25,7 @@ from typing import Literal
 
 import numpy as np
 
+from core.logistic import probability, standardised_weights
 from core.intake.claims import OPINION_RE, QUESTION_START_RE, TRUTH_QUESTION_RE, entities, split_sentences
 from core.i18n import t
 from schema.models import Result, Step, Verdict
@@ -104,10 +105,10 @@ class CheckabilityModel:
     def from_dict(cls, data: dict) -> CheckabilityModel:
         names = tuple(data["cue_names"])
         dim = int(data["embedding_dim"])
-        mean, std, w = (np.asarray(data[k], dtype=np.float64) for k in ("mean", "std", "weights"))
+        mean, std, w, bias = standardised_weights(data)
         if not (mean.shape == std.shape == w.shape == (dim + len(names),)):
             raise ValueError("checkability weights do not match its features")
-        return cls(names, dim, mean, np.where(std > 0, std, 1.0), w, float(data["bias"]),
+        return cls(names, dim, mean, std, w, bias,
                    float(data["threshold"]), dict(data.get("provenance", {})))
 
     @classmethod
@@ -123,8 +124,7 @@ class CheckabilityModel:
 
     def score(self, features: np.ndarray) -> np.ndarray:
         """p_claim for each row of `features` (n, embedding_dim + len(cue_names))."""
-        z = ((np.asarray(features, dtype=np.float64) - self.mean) / self.std) @ self.weights + self.bias
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
+        return probability(np.asarray(features, dtype=np.float64), self.mean, self.std, self.weights, self.bias)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.logistic import probability, standardised_weights
 from core.matching.negation import POLARITY_FEATURES, polarity_features
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "data" / "denial.json"
@@ -42,8 +43,7 @@ class Denial:
     def from_dict(cls, data: dict) -> Denial:
         if tuple(data["rules"]) != POLARITY_FEATURES:
             raise ValueError("denial.json was trained on other features; rerun python -m training.denial")
-        mean, std, w = (np.asarray(data[k], dtype=np.float64) for k in ("mean", "std", "weights"))
-        return cls(mean, np.where(std > 0, std, 1.0), w, float(data["bias"]), float(data["threshold"]),
+        return cls(*standardised_weights(data), float(data["threshold"]),
                    dict(data.get("provenance", {})))
 
     @classmethod
@@ -54,8 +54,7 @@ class Denial:
         row = denial_features(message, claim, vector)
         if row.shape != self.mean.shape:
             raise ValueError(f"denial.json expects {self.mean.shape[0]} inputs, got {row.shape[0]}: another encoder?")
-        z = float(((row - self.mean) / self.std) @ self.weights + self.bias)
-        return 1.0 / (1.0 + float(np.exp(-np.clip(z, -50.0, 50.0))))
+        return float(probability(row, self.mean, self.std, self.weights, self.bias))
 
     def disputes(self, message: str, claim: str, vector: np.ndarray) -> bool:
         return self.probability(message, claim, vector) >= self.threshold

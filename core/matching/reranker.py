@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.logistic import probability, standardised_weights
 from core.matching.features import FEATURE_NAMES
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "data" / "reranker.json"
@@ -52,11 +53,11 @@ class Reranker:
     def from_dict(cls, data: dict) -> Reranker:
         names = tuple(data["feature_names"])
         n = len(names)
-        mean, std, w = (np.asarray(data[k], dtype=np.float64) for k in ("mean", "std", "weights"))
+        mean, std, w, bias = standardised_weights(data)
         if not (mean.shape == std.shape == w.shape == (n,)):
             raise ValueError("reranker weights do not match its feature names")
         thr = data["thresholds"]
-        return cls(names, mean, np.where(std > 0, std, 1.0), w, float(data["bias"]),
+        return cls(names, mean, std, w, bias,
                    float(thr["auto"]), float(thr["suggest"]), dict(data.get("provenance", {})),
                    float(thr.get("auto_min_cos", thr.get("auto_min_cos_doc", 0.0))),
                    str(thr.get("auto_floor_feature", "cos_doc")))
@@ -99,8 +100,7 @@ class Reranker:
             X = X[:, self._columns]
         if X.shape[1] != len(self.feature_names):
             raise ValueError(f"expected {len(self.feature_names)} features, got {X.shape[1]}")
-        z = ((X - self.mean) / self.std) @ self.weights + self.bias
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
+        return probability(X, self.mean, self.std, self.weights, self.bias)
 
     def decision(self, probability: float) -> str:
         """"auto", "suggest" or "none" for a top-1 probability."""

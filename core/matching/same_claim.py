@@ -30,6 +30,7 @@ import logging
 
 import numpy as np
 
+from core.logistic import probability, standardised_weights
 from core.matching.features import FEATURE_NAMES
 from schema.models import MatchTier
 
@@ -101,8 +102,7 @@ class SameClaim:
     def from_dict(cls, data: dict) -> SameClaim:
         if tuple(data["features"]) != FEATURES or tuple(data.get("vector_parts", ())) not in ((), VECTOR_PARTS):
             raise ValueError("same_claim.json was trained on other features; rerun python -m training.same_claim")
-        mean, std, w = (np.asarray(data[k], dtype=np.float64) for k in ("mean", "std", "weights"))
-        return cls(mean, np.where(std > 0, std, 1.0), w, float(data["bias"]), float(data["thresholds"]["auto"]),
+        return cls(*standardised_weights(data), float(data["thresholds"]["auto"]),
                    float(data["thresholds"]["related"]), dict(data.get("provenance", {})))
 
     @classmethod
@@ -114,8 +114,7 @@ class SameClaim:
         rows = rows[:, :len(self.weights)]
         if rows.shape[1] != len(self.weights):
             raise ValueError("same-claim rows lack the e5 vectors the model was trained on")
-        z = ((rows - self.mean) / self.std) @ self.weights + self.bias
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
+        return probability(rows, self.mean, self.std, self.weights, self.bias)
 
     def tier(self, p: float) -> MatchTier:
         return "auto" if p >= self.auto else "suggest" if p >= self.related else "none"
