@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from bot.app import App, build_app
 from bot.settings import Settings
@@ -150,3 +151,13 @@ def settings(tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch, s
 async def app(settings: Settings) -> AsyncIterator[App]:
     async with build_app(settings) as a:
         yield a
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def tme():
+    """A local t.me serving public channel previews, one per test module (tests/fakes/telegram_preview.py)."""
+    from tests.fakes.telegram_preview import FakeTelegramPreview
+
+    fake = await FakeTelegramPreview().start()
+    yield fake
+    await fake.stop()

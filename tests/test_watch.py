@@ -67,13 +67,6 @@ async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded:
         yield a
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def tme():
-    fake = await FakeTelegramPreview().start()
-    yield fake
-    await fake.stop()
-
-
 def watcher(app, fake: FakeTelegramPreview, clock: Clock | None = None, **kw) -> WatchService:
     return WatchService(WatchStore(app.db), app.corroborator, PreviewReader(fake.base_url), request_gap_s=0,
                         clock=clock or time.time, **kw)

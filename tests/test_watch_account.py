@@ -72,13 +72,6 @@ async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded:
         yield a
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def tme():
-    fake = await FakeTelegramPreview().start()
-    yield fake
-    await fake.stop()
-
-
 def logged_in(tg: FakeAccountTelegram, data_dir: Path) -> Path:
     """A session file as `tipline watch login` leaves it (test_login shows the login itself)."""
     session = data_dir / f"account-{next(_n)}.session"

@@ -76,13 +76,6 @@ async def site():
     await fake.stop()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def tme():
-    fake = await FakeTelegramPreview().start()
-    yield fake
-    await fake.stop()
-
-
 def feeds(app, clock=None, *, guard: SSRFGuard | None = None, max_bytes: int = 2 * 1024 * 1024) -> FeedWatch:
     return FeedWatch(FeedStore(app.db), app.corroborator,
                      FeedReader(guard or SSRFGuard(["127.0.0.1"]), timeout_s=10, max_bytes=max_bytes),

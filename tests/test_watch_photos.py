@@ -165,13 +165,6 @@ async def app(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, seeded:
         yield a
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def tme():
-    fake = await FakeTelegramPreview().start()
-    yield fake
-    await fake.stop()
-
-
 def watcher(app, fake: FakeTelegramPreview, *, timeout_s: float = 10.0, max_bytes: int = 5 * 1024 * 1024,
             **kw) -> WatchService:
     photos = PreviewPhotos(fake.base_url, timeout_s=timeout_s, limits=ImageLimits(max_bytes=max_bytes))
