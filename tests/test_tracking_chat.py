@@ -195,13 +195,7 @@ async def test_telegram_also_reported_by_across_languages(tg, app):
 
     async def card_for(question: str) -> str:
         asked = await fake.send_user_message(question)
-
-        def card():
-            for sent in fake.replies_to(asked["message_id"]):
-                for e in fake.edits_of(sent.result["message_id"]) or [sent]:
-                    if not e.params["text"].startswith(CHECKING):
-                        return e
-        return (await fake.wait_for(card)).params["text"]
+        return (await fake.wait_for(lambda: fake.answer_to(asked["message_id"], CHECKING))).params["text"]
 
     english = await card_for("Pfizer recalls its COVID vaccine worldwide, the company said")
     assert "Also reported by: " in english and ">@novosti_dnya</a>" in english and ">@worldwire</a>" in english

@@ -339,13 +339,7 @@ async def reply(fake: FakeTelegram, text: str, *, uid: int = ADMIN, chat: dict |
     msg = fake.make_message(text, chat=chat or fake.private_chat(uid),
                             sender={"id": uid, "is_bot": False, "first_name": f"U{uid}"})
     await fake.queue_message(msg)
-
-    def answered():
-        for sent in fake.replies_to(msg["message_id"]):
-            for e in fake.edits_of(sent.result["message_id"]) or [sent]:
-                if not e.params["text"].startswith(CHECKING):
-                    return e
-    return (await fake.wait_for(answered, timeout=60)).params["text"]
+    return (await fake.wait_for(lambda: fake.answer_to(msg["message_id"], CHECKING), timeout=60)).params["text"]
 
 
 async def test_watched_channels_are_also_reported_by_and_in_the_digest(tg, app, tme):
@@ -376,13 +370,7 @@ async def test_watched_channels_are_also_reported_by_and_in_the_digest(tg, app, 
                                             "chat": {"id": -1009990001, "type": "channel", "title": "Новости Юга",
                                                      "username": ru}})
     await fake.queue_message(fwd)
-
-    def forwarded():
-        for sent in fake.replies_to(fwd["message_id"]):
-            for e in fake.edits_of(sent.result["message_id"]) or [sent]:
-                if not e.params["text"].startswith(CHECKING):
-                    return e
-    card = (await fake.wait_for(forwarded, timeout=60)).params["text"]
+    card = (await fake.wait_for(lambda: fake.answer_to(fwd["message_id"], CHECKING), timeout=60)).params["text"]
     assert f"Also reported by: <a href=\"https://t.me/{uk}/1\">@{uk} (3.1k views)</a>" in card, card
     assert f'first seen 3 h ago in <a href="https://t.me/{ru}/2">@{ru} (12.4k views)</a>' in card, card
 

@@ -303,13 +303,7 @@ async def reply(fake: FakeTelegram, text: str, *, uid: int = ADMIN, chat: dict |
     msg = fake.make_message(text, chat=chat or fake.private_chat(uid),
                             sender={"id": uid, "is_bot": False, "first_name": f"U{uid}"})
     await fake.queue_message(msg)
-
-    def answered():
-        for sent in fake.replies_to(msg["message_id"]):
-            for e in fake.edits_of(sent.result["message_id"]) or [sent]:
-                if not e.params["text"].startswith(CHECKING):
-                    return e
-    return (await fake.wait_for(answered, timeout=60)).params["text"]
+    return (await fake.wait_for(lambda: fake.answer_to(msg["message_id"], CHECKING), timeout=60)).params["text"]
 
 
 async def test_an_outlet_is_also_reported_by_and_in_the_digest(app, site, tme):

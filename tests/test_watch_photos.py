@@ -294,13 +294,7 @@ async def answer(fake: FakeTelegram, uid: int, text: str | None = None, **kw) ->
     msg = fake.make_message(text, chat=fake.private_chat(uid), sender={"id": uid, "is_bot": False,
                                                                        "first_name": f"U{uid}"}, **kw)
     await fake.queue_message(msg)
-
-    def answered():
-        for sent in fake.replies_to(msg["message_id"]):
-            for e in fake.edits_of(sent.result["message_id"]) or [sent]:
-                if not e.params["text"].startswith(CHECKING):
-                    return e
-    return (await fake.wait_for(answered, timeout=90)).params["text"]
+    return (await fake.wait_for(lambda: fake.answer_to(msg["message_id"], CHECKING), timeout=90)).params["text"]
 
 
 async def test_a_reviewed_photo_answers_the_next_forward_at_once(tg, app, tme):

@@ -176,6 +176,14 @@ class FakeTelegram(LoopbackFake):
     def edits_of(self, message_id: int) -> list[Call]:
         return [c for c in self.called("editMessageText") if c.params.get("message_id") == message_id]
 
+    def answer_to(self, message_id: int, placeholder: str) -> Call | None:
+        """The bot's answer to `message_id`: its reply, or an edit of it, that is no longer `placeholder`."""
+        for sent in self.replies_to(message_id):
+            for e in self.edits_of(sent.result["message_id"]) or [sent]:
+                if not e.params["text"].startswith(placeholder):
+                    return e
+        return None
+
     # --- the API ---------------------------------------------------------------------------
 
     @staticmethod
