@@ -91,7 +91,7 @@ async def tg(app):
     digests = build_digests(app.settings, app, clock)
     assert digests is not None
     chat = await queued_chat(app.engine, corroborator=app.corroborator,
-                   digests=digests)
+                             digests=digests)
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0), chat)
     await bot.start()
@@ -260,7 +260,7 @@ async def slack(app):
     fake = await FakeSlack().start()
     digests = build_digests(app.settings, app, ManualClock(time.time()))
     chat = await queued_chat(app.engine, admins=(SLACK_ADMIN,),
-                   corroborator=app.corroborator, digests=digests)
+                             corroborator=app.corroborator, digests=digests)
     bot = SlackBot(SlackConfig(bot_token=fake.token, signing_secret=SECRET, api_url=fake.base_url, port=0), chat)
     await bot.start()
     yield fake, bot, digests

@@ -47,7 +47,7 @@ async def tg(app):
     digests = build_digests(app.settings, app, ManualClock(time.time() + 600))  # the posts fall inside its window
     assert digests is not None
     chat = await queued_chat(app.engine, corroborator=app.corroborator,
-                   digests=digests)
+                             digests=digests)
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0), chat)
     await bot.start()

@@ -324,7 +324,7 @@ async def tg(app, tme):
     clock = Clock()
     digests = build_digests(app.settings, app)
     chat = await queued_chat(app.engine, corroborator=app.corroborator,
-                   digests=digests, admins=(str(ADMIN),))
+                             digests=digests, admins=(str(ADMIN),))
     chat.attach_watch(watcher(app, tme, clock))
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0), chat)

@@ -309,7 +309,7 @@ async def reply(fake: FakeTelegram, text: str, *, uid: int = ADMIN, chat: dict |
 async def test_an_outlet_is_also_reported_by_and_in_the_digest(app, site, tme):
     fake = await FakeTelegram().start()
     chat = await queued_chat(app.engine, corroborator=app.corroborator,
-                   digests=build_digests(app.settings, app), admins=(str(ADMIN),))
+                             digests=build_digests(app.settings, app), admins=(str(ADMIN),))
     chat.attach_watch(watcher(app, tme))
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0), chat)

@@ -280,7 +280,7 @@ async def test_photos_that_cannot_be_read_are_bounded_and_the_post_keeps_its_tex
 async def tg(app, tme):
     fake = await FakeTelegram().start()
     chat = await queued_chat(app.engine, corroborator=app.corroborator,
-                   admins=(str(ADMIN),), add_factchecks=app.kb.add, images=app.images, photos=PhotoMemory(app.db))
+                             admins=(str(ADMIN),), add_factchecks=app.kb.add, images=app.images, photos=PhotoMemory(app.db))
     bot = TelegramBot(TelegramConfig(token=fake.token, base_url=fake.base_url, base_file_url=fake.base_file_url,
                                      poll_timeout=1.0), chat)
     await bot.start()
