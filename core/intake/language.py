@@ -119,8 +119,8 @@ def _identifier() -> Any:
     if folder is None:
         return ident
     _save_compact(ident, folder)
-    del ident
-    return _load_compact(folder) if (folder / "classes.txt").is_file() else _full_subset()
+    # The mapped table (ours, or another process's that got there first) keeps less in memory than `ident`.
+    return _load_compact(folder) if (folder / "classes.txt").is_file() else ident
 
 
 def preload() -> None:
