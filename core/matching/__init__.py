@@ -25,7 +25,8 @@ One match, in order:
    "possibly related"). English-English pairs keep their re-ranker's calibrated tiers, except that their
    `auto` becomes `suggest` when the decision calls the pair unrelated (below its `related` threshold):
    the re-ranker, fitted on CLEF tweets, takes a chat near miss with the same names for the claim.
-   Without same_claim.json the re-rankers' tiers decide every pair.
+   Candidates past the decision's TOP_K are at most `suggest`. Without same_claim.json the re-rankers'
+   tiers decide every pair.
 8. Guards (GUARDS) demote an `auto` that a measured failure showed to be unsafe: a close rival
    fact-check that carries a word of the message the match lacks (contested.py, English pairs), and,
    where the re-rankers' tiers decide a same-script pair, too little word overlap with the fact-check.

@@ -149,6 +149,10 @@ async def _none() -> None:
     return None
 
 
+def _at_most_suggest(match: Match) -> Match:
+    return match.model_copy(update={"tier": "suggest"}) if match.tier == "auto" else match
+
+
 def _best_first(matches: list[Match]) -> list[Match]:
     """`auto` matches first (a guard may have demoted a likelier one), then by probability."""
     return sorted(matches, key=lambda m: (m.tier != "auto", -m.similarity))
@@ -300,9 +304,7 @@ class ClaimMatcher:
         near miss with the same names for the claim (docs/decisions/2026-11-28-chat-matching.md)."""
         match = self._reranked(scored, i, rivals)
         assert self.same_claim is not None
-        if match.tier == "auto" and q < self.same_claim.related:
-            return match.model_copy(update={"tier": "suggest"})
-        return match
+        return _at_most_suggest(match) if q < self.same_claim.related else match
 
     def _decided(self, scored: Scored, limit: int) -> list[Match]:
         """The same-claim decision (core/matching/same_claim.py) over the re-rankers' top candidates: its probability
@@ -319,7 +321,8 @@ class ClaimMatcher:
                _match_from_payload(scored.hits[i].id, scored.hits[i].payload, float(q[j]),
                                    self.same_claim.tier(float(q[j])), method="decided") for j, i in enumerate(top)]
         out = _best_first(out)
-        rest = [self._reranked(scored, int(i), rivals) if scored.kind[i] == 0 else
+        # Past the decision's TOP_K nothing was read by it, so nothing there passes on a verdict.
+        rest = [_at_most_suggest(self._reranked(scored, int(i), rivals)) if scored.kind[i] == 0 else
                 _match_from_payload(scored.hits[i].id, scored.hits[i].payload, 0.0, "none", method="decided")
                 for i in order[TOP_K:]]
         return (out + rest)[:limit]
