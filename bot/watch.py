@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.render import ago
-from bot.watch_feeds import every as _every
+from bot.watch_feeds import every as _every, pause
 from core.watch.feed_reader import is_feed_ref
 from core.watch.preview_photos import PreviewPhotos
 from core.watch.telegram_preview import NotAChannel, Outcome, PreviewPost, PreviewReader, channel_name, short_count
@@ -363,13 +363,7 @@ class WatchService:
                 await self.store.record(ch.name, status="error", detail=type(exc).__name__, now=self.clock())
 
     async def _pause(self, stop: asyncio.Event | None = None) -> None:
-        if self.request_gap_s <= 0:
-            return
-        if stop is None:
-            await asyncio.sleep(self.request_gap_s)
-            return
-        with suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), self.request_gap_s)
+        await pause(self.request_gap_s, stop)
 
     async def poll(self, name: str) -> PollReport:
         """Read channel `name` once (one read at a time per channel)."""

@@ -78,6 +78,17 @@ class FeedPollReport:
     retry_at: float | None = None
 
 
+async def pause(seconds: float, stop: asyncio.Event | None = None) -> None:
+    """The gap between two requests to one host, cut short when `stop` is set."""
+    if seconds <= 0:
+        return
+    if stop is None:
+        await asyncio.sleep(seconds)
+        return
+    with suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+
+
 def every(seconds: float) -> str:
     """600 -> "10 min", 3600 -> "1 h", 30 -> "30 s"."""
     if seconds % 3600 == 0:
@@ -197,12 +208,8 @@ class FeedWatch:
             for feed in due:
                 if stop is not None and stop.is_set():
                     break
-                if done and self.request_gap_s > 0:
-                    if stop is None:
-                        await asyncio.sleep(self.request_gap_s)
-                    else:
-                        with suppress(TimeoutError):
-                            await asyncio.wait_for(stop.wait(), self.request_gap_s)
+                if done:
+                    await pause(self.request_gap_s, stop)
                 done.add(feed.url)
                 try:
                     await self.poll(feed.url)
