@@ -149,8 +149,9 @@ class Engine:
     async def _offline_gate(self, run: CheckRun, msg: Intake) -> Result | None:
         """The offline claim gate's NOT_CHECKABLE answer, or None when the message goes on to be checked.
         The gate's e5 vector is the matcher's, cached: a checkable message costs no extra model call. A
-        message with a link is never turned away (the link itself may be a known fact-check)."""
-        if self.claim_gate is None or msg.urls:
+        message with a link is never turned away when linked pages are read (the page may carry the claim); a
+        link that is a known fact-check has matched `auto` before the gate is asked."""
+        if self.claim_gate is None or (msg.urls and any(s.name == "links" for s in self.sources)):
             return None
         t0 = time.perf_counter()
         gate = await self.claim_gate.assess(msg.claim_or_text)

@@ -72,10 +72,19 @@ async def test_a_known_claim_still_gets_its_inherited_verdict(app):
     assert result.verdict == Verdict.REFUTED and result.citations
 
 
-async def test_a_message_with_a_link_is_never_turned_away(app):
+async def test_a_message_with_a_link_is_never_turned_away_when_links_are_read(app):
     result = await app.engine.check("look https://example.org/story")
     assert result.verdict != Verdict.NOT_CHECKABLE
     assert "checkability" not in [s.name for s in result.steps]
+
+
+async def test_when_no_link_is_read_a_promo_with_a_link_is_still_judged_by_the_gate(settings):
+    """Offline nothing reads the page, so the link cannot carry the claim: the text alone decides."""
+    async with build_app(settings.model_copy(update={"max_links": 0})) as app:
+        promo = await app.engine.check("Підписуйтесь на наш канал, свіжі новини щодня 👉 t.me/some_city_news")
+        claim = await app.engine.check("5G towers spread the coronavirus https://t.me/some_city_news/123")
+    assert promo.verdict == Verdict.NOT_CHECKABLE
+    assert claim.verdict == Verdict.REFUTED
 
 
 async def test_the_gate_costs_a_checkable_message_no_extra_e5_call(app):

@@ -3,7 +3,11 @@
 Data:
 - CLEF-2020 CheckThat! Task 1 train (English COVID tweets, `claim` label): ../shared/eval/clef2020-task1/train.tsv.
   Its lines are read here and never copied into the product; only the fitted weights are shipped.
-- Our own chat messages, English / Russian / Ukrainian (training/data/checkability_chat_train.tsv).
+- Our own chat messages, English / Russian / Ukrainian / mixed (training/data/checkability_chat_train.tsv, and
+  checkability_chat_more.tsv: small talk, promos and opinions that name the news, beside short hearsay claims).
+- The train split of our realistic forwards (eval/realistic, split by fact-check as `tipline eval realistic`
+  splits them): a message with no claim is 0, every other kind (restatements, questions, conditions, denials,
+  near misses) is 1, each reduced to its claim as the engine reduces it (core/intake/claim_text.py).
 Reported, never used for a decision: CLEF Task 1 dev and our own EN/RU chat dev set
 (tests/data/checkability_chat_dev.tsv).
 
@@ -35,7 +39,8 @@ from core.textclean import clean_query
 ROOT = Path(__file__).resolve().parent.parent
 
 CLEF = ROOT.parent / "shared" / "eval" / "clef2020-task1"
-CHAT_TRAIN = ROOT / "training" / "data" / "checkability_chat_train.tsv"
+CHAT_TRAIN = (ROOT / "training" / "data" / "checkability_chat_train.tsv",
+              ROOT / "training" / "data" / "checkability_chat_more.tsv")
 CHAT_DEV = ROOT / "tests" / "data" / "checkability_chat_dev.tsv"
 
 
@@ -62,6 +67,21 @@ def read_messages(path: Path, name: str) -> Split:
         rows = list(csv.DictReader(f, delimiter="\t"))
     return Split(name, [r["tweet_id"] for r in rows], [clean_query(r["tweet_text"]) for r in rows],
                  np.array([int(r["claim"]) for r in rows], dtype=np.float64))
+
+
+def concat(a: Split, b: Split) -> Split:
+    return Split(f"{a.name}+{b.name}", a.ids + b.ids, a.texts + b.texts, np.r_[a.y, b.y])
+
+
+def read_realistic(data: Path, name: str) -> Split:
+    """The realistic corpus's train rows as gate examples (cleaned as the gate sees them)."""
+    from core.intake.claim_text import claim_text
+    from evals.realistic_eval import read_rows
+
+    rows = [r for kb in ("seed", "euvsdisinfo") for r in read_rows(sorted(data.glob("*.jsonl")), kb)
+            if r.split == "train"]
+    return Split(name, [r.source for r in rows], [clean_query(claim_text(r.text)) for r in rows],
+                 np.array([r.kind != "no_claim" for r in rows], dtype=np.float64))
 
 
 def embed(splits: list[Split], cache: Path) -> None:
@@ -183,8 +203,10 @@ def timing(path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clef", type=Path, default=CLEF)
-    ap.add_argument("--chat", type=Path, default=CHAT_TRAIN)
+    ap.add_argument("--chat", type=Path, nargs="+", default=list(CHAT_TRAIN))
     ap.add_argument("--chat-dev", type=Path, default=CHAT_DEV)
+    ap.add_argument("--realistic", type=Path, default=ROOT / "eval" / "realistic",
+                    help="the realistic corpus whose train split joins the chat messages (--realistic '' for none)")
     ap.add_argument("--cache", type=Path, default=ROOT / "data" / "checkcache")
     ap.add_argument("--out", type=Path, default=DEFAULT_PATH)
     ap.add_argument("--dry-run", action="store_true", help="report only, write nothing")
@@ -196,7 +218,11 @@ def main(argv: list[str] | None = None) -> int:
 
     clef_tr = read_messages(args.clef / "train.tsv", "clef_train")
     clef_dev = read_messages(args.clef / "dev.tsv", "clef_dev")
-    chat_tr = read_messages(args.chat, "chat_train")
+    chat_tr = read_messages(args.chat[0], "chat_train")
+    for n, path in enumerate(args.chat[1:], start=1):
+        chat_tr = concat(chat_tr, read_messages(path, f"chat_train{n}"))
+    if str(args.realistic) not in ("", "."):
+        chat_tr = concat(chat_tr, read_realistic(args.realistic, "realistic_train"))
     chat_dev = read_messages(args.chat_dev, "chat_dev")
     embed([clef_tr, clef_dev, chat_tr, chat_dev], args.cache)
     is_chat = np.r_[np.zeros(len(clef_tr.y), bool), np.ones(len(chat_tr.y), bool)]
@@ -284,8 +310,10 @@ def main(argv: list[str] | None = None) -> int:
         "mean": mean.tolist(), "std": std.tolist(), "weights": w.tolist(), "bias": b, "threshold": thr,
         "provenance": {
             "trained": date.today().isoformat(), "script": "training/checkability.py",
-            "train": f"CLEF-2020 Task 1 train ({len(clef_tr.y)} tweets) + our chat messages ({len(chat_tr.y)}, "
-                     "training/data/checkability_chat_train.tsv)",
+            "train": f"CLEF-2020 Task 1 train ({len(clef_tr.y)} tweets) + our chat messages ({len(chat_tr.y)}: "
+                     + ", ".join(p.name for p in args.chat)
+                     + (f" and the train split of {args.realistic.name}/" if str(args.realistic) not in ("", ".")
+                        else "") + ")",
             "l2": l2, "chat_weight": cw, "cv_objective": round(s_all, 4), "ablation_cv": ablation,
             "dev": report, "dev_reliability": rel, "dev_ece": round(ece, 4),
         },
