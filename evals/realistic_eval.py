@@ -4,8 +4,9 @@ Reads eval/realistic/*.jsonl (format: eval/realistic/FORMAT.md), keeps the rows 
 (`kb == "seed"`), splits them by fact-check (a fact-check's rows are all dev or all train; no-claim rows by
 their text) and runs each through `Engine.check`, as a user's message would go. What counts as right:
 
-- restate / question / condition: the verdict is the target fact-check's, inherited from that fact-check;
-- deny: no verdict inherited from the target (the card may show its rating as disputed);
+- restate / question / condition: the verdict is the target fact-check's, inherited from that fact-check or
+  from its twin (eval/realistic/twins.tsv: another seed fact-check of the same claim);
+- deny: no verdict inherited from the target or its twin (the card may show its rating as disputed);
 - near_miss: no verdict inherited at all;
 - no_claim: answered "not checkable".
 
@@ -39,6 +40,10 @@ class Row:
     kind: str
     target: str
     source: str  # the file it came from
+    twins: frozenset[str] = frozenset()  # other fact-checks of the target's claim (twins.tsv)
+
+    def is_target(self, url: str | None) -> bool:
+        return bool(url) and bool(self.target) and (url == self.target or url in self.twins)
 
     @property
     def split(self) -> str:
@@ -46,8 +51,22 @@ class Row:
         return "dev" if int(hashlib.sha1(key.encode()).hexdigest(), 16) % DEV_SHARE == 0 else "train"
 
 
+def read_twins(path: Path) -> dict[str, frozenset[str]]:
+    """twins.tsv: tab-separated pairs of fact-check urls that check the same claim (and a note); '#' comments."""
+    groups: dict[str, set[str]] = defaultdict(set)
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip() and not line.startswith("#"):
+                a, b = line.split("\t")[:2]
+                groups[a].add(b)
+                groups[b].add(a)
+    return {url: frozenset(other) for url, other in groups.items()}
+
+
 def read_rows(paths: Iterable[Path], kb: str = "seed") -> list[Row]:
     rows: list[Row] = []
+    paths = list(paths)
+    twins = read_twins(paths[0].parent / "twins.tsv") if paths and kb == "seed" else {}
     for path in paths:
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if not line.strip():
@@ -55,7 +74,9 @@ def read_rows(paths: Iterable[Path], kb: str = "seed") -> list[Row]:
             d = json.loads(line)
             if d.get("kb", "seed") != kb or d.get("kind") not in KINDS:
                 continue
-            rows.append(Row(d["text"], d.get("lang", "?"), d["kind"], d.get("target", ""), f"{path.name}:{n}"))
+            target = d.get("target", "")
+            rows.append(Row(d["text"], d.get("lang", "?"), d["kind"], target, f"{path.name}:{n}",
+                            twins.get(target, frozenset())))
     return rows
 
 
@@ -73,9 +94,9 @@ def inherited(result: Result) -> str | None:
 def right(row: Row, result: Result, verdicts: dict[str, Verdict]) -> bool:
     got = inherited(result)
     if row.kind in ASSERTING:
-        return got == row.target and result.verdict == verdicts.get(row.target)
+        return row.is_target(got) and result.verdict == verdicts.get(got or "")
     if row.kind == "deny":
-        return got != row.target and result.verdict != Verdict.NOT_CHECKABLE
+        return not row.is_target(got) and result.verdict != Verdict.NOT_CHECKABLE
     if row.kind == "near_miss":
         return got is None and result.verdict != Verdict.NOT_CHECKABLE
     return result.verdict == Verdict.NOT_CHECKABLE
@@ -98,8 +119,8 @@ class Outcome:
         got = inherited(result)
         if got is not None:
             self.inherited_all += 1
-            self.inherited_right += row.kind in ASSERTING and got == row.target and \
-                result.verdict == verdicts.get(row.target)
+            self.inherited_right += row.kind in ASSERTING and row.is_target(got) and \
+                result.verdict == verdicts.get(got)
         if row.kind in ASSERTING and result.verdict == Verdict.NOT_CHECKABLE:
             self.not_checkable_asserting += 1
         if not ok:

@@ -11,7 +11,7 @@ import pytest
 
 from evals.bench import Spread
 from evals.bench_markdown import BLOCKS, realistic_block
-from evals.realistic_eval import Row, run_realistic
+from evals.realistic_eval import Row, read_rows, read_twins, run_realistic
 from evals.bench_report import write_blocks
 from adapters.main import build_parser, main
 from evals.evaluation import EvalDataError
@@ -83,6 +83,29 @@ def test_realistic_figures_are_what_the_cli_prints_and_the_block_renders() -> No
     assert "| **all** | 1/2 | – | – | 0/1 | – | 1/1 | **2/4** (0.500) |" in block
     assert "precision **0.500** (1/2" in block and "turned away as not checkable: **1**" in block
     assert "Not measured: no eval" in realistic_block({"quick": False, "realistic": {"skipped": "no eval"}}, None)
+
+
+def test_a_twin_fact_check_answers_a_restatement_and_counts_against_a_denial(tmp_path: Path) -> None:
+    """twins.tsv names fact-checks of the same claim: inheriting from the target's twin is a right answer to a
+    restatement and a wrong one to a denial; any other fact-check stays wrong."""
+    (tmp_path / "twins.tsv").write_text("# comment\nu1\tu2\tthe same claim\n", encoding="utf-8")
+    (tmp_path / "rows.jsonl").write_text(
+        '{"text": "a", "lang": "ru", "kind": "restate", "target": "u1"}\n'
+        '{"text": "b", "lang": "ru", "kind": "restate", "target": "u1"}\n'
+        '{"text": "d", "lang": "ru", "kind": "deny", "target": "u2"}\n', encoding="utf-8")
+    assert read_twins(tmp_path / "twins.tsv") == {"u1": frozenset({"u2"}), "u2": frozenset({"u1"})}
+    rows = read_rows([tmp_path / "rows.jsonl"])
+    assert rows[0].is_target("u2") and not rows[0].is_target("u3") and not rows[0].is_target(None)
+    answers = {"a": _result(Verdict.REFUTED, "u2"), "b": _result(Verdict.REFUTED, "u3"),
+               "d": _result(Verdict.REFUTED, "u1")}
+
+    async def check(text: str) -> Result:
+        return answers[text]
+
+    verdicts = {"u1": Verdict.REFUTED, "u2": Verdict.REFUTED, "u3": Verdict.REFUTED}
+    f = asyncio.run(run_realistic(check, rows, verdicts, split="all")).figures()
+    assert f["right"]["ru"] == {"restate": [1, 2], "deny": [0, 1], "*": [1, 3]}
+    assert f["inherited"] == [1, 3]
 
 
 def test_spread_is_the_median_and_the_range() -> None:

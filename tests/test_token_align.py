@@ -11,7 +11,7 @@ from bot.app import build_app, load_multilingual, multilingual_engine
 from core.matching.knowledge_base import load_seed_factchecks
 from core.matching.features import FEATURE_NAMES, doc_text
 from core.encoders.multilingual import SEED_VECTORS, seed_states
-from core.encoders.token_align import PROJECTION_DIM, alignment_f
+from core.encoders.token_align import PROJECTION_DIM, alignment_f, alignment_rp
 from storage.sqlite import Database
 from tests.conftest import isolated_settings
 
@@ -43,6 +43,19 @@ def test_alignment_f_of_a_candidate_without_states_is_zero():
     assert f[0] == pytest.approx(1.0, abs=1e-3) and f[1] == f[2] == 0.0
     assert 0 < f[3] < 1  # recall 0.5, precision 1: F 2/3
     assert f[3] == pytest.approx(2 / 3, abs=1e-3)
+
+
+def test_p_low_is_the_mean_of_the_worst_met_third_of_each_docs_tokens():
+    """Each doc token's best cosine with the message; P averages them all, P_low the lowest third (at least one):
+    the fact-check's point a near miss leaves out, where the shared names lift P."""
+    e = np.eye(4, dtype=np.float32)
+    message = e[[0, 1]]
+    docs = [e[[0, 1, 2]], e[[0, 1, 2, 3, 0, 1]], e[[1]], None]
+    rp = alignment_rp(message, docs)
+    assert rp[:, 1].tolist() == pytest.approx([2 / 3, 4 / 6, 1.0, 0.0])
+    assert rp[:, 2].tolist() == pytest.approx([0.0, 0.0, 1.0, 0.0])  # thirds of 1, 2 and 1 tokens
+    docs[1] = e[[0, 1, 2, 0, 1, 0]]
+    assert alignment_rp(message, docs)[1, 2] == pytest.approx(0.5)  # the worst two: 0 and 1
 
 
 def test_the_seed_ships_its_states(encoder, model_dir):

@@ -7,12 +7,14 @@ data dir (`--euvs-data-dir`, `tipline ingest` of ../shared/eval/euvsdisinfo/case
 "euvsdisinfo"` rows. The top candidates' decision features (core/matching/same_claim.py) are labelled 1 when the
 candidate is the row's target and the row states, asks about, or disputes that claim (a denial is the same
 claim; core/matching/negation.py decides its polarity), 0 otherwise (near misses and messages without a claim are all 0).
+The target's twins (eval/realistic/twins.tsv: another seed fact-check of the same claim) are left out of the
+fit and count as right answers when the thresholds are chosen.
 
 Rows are split by fact-check as `tipline eval realistic` splits them (one in three dev): only train rows are
 read here. The thresholds come from 5-fold cross-validated probabilities (folds by fact-check): `auto` the
-lowest with precision >= 0.93 of inherited verdicts (a higher target trades about three restatements for each
-near miss kept out: docs/decisions/2026-11-28-chat-matching.md), `related` the lowest where the top candidate
-is the target or the near miss's neighbour for >= 0.9 of messages, both on the seed rows (EUvsDisinfo's
+lowest with precision >= 0.95 of inherited verdicts (the issue's bar; each near miss kept out by a higher
+target costs restatements: docs/decisions/2026-11-28-chat-matching.md), `related` the lowest where the top
+candidate is the target, its twin or the near miss's neighbour for >= 0.9 of messages, both on the seed rows (EUvsDisinfo's
 near-duplicate narratives make its "wrong" top candidates often right).
 
 usage:
@@ -40,7 +42,7 @@ from evals.realistic_eval import ASSERTING, Row, read_rows
 ROOT = Path(__file__).resolve().parents[1]
 
 SAME = (*ASSERTING, "deny")
-AUTO_PRECISION, RELATED_PRECISION = 0.93, 0.9
+AUTO_PRECISION, RELATED_PRECISION = 0.95, 0.9
 
 
 def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50,
@@ -78,7 +80,8 @@ async def rows_of(app, rows: list[Row], url_of) -> list[dict]:
             urls = [scored.hits[i].payload.get("url", "") for i in top]
             target = url_of(row)
             out.append({"row": row, "X": scored.decision_rows(top),
-                        "is_target": np.array([u == target and bool(target) for u in urls])})
+                        "is_target": np.array([bool(target) and u == target for u in urls]),
+                        "is_twin": np.array([u in row.twins for u in urls])})
         if n % 100 == 0:
             print(f"  {n}/{len(rows)}", file=sys.stderr, flush=True)
     return out
@@ -88,16 +91,27 @@ def labels(item: dict) -> np.ndarray:
     return item["is_target"] & (item["row"].kind in SAME)
 
 
+def answered_right(item: dict) -> np.ndarray:
+    """Which candidates would be a right answer: the target, or its twin (another fact-check of the same claim)."""
+    return (item["is_target"] | item["is_twin"]) & (item["row"].kind in SAME)
+
+
+def fitted(item: dict) -> np.ndarray:
+    """The candidates a model is fitted on: not the target's twins, which are neither the target nor wrong, and
+    taught as either would blur the line between a restatement and a near miss."""
+    return ~item["is_twin"]
+
+
 def group(item: dict) -> int:
     key = item["row"].target or item["row"].text
     return int(hashlib.sha1(key.encode()).hexdigest(), 16) % 5
 
 
 def train(items: list[dict], l2: float, l2_vector: float | None) -> dict:
-    X = np.vstack([it["X"] for it in items])
+    X = np.vstack([it["X"][fitted(it)] for it in items])
     if l2_vector is None:
         X = X[:, :len(FEATURES)]
-    y = np.concatenate([labels(it) for it in items]).astype(float)
+    y = np.concatenate([labels(it)[fitted(it)] for it in items]).astype(float)
     mean, std = X.mean(0), X.std(0)
     std[std == 0] = 1.0
     w, b = fit_logistic((X - mean) / std, y, l2, l2_vector=l2_vector)
@@ -116,7 +130,7 @@ def thresholds(items: list[dict], probs: list[np.ndarray], quiet: bool = False,
     arg = [int(p.argmax()) for p in probs]
     # A denial's top candidate being its claim is a right same-claim decision: core/matching/negation.py then
     # withholds the rating, so denials count as right here and their polarity is measured apart.
-    right = np.array([bool(labels(it)[a]) for it, a in zip(items, arg)])
+    right = np.array([bool(answered_right(it)[a]) for it, a in zip(items, arg)])
     from collections import Counter
     wrong = Counter((it["row"].source.split(".")[0], it["row"].kind) for it, ok, b in zip(items, right, best)
                     if b >= 0.8 and not ok)
@@ -125,7 +139,7 @@ def thresholds(items: list[dict], probs: list[np.ndarray], quiet: bool = False,
         for t in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95):
             sel = best >= t
             print(f"  top-1 p >= {t}: {sel.sum()} messages, precision {right[sel].mean():.3f}", file=sys.stderr)
-    related = np.array([bool(it["is_target"][a]) for it, a in zip(items, arg)])
+    related = np.array([bool(it["is_target"][a] or it["is_twin"][a]) for it, a in zip(items, arg)])
 
     def lowest(ok: np.ndarray, precision: float) -> float:
         for t in np.unique(np.round(best, 4)):

@@ -208,7 +208,7 @@ class Scored:
     probs: np.ndarray
     features: np.ndarray
     kind: np.ndarray
-    tok_rp: np.ndarray | None = None  # (n, 2) token alignment recall and precision (core/encoders/token_align.py)
+    tok_rp: np.ndarray | None = None  # (n, 3) token alignment R, P and P_low (core/encoders/token_align.py)
     multi_vec: np.ndarray | None = None  # the message's e5 query vector
 
     def order(self) -> np.ndarray:

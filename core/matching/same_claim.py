@@ -7,15 +7,15 @@ logistic model, trained on chat-like messages we wrote (eval/realistic, split by
 training/same_claim.py), reads the top candidates of every message, whatever the languages, and gives the
 probability that each is the same claim. Two thresholds from that training decide:
 
-- `auto`: the verdict is inherited (chosen for precision of inherited verdicts >= 0.93 on the training rows,
+- `auto`: the verdict is inherited (chosen for precision of inherited verdicts >= 0.95 on the training rows,
   cross-validated, near misses and messages without a fact-check included);
 - `related`: "possibly related" is shown (a person would call them the same topic: precision >= 0.9 for the
   target fact-check or the near miss's neighbour).
 
 Its inputs: the re-ranker's logit and the candidate's margin over the next, the multilingual similarities
-(e5, USE, e5 token alignment), cross-language term cover, names and numbers shared or missing, the share of
-the fact-check's word stems in the message, and which kind of pair it is (English–English, across scripts,
-one non-Latin script, another Latin-script language).
+(e5, USE, e5 token alignment and its worst-met third of the fact-check), cross-language term cover, names and
+numbers shared or missing, the share of the fact-check's word stems in the message, and which kind of pair it
+is (English–English, across scripts, one non-Latin script, another Latin-script language).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ KINDS = ("en_en", "cross", "same_script", "cross_gloss", "other_latin")
 _FROM_RERANKER = ("cos_multi", "cos_use", "cos_multi_margin", "cos_use_margin", "tok_f", "xl_cover", "xl_names",
                   "entity_cover", "number_match", "number_miss", "cover_claim", "cos_doc", "cos_gloss")
 FEATURES: tuple[str, ...] = ("logit_p", "p_margin", "rank", *_FROM_RERANKER, "stem_overlap", *(f"kind_{k}" for k in KINDS),
-                             "tok_r", "tok_p")
+                             "tok_r", "tok_p", "tok_p_low")
 _COLS = [FEATURE_NAMES.index(n) for n in _FROM_RERANKER]
 _ENGLISH_ONLY = [_FROM_RERANKER.index(n) for n in ("cover_claim", "cos_doc")]
 # The e5 vectors of message and candidate side by side, dimension by dimension: which meanings they share
@@ -81,7 +81,7 @@ def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray
     for k in range(len(KINDS)):
         rows[:, 4 + len(_COLS) + k] = kinds[order] == k
     if tok_rp is not None:
-        rows[:, -2:] = tok_rp[order]
+        rows[:, -3:] = tok_rp[order]
     if message_vec is None or candidate_vecs is None:
         return rows
     q, d = np.asarray(message_vec, dtype=np.float64)[None, :], np.asarray(candidate_vecs, dtype=np.float64)[order]
