@@ -73,9 +73,9 @@ def concat(a: Split, b: Split) -> Split:
     return Split(f"{a.name}+{b.name}", a.ids + b.ids, a.texts + b.texts, np.r_[a.y, b.y])
 
 
-# Files of the realistic corpus written for the matcher alone, left out of the gate: more3_seed.jsonl is 444 near
-# misses and 148 restatements; with them the CLEF Task 1 dev macro-F1 fell 0.779 -> 0.748 and realistic dev
-# no-claim 36 -> 35 of 37 (docs/decisions/2026-11-28-chat-matching.md, fifth round).
+# Files of the realistic corpus written for the matcher alone (near misses and restatements, no message without a
+# claim), left out of the gate: they tilt it toward "claim" and cost it on CLEF Task 1 (measured in
+# docs/decisions/2026-11-28-chat-matching.md, fifth round).
 MATCHER_ONLY = ("more3_seed.jsonl",)
 
 

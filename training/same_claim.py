@@ -12,8 +12,8 @@ fit and count as right answers when the thresholds are chosen.
 
 Rows are split by fact-check as `tipline eval realistic` splits them (one in three dev): only train rows are
 read here. The thresholds come from 5-fold cross-validated probabilities (folds by fact-check): `auto` the
-lowest with precision >= 0.95 of inherited verdicts (the issue's bar; each near miss kept out by a higher
-target costs restatements: docs/decisions/2026-11-28-chat-matching.md), `related` the lowest where the top
+lowest with precision >= 0.95 of inherited verdicts (each near miss kept out by a higher target costs
+restatements: docs/decisions/2026-11-28-chat-matching.md), `related` the lowest where the top
 candidate is the target, its twin or the near miss's neighbour for >= 0.9 of messages, both on the seed rows (EUvsDisinfo's
 near-duplicate narratives make its "wrong" top candidates often right).
 
