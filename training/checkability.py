@@ -30,6 +30,7 @@ import json
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -54,6 +55,7 @@ class Split:
     cues: np.ndarray | None = None
 
     def X(self, use_e5: bool = True, cue_mask: np.ndarray | None = None) -> np.ndarray:
+        assert self.vecs is not None and self.cues is not None, "embed() the split first"
         parts = []
         if use_e5:
             parts.append(self.vecs)
@@ -187,7 +189,7 @@ def timing(path: Path) -> int:
     with path.open(encoding="utf-8", newline="") as f:
         texts = [r["tweet_text"] for r in csv.DictReader(f, delimiter="\t")]
     enc = E5Encoder()
-    gate = ClaimGate(CheckabilityModel.load(), enc)
+    gate = ClaimGate(CheckabilityModel.load(), cast(Any, enc))  # the sync encoder is all assess_many needs
     enc.queries_sync(["warm-up"])
 
     def cpu_ms(fn) -> float:
@@ -285,22 +287,22 @@ def main(argv: list[str] | None = None) -> int:
     print("\n== fit on all train, reported on dev ==")
     model = fit_logistic(train_X(), y, weights(cw), l2)
     report = {}
-    for s in (clef_dev, chat_dev):
-        p = predict(s.X(), *model)
-        report[s.name] = prf(s.y, p, thr)
-        report[s.name + "_at_0.5"] = prf(s.y, p, 0.5)
-        report[s.name + "_clef_only_model"] = prf(s.y, predict(s.X(), *clef_only), thr)
-        for key in (s.name, s.name + "_at_0.5", s.name + "_clef_only_model"):
+    for split in (clef_dev, chat_dev):
+        p = predict(split.X(), *model)
+        report[split.name] = prf(split.y, p, thr)
+        report[split.name + "_at_0.5"] = prf(split.y, p, 0.5)
+        report[split.name + "_clef_only_model"] = prf(split.y, predict(split.X(), *clef_only), thr)
+        for key in (split.name, split.name + "_at_0.5", split.name + "_clef_only_model"):
             print(key, json.dumps(report[key]))
-        if s is chat_dev:
-            for i, (sid, text, yy, pp) in enumerate(zip(s.ids, s.texts, s.y, p)):
+        if split is chat_dev:
+            for i, (sid, text, yy, pp) in enumerate(zip(split.ids, split.texts, split.y, p)):
                 if (pp >= thr) != (yy == 1):
                     print(f"  wrong: {sid} p_claim={pp:.2f} gold={int(yy)} {text}")
     # Reliability of p_claim on CLEF dev + chat dev (is the probability a probability?)
     p_all = np.r_[predict(clef_dev.X(), *model), predict(chat_dev.X(), *model)]
     y_all = np.r_[clef_dev.y, chat_dev.y]
     bins = np.linspace(0, 1, 6)
-    rel = []
+    rel: list[dict[str, Any]] = []
     for lo, hi in zip(bins[:-1], bins[1:]):
         sel = (p_all >= lo) & (p_all < hi + (1e-9 if hi == 1 else 0))
         if sel.any():
@@ -311,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
 
     mean, std, w, b = model
     out = {
-        "cue_names": list(CUE_NAMES), "embedding_dim": int(clef_tr.vecs.shape[1]),
+        "cue_names": list(CUE_NAMES), "embedding_dim": int(clef_tr.X().shape[1] - len(CUE_NAMES)),
         "embedding": "multilingual-e5-small query vector of core.textclean.clean_query(message)",
         "mean": mean.tolist(), "std": std.tolist(), "weights": w.tolist(), "bias": b, "threshold": thr,
         "provenance": {

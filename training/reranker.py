@@ -32,6 +32,7 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,8 @@ class CachedEmbedder:
     """Embeds a list of texts once; vectors cached as .npy keyed by a hash of the texts."""
 
     def __init__(self, model_dir: Path, cache: Path):
-        self.model_dir, self.cache, self._emb = model_dir, cache, None
+        self.model_dir, self.cache = model_dir, cache
+        self._emb: Any = None  # the MiniLM embedder, loaded on the first miss of the cache
         cache.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, texts: list[str], name: str) -> np.ndarray:
@@ -103,7 +105,8 @@ class CachedMultilingual:
     claims take ~15 minutes of CPU with e5-small on this machine."""
 
     def __init__(self, cache: Path):
-        self.cache, self._enc = cache, None
+        self.cache = cache
+        self._enc: Any = None  # the encoder, loaded on the first miss of the cache
         cache.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, texts: list[str], name: str, *, query: bool) -> np.ndarray:
@@ -125,7 +128,8 @@ class CachedUse:
     claims take ~4 minutes of CPU on one thread here."""
 
     def __init__(self, cache: Path):
-        self.cache, self._enc = cache, None
+        self.cache = cache
+        self._enc: Any = None  # the encoder, loaded on the first miss of the cache
         cache.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, texts: list[str], name: str) -> np.ndarray:
@@ -471,7 +475,7 @@ def pick_threshold(p1: np.ndarray, ok: np.ndarray, precision: float, min_support
     return float(ps[max(good)]) if good else float(ps[min(min_support, len(ps)) - 1])
 
 
-def threshold_report(p1, ok, t, n_matchable: int) -> dict[str, float]:
+def threshold_report(p1, ok, t, n_matchable: int) -> dict[str, float | None]:
     """coverage: share of queries whose top-1 passes; precision: share of those that are right;
     recall: right top-1 passing / queries that have a fact-check."""
     sel = p1 >= t

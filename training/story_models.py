@@ -26,7 +26,9 @@ import argparse
 import hashlib
 import json
 from datetime import datetime, timedelta
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     settings = Settings(data_dir=args.data_dir)
     embedder, multilingual = load_embedder(settings), load_multilingual(settings)
-    e5 = getattr(multilingual, "inner", multilingual)
+    e5: Any = getattr(multilingual, "inner", multilingual)  # the encoder under the seed-passages table
 
     def cached(texts: list[str], which: str, compute):
         key = hashlib.sha256(("\x1e".join(texts) + which).encode()).hexdigest()[:20]
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                   np.asarray(multilingual.queries_sync([prepare_text(t) for p in PROBES for t in p[:2]]), np.float32),
                   [stored_states(s) for s in e5._with_states([prepare_text(t) for p in PROBES for t in p[:2]], True)[1]])
     shipped = story_models()
-    results = {"shipped": shipped}
+    results: dict[str, Sequence[StoryModel]] = {"shipped": shipped}
     for name in args.variants.split(","):
         cols = variants[name]
         msgs, gold, mini, multi, states = train
@@ -151,17 +153,17 @@ def main(argv: list[str] | None = None) -> int:
         native_models, _ = fit_routes(nm, nmini, nmulti, ng, StoryModel(), states=nstates, columns=cols, l2=args.l2,
                                       parts=parts, balance=args.balance)
         results[name] = (models[0], models[1], native_models[2])
-    for name, models in results.items():
+    for name, routes in results.items():
         print(f"== {name}")
         for r, label in ((CROSS, "CROSS"), (NATIVE, "NATIVE")):
-            m = models[r]
+            m = routes[r]
             print(f"  {label}: weights {dict((f, round(w, 3)) for f, w in zip(ALL_FEATURES, m.weights) if w)} "
                   f"bias {m.bias:.3f} threshold {m.threshold:.4f}")
             print(f"    {label}_WEIGHTS = ({', '.join(f'{w:.4f}' for w in m.weights)})  {label}_BIAS = {m.bias:.4f}  "
                   f"{label}_THRESHOLD = {m.threshold:.4f}")
         for split in ("clef_train", "clef_dev", "stories_train", "stories_dev"):
             msgs, gold, mini, multi, states = streams[split]
-            clusters = run_stream(msgs, mini, StoryModel(), multi=multi, others=list(models[1:]), states=states).clusters()
+            clusters = run_stream(msgs, mini, StoryModel(), multi=multi, others=list(routes[1:]), states=states).clusters()
             s = pairwise_scores(clusters, gold)
             extra = ""
             if split.startswith("clef"):
@@ -172,11 +174,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {split:14} P {s.precision:.3f} R {s.recall:.3f} F1 {s.f1:.3f} (pred {s.predicted_pairs}, "
                   f"gold {s.gold_pairs}){extra}")
             if split.startswith("stories"):  # this split's direct links, after its line
-                print("    direct links: " + _route_errors(models, msgs, mini, multi, states, gold))
+                print("    direct links: " + _route_errors(routes, msgs, mini, multi, states, gold))
                 if args.show_wrong and name == args.variants.split(",")[-1]:
-                    print("\n".join("      " + w for w in wrong_links(models, msgs, mini, multi, states, gold)))
+                    print("\n".join("      " + w for w in wrong_links(routes, msgs, mini, multi, states, gold)))
         print("  probes: " + "; ".join(f"{p:.3f}{'' if (p >= t) == same else ' WRONG'}"
-                                        for p, t, same in _probes(models, probe_vecs)))
+                                        for p, t, same in _probes(routes, probe_vecs)))
     return 0
 
 

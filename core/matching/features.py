@@ -407,7 +407,7 @@ def candidate_features(
     titles: Sequence[str],
     claim_vecs: np.ndarray,
     title_vecs: np.ndarray,
-    ranks: Mapping[str, Sequence[int]],
+    ranks: Mapping[str, Sequence[int] | np.ndarray],
     stats: CorpusStats,
     multi_vecs: np.ndarray | None = None,
     use_vecs: np.ndarray | None = None,
@@ -426,7 +426,7 @@ def features_of(
     claims: Sequence[str],
     titles: Sequence[str],
     cos: CandidateCosines,
-    ranks: Mapping[str, Sequence[int]],
+    ranks: Mapping[str, Sequence[int] | np.ndarray],
     stats: CorpusStats,
 ) -> np.ndarray:
     """Feature matrix (n_candidates, N_FEATURES), columns in `FEATURE_NAMES` order.
