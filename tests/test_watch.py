@@ -277,6 +277,9 @@ async def test_watch_commands_are_for_admins(app, tme):
     listing = await cmds.handle(WatchRequest("telegram", 1, 13, 1, ""))
     assert listing.startswith("Watched channels (") and f"• @{ch} (Канал {ch}) — ok: last post" in listing
     assert (await cmds.handle(WatchRequest("slack", "D1", "t", "1", "bogus"))).startswith("Usage:")
+    for more in [name("many") for _ in range(12)]:  # enough channels to need the cut, whatever ran before
+        fill(tme, more, 1)
+        assert (await cmds.handle(WatchRequest("telegram", 1, 15, 1, f"add @{more}"))).startswith("Watching @")
     short = await w.listing(limit=400)  # one chat message: cut, the rest counted, those in trouble first
     assert len(short) <= 400 and short.splitlines()[-1].startswith("(+") and "more: `tipline watch list`" in short
     everyone = (await w.listing(limit=100_000)).splitlines()[1:]
