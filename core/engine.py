@@ -84,6 +84,8 @@ class Engine:
         self.embedder = embedder if embedder is not None else matcher.kb.embedder
         self.llm = llm
         self.sources = list(sources)
+        # A link exempts a message from the claim gate only when something reads the linked page.
+        self.reads_links = any(s.name == "links" for s in self.sources)
         self.evidence_store = evidence_store
         self.source_timeout_s = source_timeout_s
         self.deadline_s = deadline_s
@@ -151,7 +153,7 @@ class Engine:
         The gate's e5 vector is the matcher's, cached: a checkable message costs no extra model call. A
         message with a link is never turned away when linked pages are read (the page may carry the claim); a
         link that is a known fact-check has matched `auto` before the gate is asked."""
-        if self.claim_gate is None or (msg.urls and any(s.name == "links" for s in self.sources)):
+        if self.claim_gate is None or (msg.urls and self.reads_links):
             return None
         t0 = time.perf_counter()
         gate = await self.claim_gate.assess(msg.claim_or_text)

@@ -91,10 +91,16 @@ def inherited(result: Result) -> str | None:
     return auto[0].url if auto else (result.citations[0].url if result.citations else "")
 
 
+def inherited_rightly(row: Row, result: Result, verdicts: dict[str, Verdict]) -> bool:
+    """An asserting row answered with the verdict of its target (or the target's twin), from that fact-check."""
+    got = inherited(result)
+    return row.kind in ASSERTING and got is not None and row.is_target(got) and result.verdict == verdicts.get(got)
+
+
 def right(row: Row, result: Result, verdicts: dict[str, Verdict]) -> bool:
     got = inherited(result)
     if row.kind in ASSERTING:
-        return row.is_target(got) and result.verdict == verdicts.get(got or "")
+        return inherited_rightly(row, result, verdicts)
     if row.kind == "deny":
         return not row.is_target(got) and result.verdict != Verdict.NOT_CHECKABLE
     if row.kind == "near_miss":
@@ -119,8 +125,7 @@ class Outcome:
         got = inherited(result)
         if got is not None:
             self.inherited_all += 1
-            self.inherited_right += row.kind in ASSERTING and row.is_target(got) and \
-                result.verdict == verdicts.get(got)
+            self.inherited_right += inherited_rightly(row, result, verdicts)
         if row.kind in ASSERTING and result.verdict == Verdict.NOT_CHECKABLE:
             self.not_checkable_asserting += 1
         if not ok:
