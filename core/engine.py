@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from core.llm.budget import BudgetExceeded, MeteredLLM, llm_check
-from core.intake.checkability import ClaimGate, not_checkable_result
+from core.intake.checkability import SURE_NO_CLAIM, ClaimGate, not_checkable_result
 from core.intake.claims import Claim, ClaimExtraction, extract_claims
 from core.evidence.credibility import DomainRules
 from core.encoders.text_embedder import TextEmbedder
@@ -148,18 +148,20 @@ class Engine:
 
         return Admitted(msg, llm)
 
-    async def _offline_gate(self, run: CheckRun, msg: Intake) -> Result | None:
+    async def _offline_gate(self, run: CheckRun, msg: Intake, matched: bool) -> Result | None:
         """The offline claim gate's NOT_CHECKABLE answer, or None when the message goes on to be checked.
         The gate's e5 vector is the matcher's, cached: a checkable message costs no extra model call. A
         message with a link is never turned away when linked pages are read (the page may carry the claim); a
-        link that is a known fact-check has matched `auto` before the gate is asked."""
+        link that is a known fact-check has matched `auto` before the gate is asked. A message that `matched`
+        a fact-check (`auto`) is turned away only when the gate is sure it carries no claim ("Как тебе такое,
+        Илон Маск? 😂"), whatever it would say of a claim's wrapping."""
         if self.claim_gate is None or (msg.urls and self.reads_links):
             return None
         t0 = time.perf_counter()
         gate = await self.claim_gate.assess(msg.claim_or_text)
         run.steps.append(Step(name="checkability", ms=round((time.perf_counter() - t0) * 1000, 2),
                               detail=f"p_claim {gate.p_claim:.2f}"))
-        if gate.checkable:
+        if gate.checkable or (matched and gate.p_claim >= SURE_NO_CLAIM):
             return None
         return not_checkable_result(run.check_id, msg.text, msg.language, gate, run.notes, run.steps)
 
@@ -197,11 +199,10 @@ class Engine:
                 d.append(f"{len(matches) - len(kept)} from denied domains left out")
                 run.notes.append(f"{len(matches) - len(kept)} fact-check(s) from domains an admin denied were "
                                  "left out.")
-        if extraction is None and not any(m.tier == "auto" for m in kept):
+        if extraction is None:
             # Offline (or the LLM failed, so its classification is missing), a message with no factual claim
-            # ("hello", an opinion, an advert) is answered NOT_CHECKABLE (core/intake/checkability.py); one that
-            # matches a fact-check (`auto`) is never turned away, whatever the gate would say of its wrapping.
-            refused = await self._offline_gate(run, msg)
+            # ("hello", an opinion, an advert) is answered NOT_CHECKABLE (core/intake/checkability.py).
+            refused = await self._offline_gate(run, msg, matched=any(m.tier == "auto" for m in kept))
             if refused is not None:
                 return refused
         return Claimed(msg, llm, _claims_of(msg, extraction), kept, denied)

@@ -88,7 +88,8 @@ async def cmd_eval_realistic(args: argparse.Namespace) -> int:
         if done == total or done % 100 == 0:
             print(f"checked {done}/{total}", file=sys.stderr)
 
-    outcome = await evaluate(settings_for(args), args.data, split=args.split, progress=progress)
+    outcome = await evaluate(settings_for(args), args.data, split=args.split, progress=progress,
+                             euvs_cases=args.euvs_cases)
     print(outcome.table())
     if args.failures:
         args.failures.write_text("\n".join(json.dumps(f, ensure_ascii=False) for f in outcome.failures) + "\n",
@@ -377,6 +378,8 @@ def _eval_parsers(e: argparse.ArgumentParser, common: argparse.ArgumentParser) -
     re_.add_argument("--data", type=Path, default=Path("eval/realistic"), help="directory of *.jsonl rows")
     re_.add_argument("--split", choices=["dev", "train", "all"], default="dev",
                      help="rows by fact-check (one in three is dev)")
+    re_.add_argument("--euvs-cases", type=Path, help="EUvsDisinfo's cases.tsv: check the rows written against "
+                     "EUvsDisinfo instead, over --data-dir holding `tipline ingest` of those cases (no seed)")
     re_.add_argument("--failures", type=Path, help="write each wrong answer as a JSON line")
     re_.add_argument("--out", type=Path, help="write the figures as JSON (what `tipline bench report` renders)")
 

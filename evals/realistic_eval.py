@@ -41,13 +41,14 @@ class Row:
     target: str
     source: str  # the file it came from
     twins: frozenset[str] = frozenset()  # other fact-checks of the target's claim (twins.tsv)
+    written_for: str = ""  # the target as the row names it, when `target` was resolved (the split keys on it)
 
     def is_target(self, url: str | None) -> bool:
         return bool(url) and bool(self.target) and (url == self.target or url in self.twins)
 
     @property
     def split(self) -> str:
-        key = self.target or self.text
+        key = self.written_for or self.target or self.text
         return "dev" if int(hashlib.sha1(key.encode()).hexdigest(), 16) % DEV_SHARE == 0 else "train"
 
 
@@ -126,7 +127,7 @@ class Outcome:
         if got is not None:
             self.inherited_all += 1
             self.inherited_right += inherited_rightly(row, result, verdicts)
-        if row.kind in ASSERTING and result.verdict == Verdict.NOT_CHECKABLE:
+        if row.kind in ASSERTING and result.verdict == Verdict.NOT_CHECKABLE and got is None:  # not a rating
             self.not_checkable_asserting += 1
         if not ok:
             top = result.matches[0] if result.matches else None
@@ -196,18 +197,46 @@ async def run_realistic(check: Callable[[str], Awaitable[Result]], rows: list[Ro
     return outcome
 
 
+def euvs_rows(rows: list[Row], cases: Path) -> tuple[list[Row], dict[str, Verdict]]:
+    """EUvsDisinfo rows name their target by vclaim_id: point them at the case's url, as `tipline ingest` of
+    cases.tsv stores it, with the cases that state the very same narrative (word for word) as its twins. Every
+    case is a debunked narrative, so its verdict is the one its rating maps to."""
+    import csv
+
+    from core.ingest.ratings import match_rating
+
+    with cases.open(encoding="utf-8", newline="") as f:
+        read = list(csv.DictReader(f, delimiter="\t"))
+    urls = {r["vclaim_id"]: r["url"] for r in read}
+    said: dict[str, set[str]] = defaultdict(set)
+    for r in read:
+        said[" ".join(r["vclaim"].lower().split())].add(r["url"])
+    same = {url: frozenset(group - {url}) for group in said.values() for url in group}
+    verdict = match_rating("Disinformation") or Verdict.REFUTED
+    mapped = [Row(r.text, r.lang, r.kind, urls.get(r.target, ""), r.source,
+                  same.get(urls.get(r.target, ""), frozenset()), r.target) for r in rows]
+    return mapped, {url: verdict for url in urls.values()}
+
+
 async def evaluate(settings: Settings, data: Path, *, split: str = "dev", per_kind: int | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> Outcome:
+                   progress: Callable[[int, int], None] | None = None, euvs_cases: Path | None = None) -> Outcome:
     """Whole offline checks (`app.engine.check`, as a user's message goes) of data/*.jsonl's seed rows over
     the knowledge base of `settings`' data dir, as `tipline check` opens it (the seed loaded on first start):
-    what `tipline eval realistic` and `tipline bench report` run."""
+    what `tipline eval realistic` and `tipline bench report` run. With `euvs_cases` (EUvsDisinfo's cases.tsv),
+    the rows written against EUvsDisinfo instead, over a data dir that holds those cases (`tipline ingest`)
+    and no seed: a dense knowledge base of one region's narratives, where near misses have many neighbours."""
     from bot.app import build_app
     from core.matching.knowledge_base import load_seed_factchecks
 
-    rows = read_rows(sorted(Path(data).glob("*.jsonl")))
+    paths = sorted(Path(data).glob("*.jsonl"))
+    if euvs_cases is None:
+        rows = read_rows(paths)
+        verdicts = {fc.url: fc.verdict for fc in load_seed_factchecks()}
+    else:
+        rows, verdicts = euvs_rows(read_rows(paths, "euvsdisinfo"), euvs_cases)
+        settings = settings.model_copy(update={"seed_on_start": False})
     if not rows:
-        raise EvalDataError(f"{data}: no *.jsonl rows written against the seed knowledge base")
-    verdicts = {fc.url: fc.verdict for fc in load_seed_factchecks()}
+        raise EvalDataError(f"{data}: no *.jsonl rows written against that knowledge base")
     async with build_app(settings.model_copy(update={"offline": True}), one_shot=True) as app:
         return await run_realistic(app.engine.check, rows, verdicts, split=split, progress=progress,
                                    per_kind=per_kind)

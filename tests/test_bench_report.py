@@ -11,7 +11,7 @@ import pytest
 
 from evals.bench import Spread
 from evals.bench_markdown import BLOCKS, realistic_block
-from evals.realistic_eval import Row, read_rows, read_twins, run_realistic
+from evals.realistic_eval import Row, euvs_rows, read_rows, read_twins, run_realistic
 from evals.bench_report import write_blocks
 from adapters.main import build_parser, main
 from evals.evaluation import EvalDataError
@@ -149,3 +149,22 @@ def test_bench_usage_errors_are_one_line(capsys: pytest.CaptureFixture) -> None:
             main(argv)
         assert exc.value.code == 2
         assert "Traceback" not in capsys.readouterr().err
+
+
+def test_euvsdisinfo_rows_point_at_the_ingested_case_and_its_word_for_word_twins(tmp_path: Path) -> None:
+    """EUvsDisinfo rows name a vclaim_id; the eval checks them against the case's url (as `tipline ingest` of
+    cases.tsv stores it), takes cases stating the same narrative word for word as twins, and keeps each row in
+    the split its vclaim_id gives (the split the trainers used)."""
+    (tmp_path / "cases.tsv").write_text(
+        "vclaim_id\tvclaim\ttitle\tdate\turl\n"
+        "a\tNATO creates threats\tt\t2020-01-01\thttps://e.eu/a\n"
+        "b\tNATO  creates threats\tt\t2021-01-01\thttps://e.eu/b\n"
+        "c\tSomething else\tt\t2021-01-01\thttps://e.eu/c\n", encoding="utf-8")
+    (tmp_path / "rows.jsonl").write_text(
+        '{"text": "x", "lang": "ru", "kind": "restate", "kb": "euvsdisinfo", "target": "a"}\n'
+        '{"text": "y", "lang": "ru", "kind": "restate", "kb": "seed", "target": "u1"}\n', encoding="utf-8")
+    written = read_rows([tmp_path / "rows.jsonl"], "euvsdisinfo")
+    rows, verdicts = euvs_rows(written, tmp_path / "cases.tsv")
+    assert [r.target for r in rows] == ["https://e.eu/a"] and rows[0].split == written[0].split
+    assert rows[0].is_target("https://e.eu/b") and not rows[0].is_target("https://e.eu/c")
+    assert set(verdicts.values()) == {Verdict.REFUTED}

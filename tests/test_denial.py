@@ -15,6 +15,8 @@ G5 = "5G mobile networks are what spread the coronavirus around the world."
 RU_5G = "Вышки 5G распространяют коронавирус."
 MOON = "The Apollo moon landings were faked and filmed in a studio."
 CHIPS = "COVID-19 vaccines contain microchips to track people."
+NO_TROOPS = "There are no Russian soldiers fighting in eastern Ukraine."  # a claim that is itself negative
+NO_EVIDENCE = "The Netherlands has shown no proof of who shot down the airliner."
 
 DISPUTES = [
     ("It's a myth that 5G towers spread the coronavirus. Stop sharing this.", G5),
@@ -23,6 +25,7 @@ DISPUTES = [
     ("The moon landings were real, the 'studio' story is a hoax", MOON),
     ("Никаких микрочипов в вакцинах от ковида нет, это выдумка", CHIPS),
     ("Чипи у вакцинах? Маячня, жодних чипів там немає", CHIPS),
+    ("Это ложь, что российских военных на востоке Украины нет: их пленные дают показания", NO_TROOPS),
 ]
 AGREES = [
     ("СРОЧНО! Вышки 5G распространяют коронавирус, перешлите всем пока не удалили", RU_5G),
@@ -31,6 +34,8 @@ AGREES = [
     ("В вакцины от ковида вшивают микрочипы, чтобы следить за людьми", CHIPS),
     ("Is it true that covid vaccines have tracking chips in them?", CHIPS),
     ("Якщо не вакцинуватися, не вживлять чип для стеження — у вакцинах чипи", CHIPS),
+    ("Никаких российских солдат на Донбассе нет, воюют местные шахтёры 🚜 Переслано", NO_TROOPS),
+    ("Нідерланди так і не показали жодного доказу, хто збив літак. Поширте!", NO_EVIDENCE),
 ]
 
 
@@ -41,7 +46,8 @@ def encoder() -> E5Encoder:
 
 def _p(model: Denial, encoder: E5Encoder, message: str, claim: str) -> float:
     text = claim_text(message)
-    return model.probability(text, claim, encoder.queries_sync([clean_query(text)])[0])
+    vector, claim_vector = encoder.queries_sync([clean_query(text), clean_query(claim)])
+    return model.probability(text, claim, vector, claim_vector)
 
 
 def test_the_shipped_model_is_there_and_matches_the_rules_it_reads():

@@ -28,6 +28,7 @@ import asyncio
 import datetime as dt
 import hashlib
 import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from bot.app import build_app
 from bot.settings import Settings
 from core.intake.claim_text import claim_text
 from core.matching.same_claim import FEATURES, TOP_K, VECTOR_PARTS
-from evals.realistic_eval import ASSERTING, Row, read_rows
+from evals.realistic_eval import ASSERTING, Row, euvs_rows as euvs_rows_of, read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -158,6 +159,22 @@ def thresholds(items: list[dict], probs: list[np.ndarray], quiet: bool = False,
                    "messages": len(items)}}
 
 
+async def candidate_rows(paths: list[Path], args: argparse.Namespace) -> list[dict]:
+    """Every train message's candidate rows: seed rows over the seed, EUvsDisinfo rows over its data dir."""
+    items: list[dict] = []
+    seed_rows = [r for r in read_rows(paths, "seed") if r.split == "train"]
+    async with build_app(Settings(offline=True, data_dir=args.seed_data_dir), one_shot=True) as app:
+        print(f"seed: {len(seed_rows)} train messages", file=sys.stderr)
+        items += await rows_of(app, seed_rows, lambda r: r.target)
+    if args.euvs_data_dir:
+        euvs_rows = [r for r in euvs_rows_of(read_rows(paths, "euvsdisinfo"), args.euvs_cases)[0] if r.split == "train"]
+        async with build_app(Settings(offline=True, data_dir=args.euvs_data_dir, seed_on_start=False),
+                             one_shot=True) as app:
+            print(f"EUvsDisinfo: {len(euvs_rows)} train messages", file=sys.stderr)
+            items += await rows_of(app, euvs_rows, lambda r: r.target)
+    return items
+
+
 async def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=ROOT / "eval" / "realistic")
@@ -170,22 +187,20 @@ async def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--l2-vector", type=float, nargs="*", default=[300.0, 1000.0, 3000.0],
                     help="L2 of the e5 vector parts to choose from by cross-validation (none: scalars only)")
     ap.add_argument("--out", type=Path, default=ROOT / "core" / "data" / "same_claim.json")
+    ap.add_argument("--features-cache", type=Path, help="keep the candidates' rows in this pickle and read them "
+                    "from it next time (for trying training choices; delete it when the matcher changes)")
+    ap.add_argument("--drop", nargs="*", default=[], choices=FEATURES, metavar="FEATURE",
+                    help="an ablation: train with these inputs held at zero (what the decision loses without them)")
     args = ap.parse_args(argv)
     paths = sorted(args.data.glob("*.jsonl"))
-    items: list[dict] = []
-    seed_rows = [r for r in read_rows(paths, "seed") if r.split == "train"]
-    async with build_app(Settings(offline=True, data_dir=args.seed_data_dir), one_shot=True) as app:
-        print(f"seed: {len(seed_rows)} train messages", file=sys.stderr)
-        items += await rows_of(app, seed_rows, lambda r: r.target)
-    if args.euvs_data_dir:
-        import csv
-
-        urls = {r["vclaim_id"]: r["url"] for r in csv.DictReader(args.euvs_cases.open(encoding="utf-8"), delimiter="\t")}
-        euvs_rows = [r for r in read_rows(paths, "euvsdisinfo") if r.split == "train"]
-        async with build_app(Settings(offline=True, data_dir=args.euvs_data_dir, seed_on_start=False),
-                             one_shot=True) as app:
-            print(f"EUvsDisinfo: {len(euvs_rows)} train messages", file=sys.stderr)
-            items += await rows_of(app, euvs_rows, lambda r: urls.get(r.target, ""))
+    if args.features_cache and args.features_cache.exists():
+        items: list[dict] = pickle.loads(args.features_cache.read_bytes())
+    else:
+        items = await candidate_rows(paths, args)
+        if args.features_cache:
+            args.features_cache.write_bytes(pickle.dumps(items))
+    for it in items:
+        it["X"][:, [FEATURES.index(name) for name in args.drop]] = 0.0
     folds = [group(it) for it in items]
     # Thresholds on the seed rows only: EUvsDisinfo holds many near-duplicate narratives, so a restatement's
     # top candidate is often a sibling of its target, counted wrong though a person would call it right.

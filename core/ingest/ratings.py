@@ -19,6 +19,8 @@ Decisions (tiplines differ; these follow the common practice and are documented 
   satire" is REFUTED: the satire is being passed around as fact, and as fact it is false.
 - "Baseless" / "Infondé" are REFUTED (the checker says there is nothing behind it), while "Unproven",
   "Unsupported", "No evidence" are NOT_ENOUGH_EVIDENCE (the checker could not settle it).
+- "Disinformation" (EUvsDisinfo's one label, and a common one on Russian and Ukrainian fact-checks) and
+  "Conspiracy theory" are REFUTED: the checker files the claim as false, not as unsettled.
 - Unknown words are NOT_ENOUGH_EVIDENCE: we never guess a verdict from words we do not know. At ingest,
   such a rating (with no readable number either) is reported and stored unrated (core/ingest/fields.py).
 """
@@ -61,12 +63,14 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         "false", "mostly false", "pants on fire", "fake", "incorrect", "wrong", "hoax", "scam", "fabricated",
         "baseless", "untrue", "not true", "not correct", "inaccurate", "mostly inaccurate", "bogus",
         "misattributed", "originated as satire", "false claim", "fake news", "debunked", "fiction",
+        "disinformation", "conspiracy theory",
         "three pinocchios", "four pinocchios", "bottomless pinocchio",
         "refuted", "refutes",
         # Russian / Ukrainian
         "ложь", "неправда", "не правда", "фейк", "в основном ложь", "скорее ложь", "в основном неправда",
         "не соответствует действительности", "это неправда", "это фейк", "брехня", "переважно неправда",
         "видеофейк", "фотофейк", "безосновательно",  # "baseless", as in English above
+        "дезинформация", "дезінформація", "конспирология", "конспірологія", "не відповідає дійсності",
         # Spanish / Portuguese / Italian
         "falso", "mayormente falso", "bulo", "no es cierto", "no es verdad", "insostenible", "fake",
         "nao e verdade", "boato", "insustentavel", "non e vero", "notizia falsa", "bufala",

@@ -137,6 +137,11 @@ class Checkability:
         return t(f"notcheckable.{self.reason}", language)
 
 
+# An `auto` match is chosen for precision 0.95 of inherited verdicts (core/matching/same_claim.py); the gate turns
+# away a message that matched only when it is as sure there is no claim (its probabilities are calibrated).
+SURE_NO_CLAIM = 1 - 0.95
+
+
 class ClaimGate:
     """The offline "is there a claim?" decision for whole messages."""
 

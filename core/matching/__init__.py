@@ -84,8 +84,9 @@ FEATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 # What each decision reads besides FEATURES: same_claim.FEATURES and negation.POLARITY_FEATURES, in order.
 DECISION_FEATURES: tuple[str, ...] = (
-    "logit_p", "p_margin", "rank",  # the re-ranker's opinion and the candidate's lead
-    "cos_multi", "cos_use", "cos_multi_margin", "cos_use_margin", "tok_f", "xl_cover", "xl_names",
+    "logit_p", "rank",  # the re-ranker's opinion and the candidate's place (not its lead: a dense knowledge base
+    # holds near-duplicate claims, and a lead over them is no sign of the same claim)
+    "cos_multi", "cos_use", "tok_f", "xl_cover", "xl_names",
     "entity_cover", "number_match", "number_miss", "cover_claim", "cos_doc", "cos_gloss",
     "stem_overlap",  # the fact-check's word stems found in the message
     "kind_en_en", "kind_cross", "kind_same_script", "kind_cross_gloss", "kind_other_latin",
@@ -95,7 +96,7 @@ DENIAL_FEATURES: tuple[str, ...] = (
     "rules_contradict", "message_polar", "claim_polar", "message_framed", "across_languages",
     "message_negates_claim", "claim_negates_message", "question", "message_negated", "framed_words",
     "message_negation_words", "message_frames", "claim_negation_words", "claim_frames",
-)  # then the message's e5 vector
+)  # then the message's e5 vector, and that vector minus the claim's
 
 # (ClaimMatcher argument, model file in core/data, what it decides)
 SCORERS: tuple[tuple[str, str, str], ...] = (

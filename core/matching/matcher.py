@@ -383,8 +383,8 @@ class ClaimMatcher:
         one `by_text` computed for it (remembered by the encoder)."""
         if self.denial is None:
             return contradicts(text, claim)
-        vector = (await self.kb.multilingual.queries([clean_query(text)]))[0]
-        return self.denial.disputes(text, claim, vector)
+        vector, claim_vector = await self.kb.multilingual.queries([clean_query(text), clean_query(claim)])
+        return self.denial.disputes(text, claim, vector, claim_vector)
 
     async def match(self, text: str, urls: list[str], limit: int = 5) -> list[Match]:
         """Exact link matches first, then the text's; every language the models read is matched alike."""

@@ -12,7 +12,7 @@ probability that each is the same claim. Two thresholds from that training decid
 - `related`: "possibly related" is shown (a person would call them the same topic: precision >= 0.9 for the
   target fact-check or the near miss's neighbour).
 
-Its inputs: the re-ranker's logit and the candidate's margin over the next, the multilingual similarities
+Its inputs: the re-ranker's logit and the candidate's rank, the multilingual similarities
 (e5, USE, e5 token alignment and its worst-met third of the fact-check), cross-language term cover, names and
 numbers shared or missing, the share of the fact-check's word stems in the message, and which kind of pair it
 is (English–English, across scripts, one non-Latin script, another Latin-script language).
@@ -40,9 +40,9 @@ TOP_K = 5  # candidates the decision reads per message (ordered by the re-ranker
 
 # Pair kinds as core/matching/matcher.py numbers them, plus 4: a non-English Latin-script message (Spanish …).
 KINDS = ("en_en", "cross", "same_script", "cross_gloss", "other_latin")
-_FROM_RERANKER = ("cos_multi", "cos_use", "cos_multi_margin", "cos_use_margin", "tok_f", "xl_cover", "xl_names",
-                  "entity_cover", "number_match", "number_miss", "cover_claim", "cos_doc", "cos_gloss")
-FEATURES: tuple[str, ...] = ("logit_p", "p_margin", "rank", *_FROM_RERANKER, "stem_overlap", *(f"kind_{k}" for k in KINDS),
+_FROM_RERANKER = ("cos_multi", "cos_use", "tok_f", "xl_cover", "xl_names", "entity_cover", "number_match",
+                  "number_miss", "cover_claim", "cos_doc", "cos_gloss")
+FEATURES: tuple[str, ...] = ("logit_p", "rank", *_FROM_RERANKER, "stem_overlap", *(f"kind_{k}" for k in KINDS),
                              "tok_r", "tok_p", "tok_p_low")
 _COLS = [FEATURE_NAMES.index(n) for n in _FROM_RERANKER]
 _ENGLISH_ONLY = [_FROM_RERANKER.index(n) for n in ("cover_claim", "cos_doc")]
@@ -67,19 +67,16 @@ def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray
     """One row per candidate in `order` (best first by the re-rankers): the decision's FEATURES, then, with the
     message's e5 query vector and the candidates' e5 passage vectors, their VECTOR_PARTS."""
     p = np.clip(probs[order], 1e-6, 1 - 1e-6)
-    nxt = np.append(p[1:], 0.0)
-    best_other = np.array([max([q for j, q in enumerate(p) if j != i] or [0.0]) for i in range(len(p))])
     rows = np.zeros((len(order), len(FEATURES)))
     rows[:, 0] = np.log(p / (1 - p))
-    rows[:, 1] = p - np.where(np.arange(len(p)) == 0, nxt, best_other)
-    rows[:, 2] = np.arange(len(p))
+    rows[:, 1] = np.arange(len(p))
     base = features[order][:, _COLS]
     english = kinds[order] == 0
     base[:, _ENGLISH_ONLY] *= english[:, None]  # the English model reads English only
-    rows[:, 3:3 + len(_COLS)] = base
-    rows[:, 3 + len(_COLS)] = [stem_overlap(message, claims[i]) for i in order]
+    rows[:, 2:2 + len(_COLS)] = base
+    rows[:, 2 + len(_COLS)] = [stem_overlap(message, claims[i]) for i in order]
     for k in range(len(KINDS)):
-        rows[:, 4 + len(_COLS) + k] = kinds[order] == k
+        rows[:, 3 + len(_COLS) + k] = kinds[order] == k
     if tok_rp is not None:
         rows[:, -3:] = tok_rp[order]
     if message_vec is None or candidate_vecs is None:
