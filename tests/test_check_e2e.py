@@ -42,8 +42,8 @@ async def test_classic_false_claims_inherit_the_fact_check_rating(shared, text):
     assert top.tier == "auto" and top.similarity >= shared.matcher.thresholds.auto
     assert result.citations and result.citations[0].url == top.url
     assert "[1]" in result.reasoning
-    # an `auto` match is checkable whatever the gate would say: it does not run
-    assert [s.name for s in result.steps] == ["intake", "match", "evidence", "verdict"]
+    # the gate is asked after the match (its vector is the match's) and lets an `auto` match through unless sure
+    assert [s.name for s in result.steps] == ["intake", "match", "checkability", "evidence", "verdict"]
 
 
 async def test_an_unrelated_message_gets_no_verdict(shared):
