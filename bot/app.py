@@ -144,7 +144,7 @@ def build_matcher(kb: KnowledgeBase, settings: Settings) -> ClaimMatcher:
                         Reranker.load_cyrillic(), candidates=settings.match_candidates,
                         auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold,
                         same_claim=default_same_claim(), sentence_spans=settings.match_sentence_spans,
-                        denial=default_denial())
+                        denial=default_denial(), claim_model=CheckabilityModel.load())
 
 
 def _log_progress(done: int, total: int) -> None:

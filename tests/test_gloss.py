@@ -131,7 +131,8 @@ async def test_english_messages_score_the_same_with_and_without_the_cyrillic_mod
     kb = shared.kb
     # The multilingual re-ranker in the Cyrillic model's place, as before the gloss.
     without = ClaimMatcher(kb, Reranker.load_default(), Reranker.load_multilingual(), Reranker.load_same_script(),
-                           Reranker.load_multilingual(), same_claim=shared.matcher.same_claim)
+                           Reranker.load_multilingual(), same_claim=shared.matcher.same_claim,
+                           claim_model=shared.matcher.claim_model)
     for text in ("5G networks spread the coronavirus", "Cows kill more people every year than sharks do."):
         a = [(m.factcheck_id, m.similarity, m.tier) for m in await shared.matcher.by_text(text, 5)]
         b = [(m.factcheck_id, m.similarity, m.tier) for m in await without.by_text(text, 5)]

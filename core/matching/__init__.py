@@ -91,6 +91,7 @@ DECISION_FEATURES: tuple[str, ...] = (
     "stem_overlap",  # the fact-check's word stems found in the message
     "kind_en_en", "kind_cross", "kind_same_script", "kind_cross_gloss", "kind_other_latin",
     "tok_r", "tok_p", "tok_p_low",
+    "p_claim",  # the claim gate's probability that the message states a fact at all
 )  # then the e5 vectors side by side (same_claim.VECTOR_PARTS)
 DENIAL_FEATURES: tuple[str, ...] = (
     "rules_contradict", "message_polar", "claim_polar", "message_framed", "across_languages",

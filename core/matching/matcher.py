@@ -37,6 +37,7 @@ from core.matching.features import (
 from core.textscript import latin_script, latin_share
 from schema.models import FactCheck, Match, MatchTier, Verdict
 from core.matching.reranker import Reranker
+from core.intake.checkability import CheckabilityModel
 from core.matching.denial import Denial
 from core.matching.negation import contradicts
 from core.matching.same_claim import TOP_K, SameClaim, decision_features
@@ -210,6 +211,7 @@ class Scored:
     kind: np.ndarray
     tok_rp: np.ndarray | None = None  # (n, 3) token alignment R, P and P_low (core/encoders/token_align.py)
     multi_vec: np.ndarray | None = None  # the message's e5 query vector
+    p_claim: float = 1.0  # the claim gate's probability that the message states a fact
 
     def order(self) -> np.ndarray:
         return np.argsort(-self.probs, kind="stable")
@@ -220,18 +222,20 @@ class Scored:
             zeros = np.zeros_like(self.multi_vec)
             vecs = np.vstack([h.multi if h.multi is not None else zeros for h in self.hits])
         return decision_features(self.probs, self.features, self.kind, top, self.clean, self.claims, self.tok_rp,
-                                 self.multi_vec, vecs)
+                                 self.multi_vec, vecs, self.p_claim)
 
 
 class ClaimMatcher:
     def __init__(self, kb: KnowledgeBase, reranker: Reranker, multilingual: Reranker, same_script: Reranker,
                  cyrillic: Reranker, *, candidates: int = 40, auto: float | None = None,
                  suggest: float | None = None, same_claim: SameClaim | None = None, sentence_spans: int = 0,
-                 denial: Denial | None = None):
+                 denial: Denial | None = None, claim_model: CheckabilityModel | None = None):
         """`auto`/`suggest` override the English re-ranker's thresholds (TIPLINE_MATCH_*); the
         others keep their own. `cyrillic` scores a message with Cyrillic words against a fact-check in
-        another script (it reads the message's English gloss, core/matching/gloss.py)."""
+        another script (it reads the message's English gloss, core/matching/gloss.py). `claim_model` is the
+        claim gate's, read by the same-claim decision (over the e5 vector the match computes anyway)."""
         self.kb = kb
+        self.claim_model = claim_model
         if same_claim is not None and (auto is not None or suggest is not None):
             same_claim = dataclasses.replace(same_claim, auto=same_claim.auto if auto is None else auto,
                                              related=same_claim.related if suggest is None else suggest)
@@ -369,7 +373,10 @@ class ClaimMatcher:
             rows = np.where(kind == 4, 1, kind) == k
             if rows.any():
                 probs[rows] = scorer.reranker.score((features if scorer.english_features else without_english)[rows])
-        return Scored(clean, hits, claims, probs, features, kind, tok_rp, mvec)
+        p_claim = 1.0
+        if self.claim_model is not None:
+            p_claim = float(self.claim_model.score(self.claim_model.features(mvec[None, :], [clean]))[0])
+        return Scored(clean, hits, claims, probs, features, kind, tok_rp, mvec, p_claim)
 
     async def _multi(self, clean: str, *, states: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """e5's query vector of `clean` and, if asked, its token states."""

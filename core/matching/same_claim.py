@@ -14,8 +14,10 @@ probability that each is the same claim. Two thresholds from that training decid
 
 Its inputs: the re-ranker's logit and the candidate's rank, the multilingual similarities
 (e5, USE, e5 token alignment and its worst-met third of the fact-check), cross-language term cover, names and
-numbers shared or missing, the share of the fact-check's word stems in the message, and which kind of pair it
-is (English–English, across scripts, one non-Latin script, another Latin-script language).
+numbers shared or missing, the share of the fact-check's word stems in the message, which kind of pair it
+is (English–English, across scripts, one non-Latin script, another Latin-script language), and the claim gate's
+probability that the message states a fact at all: a chat line that only names a fact-check's subjects ("Казахстан,
+5G, облака — звучит как playlist name 🎧") is close to it in every similarity.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ KINDS = ("en_en", "cross", "same_script", "cross_gloss", "other_latin")
 _FROM_RERANKER = ("cos_multi", "cos_use", "tok_f", "xl_cover", "xl_names", "entity_cover", "number_match",
                   "number_miss", "cover_claim", "cos_doc", "cos_gloss")
 FEATURES: tuple[str, ...] = ("logit_p", "rank", *_FROM_RERANKER, "stem_overlap", *(f"kind_{k}" for k in KINDS),
-                             "tok_r", "tok_p", "tok_p_low")
+                             "tok_r", "tok_p", "tok_p_low", "p_claim")
 _COLS = [FEATURE_NAMES.index(n) for n in _FROM_RERANKER]
 _ENGLISH_ONLY = [_FROM_RERANKER.index(n) for n in ("cover_claim", "cos_doc")]
 # The e5 vectors of message and candidate side by side, dimension by dimension: which meanings they share
@@ -63,9 +65,11 @@ def stem_overlap(message: str, claim: str) -> float:
 
 def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray, order: np.ndarray,
                       message: str, claims: list[str], tok_rp: np.ndarray | None = None,
-                      message_vec: np.ndarray | None = None, candidate_vecs: np.ndarray | None = None) -> np.ndarray:
+                      message_vec: np.ndarray | None = None, candidate_vecs: np.ndarray | None = None,
+                      p_claim: float = 1.0) -> np.ndarray:
     """One row per candidate in `order` (best first by the re-rankers): the decision's FEATURES, then, with the
-    message's e5 query vector and the candidates' e5 passage vectors, their VECTOR_PARTS."""
+    message's e5 query vector and the candidates' e5 passage vectors, their VECTOR_PARTS. `p_claim`: the claim
+    gate's probability that the message states a fact at all (core/intake/checkability.py)."""
     p = np.clip(probs[order], 1e-6, 1 - 1e-6)
     rows = np.zeros((len(order), len(FEATURES)))
     rows[:, 0] = np.log(p / (1 - p))
@@ -78,7 +82,8 @@ def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray
     for k in range(len(KINDS)):
         rows[:, 3 + len(_COLS) + k] = kinds[order] == k
     if tok_rp is not None:
-        rows[:, -3:] = tok_rp[order]
+        rows[:, -4:-1] = tok_rp[order]
+    rows[:, -1] = p_claim
     if message_vec is None or candidate_vecs is None:
         return rows
     q, d = np.asarray(message_vec, dtype=np.float64)[None, :], np.asarray(candidate_vecs, dtype=np.float64)[order]
