@@ -72,14 +72,16 @@ async def test_a_known_claim_still_gets_its_inherited_verdict(app):
     assert result.verdict == Verdict.REFUTED and result.citations
 
 
-async def test_a_matched_message_is_turned_away_only_when_the_gate_is_sure(app):
-    """A chat line that only names a fact-check's subject can match it; the gate, asked after the match, turns it
-    away when it is as sure there is no claim as `auto` is of its match. A restatement in a chatty wrapper that
-    the gate doubts, but is not sure of, keeps its inherited verdict."""
-    joke = await app.engine.check("Ну как тебе такое, Илон Маск? 😂😂")
+async def test_a_matched_message_is_turned_away_only_when_the_gate_is_sure(settings):
+    """A chat line that only names a fact-check's subject can match it (here with `auto` lowered by the operator's
+    setting, so that it does); the gate, asked after the match, turns it away when it is as sure there is no claim
+    as `auto` is of its match. A restatement in a chatty wrapper that the gate doubts, but is not sure of, keeps
+    its inherited verdict."""
+    async with build_app(settings.model_copy(update={"match_auto_threshold": 0.3})) as app:
+        joke = await app.engine.check("Ну как тебе такое, Илон Маск? 😂😂")
+        chatty = await app.engine.check("Epstein just opened his own TikTok blog 👀 wtf")
     assert "/auto" in next(s.detail for s in joke.steps if s.name == "match")  # it did match
     assert joke.verdict == Verdict.NOT_CHECKABLE
-    chatty = await app.engine.check("Epstein just opened his own TikTok blog 👀 wtf")
     gate = next(s.detail for s in chatty.steps if s.name == "checkability")
     assert float(gate.split()[-1]) < app.engine.claim_gate.model.threshold  # alone, the gate would turn it away
     assert chatty.verdict == Verdict.REFUTED and chatty.matches[0].tier == "auto"

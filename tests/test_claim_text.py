@@ -43,6 +43,28 @@ def test_words_that_only_look_like_a_call_to_share_keep_their_sentence(message: 
     assert claim_text(message) == message
 
 
+@pytest.mark.parametrize("message,claim", [
+    ("Гідромет попередив про снігопад у Львові, переслано з каналу «Погода Західна».",
+     "Гідромет попередив про снігопад у Львові"),
+    ("В Казани закрыли все школы на карантин, пишут в местных пабликах. Переслано.",
+     "В Казани закрыли все школы на карантин"),
+    ("The mayor banned e-scooters downtown, forwarded from a neighbourhood group", "The mayor banned e-scooters downtown"),
+    ("Мэр снёс рынок за одну ночь. Так пишут в канале «Город сегодня».", "Мэр снёс рынок за одну ночь."),
+])
+def test_where_a_forward_came_from_is_wrapper(message: str, claim: str) -> None:
+    assert claim_text(message) == claim
+
+
+@pytest.mark.parametrize("message", [
+    "Письмо было переслано в ФСБ, утверждает источник.",
+    "Лавров заявил, что переговоров не будет, пишет ТАСС.",
+    "Росія не розривала економічних зв'язків з Україною, кажуть у Кремлі.",
+])
+def test_who_said_it_is_part_of_the_claim(message: str) -> None:
+    """A claim is often about what someone said: only a channel, chat or studio named as the source goes."""
+    assert claim_text(message) == message
+
+
 def test_a_source_is_a_header_only_before_a_colon() -> None:
     kept = claim_text("Источник в Кремле сообщил, что Путин серьёзно болен.\nВидео в комментариях 👇")
     assert kept.startswith("Источник в Кремле сообщил, что Путин серьёзно болен."), kept

@@ -34,6 +34,15 @@ _CALL = re.compile(
     r"subscribe(?:\s+to)?\b|follow\s+us|"
     r"пока\s+не\s+удалил\w*|поки\s+не\s+видалил\w*|before\s+(?:they|it\s+gets?)\s+delete\w*|"
     r"ставьте\s+лайк|ставте\s+лайк|like\s+and)", re.IGNORECASE)
+# Where the message says it came from, closing a sentence after a comma or dash, or standing alone: "…,
+# переслано з «Кавказ сьогодні»", "…, кажуть у каналі «Світова політика»", "Так пишут в пабликах". Who said
+# it ("так каже Лавров") is no wrapper: claims are often about what someone said.
+_SOURCE = re.compile(
+    r"(?:^|[,;:(—–-]\s*)(?:(?:переслано|переслали|переслав|переслала|forwarded|reposted)\b(?:\s+(?:з|із|из|от|від|"
+    r"from)\b)?|(?:(?:так|как|як|as)\s+)?(?:кажуть|пишуть|пишут|пишет|пише|говорят|говорять|сообщают|"
+    r"повідомляють|розповідають|рассказывают|says|say|writes|write)\s+(?:у|в|на|із|из|з|in|on)\s+(?:\w+\s+)?"
+    r"(?:канал\w*|паблик\w*|паблік\w*|телеграм\w*|тг|студи\w*|студі\w*|эфир\w*|ефір\w*|соцсет\w*|"
+    r"соцмереж\w*|чат\w*|групп\w*|груп\w*|channels?|chats?|groups?))[^.!?]*[.!?…]*$", re.IGNORECASE)
 # A short sentence that only asks whether something is true, or only raises the alarm.
 _TAG = re.compile(
     r"^(?:(?:а\s+)?(?:это|це|is\s+(?:this|it)|that'?s|this\s+is)?\s*(?:правда|true|real|фейк|fake|так)\s*(?:ли|чи)?\s*"
@@ -77,6 +86,15 @@ def _without_call(sentence: str) -> str:
     return before.strip(" ,;:-–—") if len(_WORD.findall(before)) >= 3 else ""
 
 
+def _without_source(sentence: str) -> str:
+    """The sentence before a closing "… переслано з «…»" / "кажуть у каналі …"; "" when that is all of it."""
+    source = _SOURCE.search(sentence)
+    if source is None:
+        return sentence
+    before = sentence[:source.start()]
+    return before.strip(" ,;:-–—(") if len(_WORD.findall(before)) >= 3 else ""
+
+
 def _carries_claim(sentence: str) -> bool:
     if not _WORD.search(sentence):
         return False
@@ -89,7 +107,7 @@ def claim_sentences(text: str) -> list[str]:
     body = _EMOJI_RUN.sub("\n", _FORWARD.sub("", text))  # an emoji run ends a sentence as often as not
     out: list[str] = []
     for sentence in split_sentences(body):
-        s = _without_call(_strip_sentence(sentence))
+        s = _without_source(_without_call(_strip_sentence(sentence)))
         if s and _carries_claim(s):
             out.append(s)
     return out
