@@ -3,9 +3,9 @@
 This is where a check's verdict is decided, in four stages (`Engine._check`, one line each; the typed
 records they hand on are in core/stages.py):
 
-    intake        clean the text, check the LLM budget; offline, the claim gate    -> Admitted
+    intake        clean the text, check the LLM budget                             -> Admitted
     claims        the LLM's claims, with the knowledge-base match of the whole
-                  message running alongside                                        -> Claimed
+                  message running alongside; offline, the claim gate after it      -> Claimed
     evidence      per claim, concurrently: plan queries -> gather (all sources in
                   parallel, widened while short) -> verify (rank, stance, numbers,
                   score, adjudicate)                                               -> Gathered
