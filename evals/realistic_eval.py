@@ -12,6 +12,9 @@ their text) and runs each through `Engine.check`, as a user's message would go. 
 
 Also reported: precision of inherited verdicts (of all messages that got one, how many got the right one:
 near misses and denials count against it) and the coverage of restatements.
+
+With `--euvs-cases` the rows written against EUvsDisinfo run instead, over a data dir holding its cases and no
+seed (`euvs_rows`): a dense knowledge base, as real fact-checks of one region's narratives are.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ claim's), the message's e5 vector, and that vector minus the claim's. The vector
 language the model reads ("так званий", "вкид", "не ведіться" …) where the rules' word lists stop; the difference
 reads that tone relative to the claim: a claim that is itself negative ("Berlin has no evidence that Navalny was
 poisoned", "There are no Russian troops in Ukraine") is restated in a negative tone, and the message's vector
-alone read that as a denial. The message's
-vector is the one matching already computed (remembered by the encoder); the claim's costs one short encoding.
+alone read that as a denial. The message's vector is the one matching already computed (remembered by the
+encoder); the claim's costs one short encoding.
 """
 
 from __future__ import annotations
