@@ -71,6 +71,8 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         "не соответствует действительности", "это неправда", "это фейк", "брехня", "переважно неправда",
         "видеофейк", "фотофейк", "безосновательно",  # "baseless", as in English above
         "дезинформация", "дезінформація", "конспирология", "конспірологія", "не відповідає дійсності",
+        "неправдиве твердження", "неправдиво", "недостовірно", "недостовірна інформація", "недостоверно",
+        "недостоверная информация", "ложное утверждение",
         # Spanish / Portuguese / Italian
         "falso", "mayormente falso", "bulo", "no es cierto", "no es verdad", "insostenible", "fake",
         "nao e verdade", "boato", "insustentavel", "non e vero", "notizia falsa", "bufala",
@@ -88,7 +90,7 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         # Russian / Ukrainian
         "манипуляция", "вводит в заблуждение", "вырвано из контекста", "вне контекста", "искажение",
         "преувеличение", "частично ложь", "частично неправда", "маніпуляція", "вводить в оману",
-        "перебільшення", "частково неправда", "поза контекстом",
+        "перебільшення", "частково неправда", "поза контекстом", "манипулятивно", "маніпулятивно",
         # Spanish / Portuguese / Italian
         "enganoso", "parcialmente falso", "fuera de contexto", "sin contexto", "falta contexto",
         "exagerado", "impreciso", "distorsionado", "fora de contexto", "distorcido", "verdadeiro mas",
@@ -120,6 +122,7 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         # Russian / Ukrainian
         "не доказано", "бездоказательно", "недостаточно данных", "недостаточно доказательств", "не подтверждено",
         "неподтверждено", "нет доказательств", "недостатньо даних", "не доведено", "не підтверджено",
+        "без доказательств", "без доказів",
         # Spanish / Portuguese / Italian
         "sin evidencia", "sin evidencias", "sin pruebas", "inchequeable", "no verificable",
         "sem evidencias", "sem provas", "ainda e cedo para dizer", "sem comprovacao", "senza prove",
