@@ -16,7 +16,7 @@ from bot.images import ImageReader
 from bot.settings import Settings
 from core.intake.language import use_cache_dir as use_language_cache
 from core.llm.budget import BudgetedLLM
-from core.intake.checkability import CheckabilityModel, ClaimGate
+from core.intake.checkability import ClaimGate, default_checkability
 from core.matching.denial import default_denial
 from core.matching.same_claim import default_same_claim
 from core.encoders.embeddings import Embedder
@@ -144,7 +144,7 @@ def build_matcher(kb: KnowledgeBase, settings: Settings) -> ClaimMatcher:
                         Reranker.load_cyrillic(), candidates=settings.match_candidates,
                         auto=settings.match_auto_threshold, suggest=settings.match_suggest_threshold,
                         same_claim=default_same_claim(), sentence_spans=settings.match_sentence_spans,
-                        denial=default_denial(), claim_model=CheckabilityModel.load())
+                        denial=default_denial(), claim_model=default_checkability())
 
 
 def _log_progress(done: int, total: int) -> None:
@@ -240,7 +240,7 @@ async def build_app(settings: Settings, *, seed: bool | None = None,
         engine = Engine(db, matcher, max_input_chars=settings.max_input_chars, source_policy=DomainPolicy(db),
                         embedder=embedder, llm=llm, sources=protected, evidence_store=evidence_index,
                         source_timeout_s=settings.source_timeout_s, deadline_s=settings.check_deadline_s,
-                        claim_gate=ClaimGate(CheckabilityModel.load(), multilingual))
+                        claim_gate=ClaimGate(default_checkability(), multilingual))
         stack.push_async_callback(engine.aclose)
         # A one-shot check tracks no chat, so nothing asks "also reported by" (~0.05 s of its CPU).
         corroborator = None if one_shot else await _open_corroborator(settings, db, vectors, embedder, multilingual,

@@ -206,7 +206,7 @@ def euvs_rows(rows: list[Row], cases: Path) -> tuple[list[Row], dict[str, Verdic
     case is a debunked narrative, so its verdict is the one its rating maps to."""
     import csv
 
-    from core.ingest.ratings import match_rating
+    from core.ingest.ratings import normalize_rating
 
     with cases.open(encoding="utf-8", newline="") as f:
         read = list(csv.DictReader(f, delimiter="\t"))
@@ -215,7 +215,7 @@ def euvs_rows(rows: list[Row], cases: Path) -> tuple[list[Row], dict[str, Verdic
     for r in read:
         said[" ".join(r["vclaim"].lower().split())].add(r["url"])
     same = {url: frozenset(group - {url}) for group in said.values() for url in group}
-    verdict = match_rating("Disinformation") or Verdict.REFUTED
+    verdict = normalize_rating("Disinformation")  # as `tipline ingest` stores the cases' one rating
     mapped = [Row(r.text, r.lang, r.kind, urls.get(r.target, ""), r.source,
                   same.get(urls.get(r.target, ""), frozenset()), r.target) for r in rows]
     return mapped, {url: verdict for url in urls.values()}

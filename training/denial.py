@@ -5,9 +5,9 @@ Every train row that states, asks about, conditions or disputes a fact-check is 
 claim (the seed knowledge base, or ../shared/eval/euvsdisinfo/cases.tsv for EUvsDisinfo rows): label 1 for a
 denial, 0 otherwise. Inputs as in production (core/matching/denial.py): the negation rules' features and the e5 query
 vector of the message without its wrapper, cleaned as the matcher cleans it, and that vector minus the claim's. Two
-L2 strengths, one for the rules' features and one for the vectors' dimensions (which would otherwise learn our writers' style), are chosen by
-5-fold cross-validation grouped by fact-check (fewest errors, a missed denial and a withheld restatement
-weighed alike after balancing the classes); the threshold is 0.5 of the balanced model. Dev (the seed rows of
+L2 strengths, one for the rules' features and one for the vectors' dimensions (which would otherwise learn our
+writers' style), are chosen by 5-fold cross-validation grouped by fact-check (fewest errors, a missed denial and
+a withheld restatement weighed alike after balancing the classes); the threshold is 0.5 of the balanced model. Dev (the seed rows of
 `tipline eval realistic`'s dev split) is reported beside the rules alone, never used to choose.
 
 usage:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -125,6 +126,12 @@ class CheckabilityModel:
     def score(self, features: np.ndarray) -> np.ndarray:
         """p_claim for each row of `features` (n, embedding_dim + len(cue_names))."""
         return probability(np.asarray(features, dtype=np.float64), self.mean, self.std, self.weights, self.bias)
+
+
+@lru_cache(maxsize=1)
+def default_checkability() -> CheckabilityModel:
+    """The shipped model, loaded once for the gate and the same-claim decision that reads its probability."""
+    return CheckabilityModel.load()
 
 
 @dataclass(frozen=True)

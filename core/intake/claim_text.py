@@ -77,21 +77,13 @@ def _strip_sentence(sentence: str) -> str:
     return s.strip(" -–—:;,")
 
 
-def _without_call(sentence: str) -> str:
-    """The sentence up to a call to share ("… коронавирус, перешлите всем"); "" when it is all call."""
-    call = _CALL.search(sentence)
-    if call is None:
+def _before(wrapper: re.Pattern[str], sentence: str) -> str:
+    """The sentence up to `wrapper` (a call to share: "… коронавирус, перешлите всем"; a closing source: "…,
+    переслано з «…»"); "" when what is left is under three words."""
+    found = wrapper.search(sentence)
+    if found is None:
         return sentence
-    before = sentence[:call.start()]
-    return before.strip(" ,;:-–—") if len(_WORD.findall(before)) >= 3 else ""
-
-
-def _without_source(sentence: str) -> str:
-    """The sentence before a closing "… переслано з «…»" / "кажуть у каналі …"; "" when that is all of it."""
-    source = _SOURCE.search(sentence)
-    if source is None:
-        return sentence
-    before = sentence[:source.start()]
+    before = sentence[:found.start()]
     return before.strip(" ,;:-–—(") if len(_WORD.findall(before)) >= 3 else ""
 
 
@@ -107,7 +99,7 @@ def claim_sentences(text: str) -> list[str]:
     body = _EMOJI_RUN.sub("\n", _FORWARD.sub("", text))  # an emoji run ends a sentence as often as not
     out: list[str] = []
     for sentence in split_sentences(body):
-        s = _without_source(_without_call(_strip_sentence(sentence)))
+        s = _before(_SOURCE, _before(_CALL, _strip_sentence(sentence)))
         if s and _carries_claim(s):
             out.append(s)
     return out
