@@ -258,8 +258,8 @@ def ingest_block(figures: dict, config) -> str:
         code(f"{TIPLINE} bench ingest --claims $D/verified_claims.docs.tsv --limit {f['claims_per_run']} "
              f"--repeats {f['repeats']}"),
         "",
-        f"{_sizes_note(figures)}{f['claims_per_run']:,} claims ({f['texts_embedded_per_run']:,} texts: claim and "
-        f"headline) per run, {_n(f['repeats'], 'run')}, each in a fresh data dir; claims/s, median (min–max):",
+        f"{_sizes_note(figures)}{f['claims_per_run']:,} claims ({f['texts_embedded_per_run']:,} texts: claim, "
+        f"headline, claim + headline, the claim as a query) per run, {_n(f['repeats'], 'run')}, each in a fresh data dir; claims/s, median (min–max):",
         "",
         table(["", "claims/s", "ratio"], [
             ["baseline: embedding alone (the same texts, one call, nothing stored)", e.text(",.1f"), "1.00×"],

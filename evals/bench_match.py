@@ -133,7 +133,8 @@ def distractors(fcs: list[FactCheck], vectors: FactCheckVectors, n: int, seed: i
     # Every vector field, so a field added to FactCheckVectors is filled too: the title's from the headline's
     # source, the rest from the claim's.
     fields: dict[str, Any] = {f.name: jittered(getattr(vectors, f.name), b if f.name == "title" else a, rng)
-                              for f in dataclasses.fields(vectors) if f.name != "states"}
+                              for f in dataclasses.fields(vectors)
+                              if f.name != "states" and getattr(vectors, f.name) is not None}
     # Token states (one matrix per fact-check, core/encoders/token_align.py) are the claim's source's, as they are.
     fields["states"] = [vectors.states[i] for i in a]
     return out, dataclasses.replace(vectors, **fields)

@@ -418,6 +418,15 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX IF NOT EXISTS factcheck_feed_items_seen ON factcheck_feed_items(seen_at);
     """,
+    # A fact-check's claim read by e5 as a query, as a message is (core/matching/same_claim.py compares the two):
+    # float16 (dim,), computed at ingest, or at its first match for a fact-check stored before.
+    """
+    CREATE TABLE IF NOT EXISTS factcheck_claim_queries (
+        id TEXT PRIMARY KEY,
+        model TEXT NOT NULL,  -- the encoder's model: another model's vectors are not read
+        vector BLOB NOT NULL
+    );
+    """,
 )
 
 # A pseudonym: PSEUDONYM_PREFIX and 32 hex digits (128 bits of an HMAC-SHA256).
@@ -666,6 +675,24 @@ class Database:
                 [model, *chunk])
             for row in await cur.fetchall():
                 out[row[0]] = np.frombuffer(row[1], dtype=np.float16).reshape(-1, dim)
+        return out
+
+    async def put_claim_queries(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        """Store fact-checks' claim query vectors (float16), replacing what they had."""
+        async with self.transaction() as conn:
+            await conn.executemany(
+                "INSERT OR REPLACE INTO factcheck_claim_queries (id, model, vector) VALUES (?, ?, ?)",
+                [(i, model, np.ascontiguousarray(v, dtype=np.float16).tobytes()) for i, v in vectors.items()])
+
+    async def claim_queries(self, ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        """The claim query vectors of those of `ids` that have them from `model`."""
+        out: dict[str, np.ndarray] = {}
+        for chunk in _chunks(list(ids), 500):
+            cur = await self._conn.execute(
+                f"SELECT id, vector FROM factcheck_claim_queries WHERE model = ? AND id IN ({','.join('?' * len(chunk))})",
+                [model, *chunk])
+            for row in await cur.fetchall():
+                out[row[0]] = np.frombuffer(row[1], dtype=np.float16)
         return out
 
     async def get_factchecks(self, ids: Iterable[str]) -> dict[str, FactCheck]:

@@ -94,9 +94,8 @@ def test_script_detection():
     ("В шприцах с вакциной для людей нашли электронные чипы для слежки.", "voxukraine.org"),
     # A mixed message and Russian ones against the English 5G and autism fact-checks.
     ("Говорят что 5G towers cause COVID, это правда?", None),
-    ("Вакцины вызывают аутизм у детей", None),
     # Ukrainian, restating the English autism fact-check's own claim (the general "Щеплення викликають аутизм"
-    # is a wider claim than the one it rates: "possibly related", as a near miss is).
+    # is a wider claim than the one it rates: "possibly related", as a near miss is; test below).
     ("Викривач із CDC розповів, що агентство приховало дані: вакцина MMR різко підвищує ризик аутизму в "
      "темношкірих хлопчиків", None),
 ])
@@ -238,3 +237,12 @@ async def test_a_ukrainian_message_gets_a_ukrainian_card(shared):
     card = render_card(to_reply(result))
     assert "Неправда" in card and "Джерела" in card, card
     assert "Ложь" not in card and "Источники" not in card, card
+
+
+@pytest.mark.parametrize("text", ["Вакцины вызывают аутизм у детей", "Щеплення викликають аутизм"])
+async def test_a_general_claim_is_possibly_related_to_a_narrower_fact_check(shared, text):
+    """The seed rates a CDC whistleblower's story about MMR and Black boys, not "vaccines cause autism": the
+    same-claim decision reads the two as related claims, not one (core/matching/same_claim.py)."""
+    result = await shared.engine.check(text)
+    assert result.verdict == Verdict.NOT_ENOUGH_EVIDENCE, (text, result.matches[:2])
+    assert result.matches[0].claim.startswith("A CDC whistleblower") and result.matches[0].tier == "suggest"

@@ -160,6 +160,20 @@ def seed_states(path: Path, states_model: str) -> dict[str, np.ndarray] | None:
     return dict(zip(data["texts"].tolist(), parts))
 
 
+def seed_queries(path: Path, model_name: str) -> dict[str, np.ndarray] | None:
+    """The shipped query vectors of the seed's claims (training/seed_vectors.py), or None when the file has none
+    or another model wrote it."""
+    try:
+        data = read_arrays(path, ("model", "query_texts", "query_vectors"))
+    except (OSError, KeyError):
+        return None
+    if str(data["model"]) != model_name:
+        return None
+    vecs = data["query_vectors"].astype(np.float32)
+    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    return dict(zip(data["query_texts"].tolist(), vecs))
+
+
 class WithPrecomputedPassages:
     """A `MultilingualEncoder` whose passage vectors for known texts come from a table shipped with
     the package (the seed knowledge base's, written by training/seed_vectors.py), so a new data dir does
@@ -167,18 +181,20 @@ class WithPrecomputedPassages:
     The table is used only when it was made by the same model."""
 
     def __init__(self, inner: MultilingualEncoder, table: dict[str, np.ndarray],
-                 states: dict[str, np.ndarray] | None = None):
+                 states: dict[str, np.ndarray] | None = None, queries: dict[str, np.ndarray] | None = None):
         self.inner = inner
         self.model_name = inner.model_name
         self.states_model = inner.states_model
         self.dim = inner.dim
         self._table = table
         self._states = states or {}
+        self._queries = queries or {}  # the seed's claims read as queries (KnowledgeBase.claim_queries)
 
     @classmethod
     def load(cls, inner: MultilingualEncoder, path: Path = SEED_VECTORS) -> MultilingualEncoder:
         table = seed_table(path, inner.model_name, inner.dim)
-        return inner if table is None else cls(inner, table, seed_states(path, inner.states_model))
+        return inner if table is None else cls(inner, table, seed_states(path, inner.states_model),
+                                               seed_queries(path, inner.model_name))
 
     def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         texts = list(texts)
@@ -208,10 +224,14 @@ class WithPrecomputedPassages:
         return await asyncio.to_thread(self.passages_sync, list(texts))
 
     def queries_sync(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.queries_sync(texts)
+        if not any(t in self._queries for t in texts):
+            return self.inner.queries_sync(texts)
+        return with_table(texts, self._queries, self.dim, self.inner.queries_sync)
 
     async def queries(self, texts: Sequence[str]) -> np.ndarray:
-        return await self.inner.queries(texts)
+        if not any(t in self._queries for t in texts):
+            return await self.inner.queries(texts)
+        return await asyncio.to_thread(self.queries_sync, list(texts))
 
     def clear_cache(self) -> None:
         self.inner.clear_cache()

@@ -92,6 +92,7 @@ DECISION_FEATURES: tuple[str, ...] = (
     "kind_en_en", "kind_cross", "kind_same_script", "kind_cross_gloss", "kind_other_latin",
     "tok_r", "tok_p", "tok_p_low",
     "p_claim",  # the claim gate's probability that the message states a fact at all
+    "cos_claim_query",  # e5, message and the fact-check's claim both read as queries (as paraphrases)
 )  # then the e5 vectors side by side (same_claim.VECTOR_PARTS)
 DENIAL_FEATURES: tuple[str, ...] = (
     "rules_contradict", "message_polar", "claim_polar", "message_framed", "across_languages",

@@ -28,6 +28,7 @@ from core.encoders.use_encoder import FeatureEncoder
 from schema.models import FactCheck
 from core.ingest.ratings import normalize_rating
 from core.encoders.sparse import SPARSE_VERSION, document_vector
+from core.textclean import clean_query
 from storage.sqlite import Database
 from storage.vectors import FactCheckPoint, VectorStore
 
@@ -70,17 +71,20 @@ class FactCheckVectors:
     and headline vectors (the claim's stands in when there is no headline, so title similarity never
     rewards an empty field), the multilingual model's passage vector of claim + headline and the second
     multilingual model's (USE, re-ranker features only) of the same text; with the multilingual model's
-    token states of that text (core/encoders/token_align.py), kept in SQLite."""
+    token states of that text (core/encoders/token_align.py) and its query vector of the claim alone, kept in SQLite
+    (None: computed when stored)."""
 
     claim: np.ndarray
     title: np.ndarray
     multi: np.ndarray
     use: np.ndarray
     states: list[np.ndarray]
+    claim_query: np.ndarray | None = None
 
     def rows(self, start: int, stop: int) -> FactCheckVectors:
         return FactCheckVectors(self.claim[start:stop], self.title[start:stop], self.multi[start:stop],
-                                self.use[start:stop], self.states[start:stop])
+                                self.use[start:stop], self.states[start:stop],
+                                None if self.claim_query is None else self.claim_query[start:stop])
 
 
 class KnowledgeBase:
@@ -190,20 +194,40 @@ class KnowledgeBase:
 
     async def embed(self, factchecks: Sequence[FactCheck]) -> FactCheckVectors:
         """The vectors `add` stores for `factchecks`; the three models run side by side (each in its own
-        threads)."""
+        threads; e5's two reads, the passages and the claims as queries, one after the other)."""
         docs = [doc_text(fc.claim, fc.title) for fc in factchecks]
-        vecs, (multi, states), use = await asyncio.gather(
+        vecs, (multi, states), use, claim_query = await asyncio.gather(
             self.embedder.embed([fc.claim for fc in factchecks] + [fc.title for fc in factchecks if fc.title]),
-            self.multilingual.passages_with_states(docs), self.use.encode(docs))
+            self.multilingual.passages_with_states(docs), self.use.encode(docs),
+            self.multilingual.queries([clean_query(fc.claim) for fc in factchecks]))
         claim = np.asarray(vecs[:len(factchecks)])
         titles = iter(vecs[len(factchecks):])
         title = np.vstack([next(titles) if fc.title else cv for fc, cv in zip(factchecks, claim)]) \
             if len(factchecks) else claim
-        return FactCheckVectors(claim, title, np.asarray(multi), np.asarray(use), states)
+        return FactCheckVectors(claim, title, np.asarray(multi), np.asarray(use), states, np.asarray(claim_query))
 
     async def token_states(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored token states (core/encoders/token_align.py) of those fact-checks of `ids` that have today's."""
         return await self.db.factcheck_states(ids, self.multilingual.states_model, PROJECTION_DIM)
+
+    async def _store_claim_queries(self, ids: Sequence[str], claims: Sequence[str]) -> dict[str, np.ndarray]:
+        if not claims:
+            return {}
+        vecs = await self.multilingual.queries([clean_query(c) for c in claims])
+        out = {i: np.asarray(v) for i, v in zip(ids, vecs)}
+        await self.db.put_claim_queries(self.multilingual.model_name, out)
+        return out
+
+    async def claim_queries(self, ids: Sequence[str], claims: Sequence[str]) -> np.ndarray:
+        """The e5 "query:" vectors of these fact-checks' claims (one row each), read the way a message is read:
+        compared with the message's, the two are weighed as paraphrases, where a query against a passage
+        rewards a shared topic. Stored at ingest; one a data dir lacks is computed now and kept."""
+        stored = await self.db.claim_queries(ids, self.multilingual.model_name)
+        missing = [(i, c) for i, c in zip(ids, claims) if i not in stored]
+        if missing:
+            stored.update(await self._store_claim_queries([i for i, _ in missing], [c for _, c in missing]))
+        return np.vstack([stored[i] for i in ids]).astype(np.float32) if ids else \
+            np.zeros((0, self.multilingual.dim), dtype=np.float32)
 
     async def rebuild_with(self, factchecks: Sequence[FactCheck], *, run_id: int | None = None) -> int:
         """Add `factchecks` by building a fresh collection (old points copied, new ones embedded) and
@@ -240,6 +264,11 @@ class KnowledgeBase:
             await self.vectors.upsert_factchecks(collection, points)
             await self.db.put_factcheck_states(self.multilingual.states_model,
                                                {fc.id: st for fc, st in zip(chunk, v.states)})
+            if v.claim_query is not None:
+                await self.db.put_claim_queries(self.multilingual.model_name,
+                                                {fc.id: q for fc, q in zip(chunk, v.claim_query)})
+            else:
+                await self._store_claim_queries([fc.id for fc in chunk], [fc.claim for fc in chunk])
             for fc in chunk:
                 old = existing.get(fc.id)
                 if old is not None:

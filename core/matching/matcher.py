@@ -212,6 +212,8 @@ class Scored:
     tok_rp: np.ndarray | None = None  # (n, 3) token alignment R, P and P_low (core/encoders/token_align.py)
     multi_vec: np.ndarray | None = None  # the message's e5 query vector
     p_claim: float = 1.0  # the claim gate's probability that the message states a fact
+    # The top candidates' claims read as e5 queries, by candidate index (KnowledgeBase.claim_queries).
+    claim_queries: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def order(self) -> np.ndarray:
         return np.argsort(-self.probs, kind="stable")
@@ -221,8 +223,10 @@ class Scored:
         if self.multi_vec is not None:
             zeros = np.zeros_like(self.multi_vec)
             vecs = np.vstack([h.multi if h.multi is not None else zeros for h in self.hits])
+        queries = np.vstack([self.claim_queries[int(i)] for i in top]) \
+            if len(top) and all(int(i) in self.claim_queries for i in top) else None
         return decision_features(self.probs, self.features, self.kind, top, self.clean, self.claims, self.tok_rp,
-                                 self.multi_vec, vecs, self.p_claim)
+                                 self.multi_vec, vecs, self.p_claim, queries)
 
 
 class ClaimMatcher:
@@ -376,7 +380,9 @@ class ClaimMatcher:
         p_claim = 1.0
         if self.claim_model is not None:
             p_claim = float(self.claim_model.score(self.claim_model.features(mvec[None, :], [clean]))[0])
-        return Scored(clean, hits, claims, probs, features, kind, tok_rp, mvec, p_claim)
+        top = [int(i) for i in np.argsort(-probs, kind="stable")[:TOP_K]]
+        queries = await self.kb.claim_queries([hits[i].id for i in top], [claims[i] for i in top])
+        return Scored(clean, hits, claims, probs, features, kind, tok_rp, mvec, p_claim, dict(zip(top, queries)))
 
     async def _multi(self, clean: str, *, states: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """e5's query vector of `clean` and, if asked, its token states."""

@@ -45,12 +45,14 @@ KINDS = ("en_en", "cross", "same_script", "cross_gloss", "other_latin")
 _FROM_RERANKER = ("cos_multi", "cos_use", "tok_f", "xl_cover", "xl_names", "entity_cover", "number_match",
                   "number_miss", "cover_claim", "cos_doc", "cos_gloss")
 FEATURES: tuple[str, ...] = ("logit_p", "rank", *_FROM_RERANKER, "stem_overlap", *(f"kind_{k}" for k in KINDS),
-                             "tok_r", "tok_p", "tok_p_low", "p_claim")
+                             "tok_r", "tok_p", "tok_p_low", "p_claim", "cos_claim_query")
 _COLS = [FEATURE_NAMES.index(n) for n in _FROM_RERANKER]
 _ENGLISH_ONLY = [_FROM_RERANKER.index(n) for n in ("cover_claim", "cos_doc")]
 # The e5 vectors of message and candidate side by side, dimension by dimension: which meanings they share
-# and where they part, read by weights learned on the chat-like pairs (a cosine weighs every dimension alike).
-VECTOR_PARTS = ("e5_product", "e5_absdiff")
+# and where they part, read by weights learned on the chat-like pairs (a cosine weighs every dimension alike);
+# first against the fact-check's passage vector (what the search found), then against its claim read as a query,
+# as the message is (e5's symmetric use, for paraphrase).
+VECTOR_PARTS = ("e5_product", "e5_absdiff", "e5_query_product", "e5_query_absdiff")
 _WORD = re.compile(r"[^\W\d_]{4,}|\d+")
 
 
@@ -66,10 +68,11 @@ def stem_overlap(message: str, claim: str) -> float:
 def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray, order: np.ndarray,
                       message: str, claims: list[str], tok_rp: np.ndarray | None = None,
                       message_vec: np.ndarray | None = None, candidate_vecs: np.ndarray | None = None,
-                      p_claim: float = 1.0) -> np.ndarray:
+                      p_claim: float = 1.0, claim_query_vecs: np.ndarray | None = None) -> np.ndarray:
     """One row per candidate in `order` (best first by the re-rankers): the decision's FEATURES, then, with the
-    message's e5 query vector and the candidates' e5 passage vectors, their VECTOR_PARTS. `p_claim`: the claim
-    gate's probability that the message states a fact at all (core/intake/checkability.py)."""
+    message's e5 query vector, the candidates' e5 passage vectors and the query vectors of their claims
+    (`claim_query_vecs`, one row per candidate in `order`), their VECTOR_PARTS. `p_claim`: the claim gate's
+    probability that the message states a fact at all (core/intake/checkability.py)."""
     p = np.clip(probs[order], 1e-6, 1 - 1e-6)
     rows = np.zeros((len(order), len(FEATURES)))
     rows[:, 0] = np.log(p / (1 - p))
@@ -82,12 +85,19 @@ def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray
     for k in range(len(KINDS)):
         rows[:, 3 + len(_COLS) + k] = kinds[order] == k
     if tok_rp is not None:
-        rows[:, -4:-1] = tok_rp[order]
-    rows[:, -1] = p_claim
-    if message_vec is None or candidate_vecs is None:
+        rows[:, -5:-2] = tok_rp[order]
+    rows[:, -2] = p_claim
+    if message_vec is None or candidate_vecs is None or claim_query_vecs is None:
         return rows
-    q, d = np.asarray(message_vec, dtype=np.float64)[None, :], np.asarray(candidate_vecs, dtype=np.float64)[order]
-    return np.hstack([rows, q * d, np.abs(q - d)])
+    q = np.asarray(message_vec, dtype=np.float64)[None, :]
+    d = np.asarray(candidate_vecs, dtype=np.float64)[order]
+    c = _unit(np.asarray(claim_query_vecs, dtype=np.float64))
+    rows[:, -1] = c @ q[0]  # both unit vectors (the stored one, float16, renormalised)
+    return np.hstack([rows, q * d, np.abs(q - d), q * c, np.abs(q - c)])
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
 
 
 @dataclass(frozen=True)
