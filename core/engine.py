@@ -248,7 +248,7 @@ class Engine:
         top = next((m for m in gathered.claimed.matches if m.tier == "auto"), None)
         if top is None or top.method == "url":
             return False
-        return await self.matcher.disputes(gathered.claimed.msg.claim_or_text, top.claim)
+        return await self.matcher.disputes(gathered.claimed.msg.claim_or_text, top.claim, top.factcheck_id)
 
     async def _adjudicate(self, run: CheckRun, gathered: Gathered) -> Result:
         """The verdict: aggregated from the claims' verdicts (LLM path), else from matching fact-checks only."""

@@ -391,12 +391,14 @@ class ClaimMatcher:
             return vecs, token_states[0]
         return await self.kb.multilingual.queries([clean]), None
 
-    async def disputes(self, text: str, claim: str) -> bool:
-        """Does `text` dispute `claim`, the fact-check it matched (core/matching/denial.py)? The message's vector is the
-        one `by_text` computed for it (remembered by the encoder)."""
+    async def disputes(self, text: str, claim: str, factcheck_id: str) -> bool:
+        """Does `text` dispute `claim`, the fact-check `factcheck_id` it matched (core/matching/denial.py)? The
+        message's vector is the one `by_text` computed for it (remembered by the encoder), the claim's the one
+        stored with the fact-check (KnowledgeBase.claim_queries): no model call."""
         if self.denial is None:
             return contradicts(text, claim)
-        vector, claim_vector = await self.kb.multilingual.queries([clean_query(text), clean_query(claim)])
+        (vector,), (claim_vector,) = await asyncio.gather(self.kb.multilingual.queries([clean_query(text)]),
+                                                           self.kb.claim_queries([factcheck_id], [claim]))
         return self.denial.disputes(text, claim, vector, claim_vector)
 
     async def match(self, text: str, urls: list[str], limit: int = 5) -> list[Match]:
