@@ -380,9 +380,10 @@ class ClaimMatcher:
         p_claim = 1.0
         if self.claim_model is not None:
             p_claim = float(self.claim_model.score(self.claim_model.features(mvec[None, :], [clean]))[0])
-        top = [int(i) for i in np.argsort(-probs, kind="stable")[:TOP_K]]
+        scored = Scored(clean, hits, claims, probs, features, kind, tok_rp, mvec, p_claim)
+        top = [int(i) for i in scored.order()[:TOP_K]]  # the candidates the same-claim decision reads
         queries = await self.kb.claim_queries([hits[i].id for i in top], [claims[i] for i in top])
-        return Scored(clean, hits, claims, probs, features, kind, tok_rp, mvec, p_claim, dict(zip(top, queries)))
+        return dataclasses.replace(scored, claim_queries=dict(zip(top, queries)))
 
     async def _multi(self, clean: str, *, states: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """e5's query vector of `clean` and, if asked, its token states."""
