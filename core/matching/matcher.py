@@ -328,7 +328,9 @@ class ClaimMatcher:
         out = [self._english(scored, int(i), rivals, float(q[j])) if scored.kind[i] == 0 else
                _match_from_payload(scored.hits[i].id, scored.hits[i].payload, float(q[j]),
                                    self.same_claim.tier(float(q[j])), method="decided") for j, i in enumerate(top)]
-        out = _best_first(out)
+        # `auto` matches first, likeliest first; the rest in the re-rankers' order, which they were fitted for
+        # (CLEF-2020 and its translations), not by the decision's probability, fitted to decide.
+        out = sorted(out, key=lambda m: (m.tier != "auto", -m.similarity if m.tier == "auto" else 0.0))
         # Past the decision's TOP_K nothing was read by it, so nothing there passes on a verdict.
         rest = [_at_most_suggest(self._reranked(scored, int(i), rivals)) if scored.kind[i] == 0 else
                 _match_from_payload(scored.hits[i].id, scored.hits[i].payload, 0.0, "none", method="decided")
