@@ -661,35 +661,33 @@ class Database:
 
     async def put_factcheck_states(self, model: str, states: dict[str, np.ndarray]) -> None:
         """Store fact-checks' token states (float16 (tokens, dim)), replacing what they had."""
-        async with self.transaction() as conn:
-            await conn.executemany(
-                "INSERT OR REPLACE INTO factcheck_states (id, model, states) VALUES (?, ?, ?)",
-                [(i, model, np.ascontiguousarray(m, dtype=np.float16).tobytes()) for i, m in states.items()])
+        await self._put_float16("factcheck_states", "states", model, states)
 
     async def factcheck_states(self, ids: Sequence[str], model: str, dim: int) -> dict[str, np.ndarray]:
         """The token states of those of `ids` that have them from `model`."""
-        out: dict[str, np.ndarray] = {}
-        for chunk in _chunks(list(ids), 500):
-            cur = await self._conn.execute(
-                f"SELECT id, states FROM factcheck_states WHERE model = ? AND id IN ({','.join('?' * len(chunk))})",
-                [model, *chunk])
-            for row in await cur.fetchall():
-                out[row[0]] = np.frombuffer(row[1], dtype=np.float16).reshape(-1, dim)
-        return out
+        return {i: v.reshape(-1, dim) for i, v in (await self._float16("factcheck_states", "states", ids, model)).items()}
 
     async def put_claim_queries(self, model: str, vectors: dict[str, np.ndarray]) -> None:
         """Store fact-checks' claim query vectors (float16), replacing what they had."""
-        async with self.transaction() as conn:
-            await conn.executemany(
-                "INSERT OR REPLACE INTO factcheck_claim_queries (id, model, vector) VALUES (?, ?, ?)",
-                [(i, model, np.ascontiguousarray(v, dtype=np.float16).tobytes()) for i, v in vectors.items()])
+        await self._put_float16("factcheck_claim_queries", "vector", model, vectors)
 
     async def claim_queries(self, ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
         """The claim query vectors of those of `ids` that have them from `model`."""
+        return await self._float16("factcheck_claim_queries", "vector", ids, model)
+
+    async def _put_float16(self, table: str, column: str, model: str, arrays: dict[str, np.ndarray]) -> None:
+        """Per fact-check arrays of one model's (a table keyed by id, with `model` and a float16 blob)."""
+        async with self.transaction() as conn:
+            await conn.executemany(
+                f"INSERT OR REPLACE INTO {table} (id, model, {column}) VALUES (?, ?, ?)",
+                [(i, model, np.ascontiguousarray(a, dtype=np.float16).tobytes()) for i, a in arrays.items()])
+
+    async def _float16(self, table: str, column: str, ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        """Those of `ids` that `_put_float16` stored from `model`, flat."""
         out: dict[str, np.ndarray] = {}
         for chunk in _chunks(list(ids), 500):
             cur = await self._conn.execute(
-                f"SELECT id, vector FROM factcheck_claim_queries WHERE model = ? AND id IN ({','.join('?' * len(chunk))})",
+                f"SELECT id, {column} FROM {table} WHERE model = ? AND id IN ({','.join('?' * len(chunk))})",
                 [model, *chunk])
             for row in await cur.fetchall():
                 out[row[0]] = np.frombuffer(row[1], dtype=np.float16)

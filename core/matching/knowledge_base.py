@@ -199,7 +199,7 @@ class KnowledgeBase:
         vecs, (multi, states), use, claim_query = await asyncio.gather(
             self.embedder.embed([fc.claim for fc in factchecks] + [fc.title for fc in factchecks if fc.title]),
             self.multilingual.passages_with_states(docs), self.use.encode(docs),
-            self.multilingual.queries([clean_query(fc.claim) for fc in factchecks]))
+            self._claims_as_queries([fc.claim for fc in factchecks]))
         claim = np.asarray(vecs[:len(factchecks)])
         titles = iter(vecs[len(factchecks):])
         title = np.vstack([next(titles) if fc.title else cv for fc, cv in zip(factchecks, claim)]) \
@@ -210,22 +210,19 @@ class KnowledgeBase:
         """The stored token states (core/encoders/token_align.py) of those fact-checks of `ids` that have today's."""
         return await self.db.factcheck_states(ids, self.multilingual.states_model, PROJECTION_DIM)
 
-    async def _store_claim_queries(self, ids: Sequence[str], claims: Sequence[str]) -> dict[str, np.ndarray]:
-        if not claims:
-            return {}
-        vecs = await self.multilingual.queries([clean_query(c) for c in claims])
-        out = {i: np.asarray(v) for i, v in zip(ids, vecs)}
-        await self.db.put_claim_queries(self.multilingual.model_name, out)
-        return out
+    async def _claims_as_queries(self, claims: Sequence[str]) -> np.ndarray:
+        return await self.multilingual.queries([clean_query(c) for c in claims])
 
     async def claim_queries(self, ids: Sequence[str], claims: Sequence[str]) -> np.ndarray:
         """The e5 "query:" vectors of these fact-checks' claims (one row each), read the way a message is read:
         compared with the message's, the two are weighed as paraphrases, where a query against a passage
         rewards a shared topic. Stored at ingest; one a data dir lacks is computed now and kept."""
         stored = await self.db.claim_queries(ids, self.multilingual.model_name)
-        missing = [(i, c) for i, c in zip(ids, claims) if i not in stored]
+        missing = {i: c for i, c in zip(ids, claims) if i not in stored}
         if missing:
-            stored.update(await self._store_claim_queries([i for i, _ in missing], [c for _, c in missing]))
+            fresh = dict(zip(missing, await self._claims_as_queries(list(missing.values()))))
+            await self.db.put_claim_queries(self.multilingual.model_name, fresh)
+            stored.update(fresh)
         return np.vstack([stored[i] for i in ids]).astype(np.float32) if ids else \
             np.zeros((0, self.multilingual.dim), dtype=np.float32)
 
@@ -264,11 +261,10 @@ class KnowledgeBase:
             await self.vectors.upsert_factchecks(collection, points)
             await self.db.put_factcheck_states(self.multilingual.states_model,
                                                {fc.id: st for fc, st in zip(chunk, v.states)})
-            if v.claim_query is not None:
-                await self.db.put_claim_queries(self.multilingual.model_name,
-                                                {fc.id: q for fc, q in zip(chunk, v.claim_query)})
-            else:
-                await self._store_claim_queries([fc.id for fc in chunk], [fc.claim for fc in chunk])
+            queries = v.claim_query if v.claim_query is not None else \
+                await self._claims_as_queries([fc.claim for fc in chunk])
+            await self.db.put_claim_queries(self.multilingual.model_name,
+                                            {fc.id: q for fc, q in zip(chunk, queries)})
             for fc in chunk:
                 old = existing.get(fc.id)
                 if old is not None:
