@@ -46,6 +46,16 @@ CASES = [
     ("Vero", S), ("Fuorviante", M),
     # Ukrainian
     ("Маніпуляція", M),
+    # inflected and coined forms, read by their beginnings (RATING_STEMS)
+    ("Неправдиве", R), ("Хибне твердження", R), ("Фейкове відео", R), ("Фейковое фото", R), ("Дипфейк", R),
+    ("Підробка", R), ("Подделка", R), ("Фальшивка", R), ("Вигадка", R), ("Сфабриковано", R), ("ІПСО", R),
+    ("Manipulation", M), ("Маніпулятивне", M), ("Оманливе", M), ("Вирвано з контексту", M),
+    ("Вырвано из контекста", M), ("Вводящее в заблуждение", M), ("Перебільшено", M), ("Пропаганда", M),
+    ("Напівправдиве", X), ("Неподтвержденная информация", N), ("Сатирический пост", C), ("Это не так", R),
+    ("AI-generated", R), ("Згенеровано ШІ", R),
+    # Polish and Georgian publishers on the same stories
+    ("Fałsz", R), ("Nieprawda", R), ("Manipulacja", M), ("Prawda", S), ("Nieweryfikowalne", N),
+    ("დეზინფორმაცია", R), ("მანიპულაცია", M),
 ]
 
 
@@ -83,6 +93,11 @@ def test_case_punctuation_accents_whitespace(text: str, expected: Verdict) -> No
 )
 def test_phrases_inside_longer_text(text: str, expected: Verdict) -> None:
     assert normalize_rating(text) is expected
+
+
+@pytest.mark.parametrize("text", ["Не фейк", "Not misleading", "не маніпуляція"])
+def test_a_negated_rating_word_is_not_the_rating(text: str) -> None:
+    assert match_rating(text) is None
 
 
 def test_exact_mode_ignores_words_inside_prose() -> None:

@@ -57,12 +57,14 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         "vero",
         # French / German
         "vrai", "plutot vrai", "exact", "richtig", "wahr", "stimmt", "uberwiegend richtig",
+        # Polish
+        "prawda",
     ),
     _R: (
         # English
         "false", "mostly false", "pants on fire", "fake", "incorrect", "wrong", "hoax", "scam", "fabricated",
         "baseless", "untrue", "not true", "not correct", "inaccurate", "mostly inaccurate", "bogus",
-        "misattributed", "originated as satire", "false claim", "fake news", "debunked", "fiction",
+        "misattributed", "originated as satire", "ai generated", "false claim", "fake news", "debunked", "fiction",
         "disinformation", "conspiracy theory",
         "three pinocchios", "four pinocchios", "bottomless pinocchio",
         "refuted", "refutes",
@@ -72,7 +74,8 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         "видеофейк", "фотофейк", "безосновательно",  # "baseless", as in English above
         "дезинформация", "дезінформація", "конспирология", "конспірологія", "не відповідає дійсності",
         "неправдиве твердження", "неправдиво", "недостовірно", "недостовірна інформація", "недостоверно",
-        "недостоверная информация", "ложное утверждение",
+        "недостоверная информация", "ложное утверждение", "это не так", "це не так", "неточно",
+        "сгенерировано ии", "згенеровано ші",
         # Spanish / Portuguese / Italian
         "falso", "mayormente falso", "bulo", "no es cierto", "no es verdad", "insostenible", "fake",
         "nao e verdade", "boato", "insustentavel", "non e vero", "notizia falsa", "bufala",
@@ -91,6 +94,7 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         "манипуляция", "вводит в заблуждение", "вырвано из контекста", "вне контекста", "искажение",
         "преувеличение", "частично ложь", "частично неправда", "маніпуляція", "вводить в оману",
         "перебільшення", "частково неправда", "поза контекстом", "манипулятивно", "маніпулятивно",
+        "в заблуждение", "в оману",  # "вводящее в заблуждение", "що вводить в оману": every form of the verb
         # Spanish / Portuguese / Italian
         "enganoso", "parcialmente falso", "fuera de contexto", "sin contexto", "falta contexto",
         "exagerado", "impreciso", "distorsionado", "fora de contexto", "distorcido", "verdadeiro mas",
@@ -142,6 +146,30 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
     ),
 }
 
+# Word beginnings, for the forms a phrase table cannot list: Russian and Ukrainian inflect ratings by gender and
+# case ("Неправдиве", "Фейкове відео", "Маніпулятивне"), and
+# publishers coin compounds ("Дипфейк", "Фотофейк"). Read only when no phrase matched, one word at a time.
+RATING_STEMS: dict[Verdict, tuple[str, ...]] = {
+    _S: ("правдив", "достоверн", "достовірн", "prawdziw"),
+    _R: (
+        "фейк", "дипфейк", "діпфейк", "фотофейк", "видеофейк", "відеофейк", "deepfake", "неправдив", "хибн",
+        "фальш", "фальсиф", "подделк", "поддельн", "підробк", "підробл", "сфабрик", "fabricat", "вигадк", "вигадан",
+        "выдумк", "выдуман", "брехн", "ложн", "недостоверн", "недостовірн", "дезинформ", "дезінформ",
+        "disinform", "конспиролог", "конспіролог", "ипсо", "іпсо", "fałsz", "nieprawd", "ყალბ", "დეზინფორმაც",
+    ),
+    _M: (
+        "манипул", "маніпул", "manipul", "оманлив", "викривл", "спотвор", "искаж", "перебільш", "преувелич",
+        "misrepresent", "misleading", "смонтирован", "змонтован", "фотошоп", "photoshop", "вырван", "вирван",
+        "пропаганд", "მანიპულაც",
+    ),
+    _X: ("полуправд", "напівправд"),
+    _N: ("недоказ", "бездоказ", "неподтвержд", "непідтвердж", "недовед", "unverif", "unsubstantiat",
+         "nieweryfikowal"),
+    _C: ("сатир", "satir", "пароди", "пароді", "sarcas"),
+}
+# "Не фейк", "not misleading": a rating word right after one of these is not the rating.
+_NEGATORS = frozenset({"не", "ні", "нет", "not", "no", "nie", "non", "ne", "nicht", "არ"})
+
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "1": 1, "2": 2, "3": 3, "4": 4}
 _PINOCCHIO_VERDICTS = {1: _M, 2: _X, 3: _R, 4: _R}
 
@@ -177,6 +205,20 @@ def _build_table() -> dict[str, Verdict]:
 
 _TABLE: dict[str, Verdict] = _build_table()
 _MAX_WORDS = max(len(key.split()) for key in _TABLE)
+# Longest beginning first, so "неправдив" is never read as "правдив" inside a longer stem list.
+_STEMS: tuple[tuple[str, Verdict], ...] = tuple(sorted(
+    ((rating_key(stem), verdict) for verdict, stems in RATING_STEMS.items() for stem in stems),
+    key=lambda pair: -len(pair[0])))
+
+
+def _stem_verdict(words: list[str]) -> Verdict | None:
+    for i, word in enumerate(words):
+        if i and words[i - 1] in _NEGATORS:
+            continue
+        for stem, verdict in _STEMS:
+            if word.startswith(stem):
+                return verdict
+    return None
 
 
 def match_rating(text: str | None, *, exact: bool = False) -> Verdict | None:
@@ -198,9 +240,9 @@ def match_rating(text: str | None, *, exact: bool = False) -> Verdict | None:
     for size in range(min(_MAX_WORDS, len(words)), 0, -1):
         for start in range(len(words) - size + 1):
             verdict = _TABLE.get(" ".join(words[start:start + size]))
-            if verdict is not None:
+            if verdict is not None and not (start and words[start - 1] in _NEGATORS):
                 return verdict
-    return None
+    return _stem_verdict(words)
 
 
 def verdict_from_score(value: float | None, best: float | None = None, worst: float | None = None) -> Verdict | None:
