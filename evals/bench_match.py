@@ -119,6 +119,9 @@ def short_messages(fcs: list[FactCheck], n: int) -> list[str]:
     return [fc.claim for fc in fcs[::step]][:n]
 
 
+_STATES = ("states", "claim_states")  # token states: a list of matrices, one per fact-check
+
+
 def distractors(fcs: list[FactCheck], vectors: FactCheckVectors, n: int, seed: int = 7) \
         -> tuple[list[FactCheck], FactCheckVectors]:
     """`n` synthetic fact-checks for a knowledge base larger than the claims file (issue 18: match at 100k
@@ -134,9 +137,10 @@ def distractors(fcs: list[FactCheck], vectors: FactCheckVectors, n: int, seed: i
     # source, the rest from the claim's.
     fields: dict[str, Any] = {f.name: jittered(getattr(vectors, f.name), b if f.name == "title" else a, rng)
                               for f in dataclasses.fields(vectors)
-                              if f.name != "states" and getattr(vectors, f.name) is not None}
+                              if f.name not in _STATES and getattr(vectors, f.name) is not None}
     # Token states (one matrix per fact-check, core/encoders/token_align.py) are the claim's source's, as they are.
-    fields["states"] = [vectors.states[i] for i in a]
+    fields.update({name: [getattr(vectors, name)[i] for i in a] for name in _STATES
+                   if getattr(vectors, name) is not None})
     return out, dataclasses.replace(vectors, **fields)
 
 

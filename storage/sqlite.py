@@ -427,6 +427,15 @@ MIGRATIONS: tuple[str, ...] = (
         vector BLOB NOT NULL
     );
     """,
+    # The same read's token states (core/encoders/token_align.py), float16 (tokens, dim): the decision aligns the
+    # message's tokens with the claim's as with the passage's.
+    """
+    CREATE TABLE IF NOT EXISTS factcheck_claim_states (
+        id TEXT PRIMARY KEY,
+        model TEXT NOT NULL,  -- the encoder's states_model: states of another model are not read
+        states BLOB NOT NULL
+    );
+    """,
 )
 
 # A pseudonym: PSEUDONYM_PREFIX and 32 hex digits (128 bits of an HMAC-SHA256).
@@ -674,6 +683,14 @@ class Database:
     async def claim_queries(self, ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
         """The claim query vectors of those of `ids` that have them from `model`."""
         return await self._float16("factcheck_claim_queries", "vector", ids, model)
+
+    async def put_claim_states(self, model: str, states: dict[str, np.ndarray]) -> None:
+        """Token states of fact-checks' claims read as queries, `model` the encoder's states_model."""
+        await self._put_float16("factcheck_claim_states", "states", model, states)
+
+    async def claim_states(self, ids: Sequence[str], model: str, dim: int) -> dict[str, np.ndarray]:
+        """The claim token states of those of `ids` that have them from `model`."""
+        return {i: v.reshape(-1, dim) for i, v in (await self._float16("factcheck_claim_states", "states", ids, model)).items()}
 
     async def _put_float16(self, table: str, column: str, model: str, arrays: dict[str, np.ndarray]) -> None:
         """Per fact-check arrays of one model's (a table keyed by id, with `model` and a float16 blob)."""

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Write core/data/seed_multilingual.npz and core/data/seed_use.npz: the multilingual passage vector
 and token states (e5, run by the default `TIPLINE_MULTILINGUAL_ENGINE`) and the USE vector of every seed fact-check
-(claim + headline, as core/matching/knowledge_base.py embeds them), and e5's query vector of each claim, so that a new data dir loads the seed without
+(claim + headline, as core/matching/knowledge_base.py embeds them), and e5's query vector and token states of each claim,
+so that a new data dir loads the seed without
 running e5 or USE over it (core/encoders/multilingual.py: WithPrecomputedPassages, core/encoders/use_encoder.py:
 WithPrecomputed). Rerun after editing the seed file;
 tests/test_multilingual.py and tests/test_use_encoder.py fail until you do.
@@ -36,14 +37,16 @@ def main() -> None:
         enc = multilingual_engine(Settings(_env_file=None, data_dir=Path(tmp), model_cache_dir=Path(tmp),  # type: ignore[call-arg]
                                            multilingual_engine=engine))
         vecs, states = enc.passages_with_states_sync(texts)
-        queries = enc.queries_sync(claims)
+        queries, query_states = enc.queries_with_states_sync(claims)
     # float16 halves the file; the cosine to the float32 vectors stays above 0.9999. The token states
     # (core/encoders/token_align.py) are float16 already, end to end, with each text's count.
     np.savez_compressed(SEED_VECTORS, texts=np.array(texts), vectors=vecs.astype(np.float16),
                         model=np.array(enc.model_name), states=np.concatenate(states),
                         state_lens=np.array([len(m) for m in states], np.int64),
                         states_model=np.array(enc.states_model),
-                        query_texts=np.array(claims), query_vectors=queries.astype(np.float16))
+                        query_texts=np.array(claims), query_vectors=queries.astype(np.float16),
+                        query_states=np.concatenate(query_states),
+                        query_state_lens=np.array([len(m) for m in query_states], np.int64))
     print(f"{len(texts)} vectors written to {SEED_VECTORS.relative_to(ROOT)}")
     use = UseEncoder()
     np.savez_compressed(SEED_USE_VECTORS, texts=np.array(texts), vectors=use.encode_sync(texts).astype(np.float16),

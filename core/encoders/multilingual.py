@@ -174,6 +174,18 @@ def seed_queries(path: Path, model_name: str) -> dict[str, np.ndarray] | None:
     return dict(zip(data["query_texts"].tolist(), vecs))
 
 
+def seed_query_states(path: Path, states_model: str) -> dict[str, np.ndarray] | None:
+    """The shipped token states of the seed's claims read as queries, or None (as `seed_states`)."""
+    try:
+        data = read_arrays(path, ("query_texts", "query_states", "query_state_lens", "states_model"))
+    except (OSError, KeyError):
+        return None
+    if str(data["states_model"]) != states_model:
+        return None
+    parts = np.split(data["query_states"], np.cumsum(data["query_state_lens"])[:-1])
+    return dict(zip(data["query_texts"].tolist(), parts))
+
+
 class WithPrecomputedPassages:
     """A `MultilingualEncoder` whose passage vectors for known texts come from a table shipped with
     the package (the seed knowledge base's, written by training/seed_vectors.py), so a new data dir does
@@ -181,20 +193,23 @@ class WithPrecomputedPassages:
     The table is used only when it was made by the same model."""
 
     def __init__(self, inner: MultilingualEncoder, table: dict[str, np.ndarray],
-                 states: dict[str, np.ndarray] | None = None, queries: dict[str, np.ndarray] | None = None):
+                 states: dict[str, np.ndarray] | None = None, queries: dict[str, np.ndarray] | None = None,
+                 query_states: dict[str, np.ndarray] | None = None):
         self.inner = inner
         self.model_name = inner.model_name
         self.states_model = inner.states_model
         self.dim = inner.dim
         self._table = table
         self._states = states or {}
-        self._queries = queries or {}  # the seed's claims read as queries (KnowledgeBase.claim_queries)
+        self._queries = queries or {}  # the seed's claims read as queries (KnowledgeBase.claim_reads)
+        self._query_states = query_states or {}
 
     @classmethod
     def load(cls, inner: MultilingualEncoder, path: Path = SEED_VECTORS) -> MultilingualEncoder:
         table = seed_table(path, inner.model_name, inner.dim)
         return inner if table is None else cls(inner, table, seed_states(path, inner.states_model),
-                                               seed_queries(path, inner.model_name))
+                                               seed_queries(path, inner.model_name),
+                                               seed_query_states(path, inner.states_model))
 
     def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         texts = list(texts)
@@ -212,10 +227,21 @@ class WithPrecomputedPassages:
         return await asyncio.to_thread(self.passages_with_states_sync, list(texts))
 
     async def queries_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
-        return await self.inner.queries_with_states(texts)
+        if not any(t in self._query_states for t in texts):
+            return await self.inner.queries_with_states(texts)
+        return await asyncio.to_thread(self.queries_with_states_sync, list(texts))
 
     def queries_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
-        return self.inner.queries_with_states_sync(texts)
+        texts = list(texts)
+        todo = [t for t in texts if t not in self._queries or t not in self._query_states]
+        fresh: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if todo:
+            vecs, states = self.inner.queries_with_states_sync(todo)
+            fresh = {t: (vecs[i], states[i]) for i, t in enumerate(todo)}
+        rows = [(self._queries[t], self._query_states[t]) if t not in fresh else fresh[t] for t in texts]
+        if not rows:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        return np.stack([r[0] for r in rows]), [r[1] for r in rows]
 
     def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
         return with_table(texts, self._table, self.dim, self.inner.passages_sync)

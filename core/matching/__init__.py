@@ -90,7 +90,7 @@ DECISION_FEATURES: tuple[str, ...] = (
     "entity_cover", "number_match", "number_miss", "cover_claim", "cos_doc", "cos_gloss",
     "stem_overlap",  # the fact-check's word stems found in the message
     "kind_en_en", "kind_cross", "kind_same_script", "kind_cross_gloss", "kind_other_latin",
-    "tok_r", "tok_p", "tok_p_low",
+    "tok_r", "tok_p", "tok_p_low", "claim_tok_r", "claim_tok_p", "claim_tok_p_low",
     "p_claim",  # the claim gate's probability that the message states a fact at all
     "cos_claim_query",  # e5, message and the fact-check's claim both read as queries (as paraphrases)
 )  # then the e5 vectors side by side (same_claim.VECTOR_PARTS)

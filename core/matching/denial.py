@@ -9,7 +9,7 @@ language the model reads ("так званий", "вкид", "не ведіть�
 reads that tone relative to the claim: a claim that is itself negative ("Berlin has no evidence that Navalny was
 poisoned", "There are no Russian troops in Ukraine") is restated in a negative tone, and the message's vector
 alone read that as a denial. The message's vector is the one matching already computed (remembered by the
-encoder), the claim's the one stored with the fact-check (KnowledgeBase.claim_queries).
+encoder), the claim's the one stored with the fact-check (KnowledgeBase.claim_reads).
 """
 
 from __future__ import annotations

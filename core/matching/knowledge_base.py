@@ -71,8 +71,8 @@ class FactCheckVectors:
     and headline vectors (the claim's stands in when there is no headline, so title similarity never
     rewards an empty field), the multilingual model's passage vector of claim + headline and the second
     multilingual model's (USE, re-ranker features only) of the same text; with the multilingual model's
-    token states of that text (core/encoders/token_align.py) and its query vector of the claim alone, kept in SQLite
-    (None: computed when stored)."""
+    token states of that text (core/encoders/token_align.py) and its query vector and token states of the claim
+    alone, kept in SQLite (None: computed when stored)."""
 
     claim: np.ndarray
     title: np.ndarray
@@ -80,11 +80,13 @@ class FactCheckVectors:
     use: np.ndarray
     states: list[np.ndarray]
     claim_query: np.ndarray | None = None
+    claim_states: list[np.ndarray] | None = None
 
     def rows(self, start: int, stop: int) -> FactCheckVectors:
         return FactCheckVectors(self.claim[start:stop], self.title[start:stop], self.multi[start:stop],
                                 self.use[start:stop], self.states[start:stop],
-                                None if self.claim_query is None else self.claim_query[start:stop])
+                                None if self.claim_query is None else self.claim_query[start:stop],
+                                None if self.claim_states is None else self.claim_states[start:stop])
 
 
 class KnowledgeBase:
@@ -204,27 +206,35 @@ class KnowledgeBase:
         titles = iter(vecs[len(factchecks):])
         title = np.vstack([next(titles) if fc.title else cv for fc, cv in zip(factchecks, claim)]) \
             if len(factchecks) else claim
-        return FactCheckVectors(claim, title, np.asarray(multi), np.asarray(use), states, np.asarray(claim_query))
+        return FactCheckVectors(claim, title, np.asarray(multi), np.asarray(use), states, np.asarray(claim_query[0]),
+                                claim_query[1])
 
     async def token_states(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored token states (core/encoders/token_align.py) of those fact-checks of `ids` that have today's."""
         return await self.db.factcheck_states(ids, self.multilingual.states_model, PROJECTION_DIM)
 
-    async def _claims_as_queries(self, claims: Sequence[str]) -> np.ndarray:
-        return await self.multilingual.queries([clean_query(c) for c in claims])
+    async def _claims_as_queries(self, claims: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return await self.multilingual.queries_with_states([clean_query(c) for c in claims])
 
-    async def claim_queries(self, ids: Sequence[str], claims: Sequence[str]) -> np.ndarray:
-        """The e5 "query:" vectors of these fact-checks' claims (one row each), read the way a message is read:
-        compared with the message's, the two are weighed as paraphrases, where a query against a passage
-        rewards a shared topic. Stored at ingest; one a data dir lacks is computed now and kept."""
-        stored = await self.db.claim_queries(ids, self.multilingual.model_name)
-        missing = {i: c for i, c in zip(ids, claims) if i not in stored}
+    async def _store_claim_reads(self, ids: Sequence[str], vectors: np.ndarray, states: list[np.ndarray]) -> None:
+        await self.db.put_claim_queries(self.multilingual.model_name, dict(zip(ids, vectors)))
+        await self.db.put_claim_states(self.multilingual.states_model, dict(zip(ids, states)))
+
+    async def claim_reads(self, ids: Sequence[str], claims: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """These fact-checks' claims read by e5 the way a message is read ("query:"): their vectors (one row each)
+        and token states. Compared with the message's, the two are weighed as paraphrases, where a query against a
+        passage rewards a shared topic. Stored at ingest; what a data dir lacks is computed now and kept."""
+        vectors = await self.db.claim_queries(ids, self.multilingual.model_name)
+        states = await self.db.claim_states(ids, self.multilingual.states_model, PROJECTION_DIM)
+        missing = {i: c for i, c in zip(ids, claims) if i not in vectors or i not in states}
         if missing:
-            fresh = dict(zip(missing, await self._claims_as_queries(list(missing.values()))))
-            await self.db.put_claim_queries(self.multilingual.model_name, fresh)
-            stored.update(fresh)
-        return np.vstack([stored[i] for i in ids]).astype(np.float32) if ids else \
-            np.zeros((0, self.multilingual.dim), dtype=np.float32)
+            fresh, fresh_states = await self._claims_as_queries(list(missing.values()))
+            await self._store_claim_reads(list(missing), fresh, fresh_states)
+            vectors.update(zip(missing, fresh))
+            states.update(zip(missing, fresh_states))
+        if not ids:
+            return np.zeros((0, self.multilingual.dim), dtype=np.float32), []
+        return np.vstack([vectors[i] for i in ids]).astype(np.float32), [states[i] for i in ids]
 
     async def rebuild_with(self, factchecks: Sequence[FactCheck], *, run_id: int | None = None) -> int:
         """Add `factchecks` by building a fresh collection (old points copied, new ones embedded) and
@@ -261,10 +271,10 @@ class KnowledgeBase:
             await self.vectors.upsert_factchecks(collection, points)
             await self.db.put_factcheck_states(self.multilingual.states_model,
                                                {fc.id: st for fc, st in zip(chunk, v.states)})
-            queries = v.claim_query if v.claim_query is not None else \
-                await self._claims_as_queries([fc.claim for fc in chunk])
-            await self.db.put_claim_queries(self.multilingual.model_name,
-                                            {fc.id: q for fc, q in zip(chunk, queries)})
+            queries, claim_states = (v.claim_query, v.claim_states) \
+                if v.claim_query is not None and v.claim_states is not None \
+                else await self._claims_as_queries([fc.claim for fc in chunk])
+            await self._store_claim_reads([fc.id for fc in chunk], queries, claim_states)
             for fc in chunk:
                 old = existing.get(fc.id)
                 if old is not None:

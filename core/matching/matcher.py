@@ -212,8 +212,11 @@ class Scored:
     tok_rp: np.ndarray | None = None  # (n, 3) token alignment R, P and P_low (core/encoders/token_align.py)
     multi_vec: np.ndarray | None = None  # the message's e5 query vector
     p_claim: float = 1.0  # the claim gate's probability that the message states a fact
-    # The top candidates' claims read as e5 queries, by candidate index (KnowledgeBase.claim_queries).
+    # The top candidates' claims read as e5 queries, by candidate index (KnowledgeBase.claim_reads).
     claim_queries: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
+    # (n, 3) token alignment with those claims' query states (zero past the top): `tok_rp` aligns the message with
+    # the passage (claim + headline, read as a passage), this with the claim alone, read as the message is read.
+    tok_rp_query: np.ndarray | None = None
 
     def order(self) -> np.ndarray:
         return np.argsort(-self.probs, kind="stable")
@@ -226,7 +229,7 @@ class Scored:
         queries = np.vstack([self.claim_queries[int(i)] for i in top]) \
             if len(top) and all(int(i) in self.claim_queries for i in top) else None
         return decision_features(self.probs, self.features, self.kind, top, self.clean, self.claims, self.tok_rp,
-                                 self.multi_vec, vecs, self.p_claim, queries)
+                                 self.multi_vec, vecs, self.p_claim, queries, self.tok_rp_query)
 
 
 class ClaimMatcher:
@@ -384,8 +387,12 @@ class ClaimMatcher:
             p_claim = float(self.claim_model.score(self.claim_model.features(mvec[None, :], [clean]))[0])
         scored = Scored(clean, hits, claims, probs, features, kind, tok_rp, mvec, p_claim)
         top = [int(i) for i in scored.order()[:TOP_K]]  # the candidates the same-claim decision reads
-        queries = await self.kb.claim_queries([hits[i].id for i in top], [claims[i] for i in top])
-        return dataclasses.replace(scored, claim_queries=dict(zip(top, queries)))
+        queries, claim_states = await self.kb.claim_reads([hits[i].id for i in top], [claims[i] for i in top])
+        tok_rp_query = None
+        if qstates is not None:
+            tok_rp_query = np.zeros((len(hits), 3))
+            tok_rp_query[top] = alignment_rp(qstates, claim_states)
+        return dataclasses.replace(scored, claim_queries=dict(zip(top, queries)), tok_rp_query=tok_rp_query)
 
     async def _multi(self, clean: str, *, states: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """e5's query vector of `clean` and, if asked, its token states."""
@@ -397,11 +404,11 @@ class ClaimMatcher:
     async def disputes(self, text: str, claim: str, factcheck_id: str) -> bool:
         """Does `text` dispute `claim`, the fact-check `factcheck_id` it matched (core/matching/denial.py)? The
         message's vector is the one `by_text` computed for it (remembered by the encoder), the claim's the one
-        stored with the fact-check (KnowledgeBase.claim_queries): no model call."""
+        stored with the fact-check (KnowledgeBase.claim_reads): no model call."""
         if self.denial is None:
             return contradicts(text, claim)
-        (vector,), (claim_vector,) = await asyncio.gather(self.kb.multilingual.queries([clean_query(text)]),
-                                                           self.kb.claim_queries([factcheck_id], [claim]))
+        (vector,), ((claim_vector,), _) = await asyncio.gather(self.kb.multilingual.queries([clean_query(text)]),
+                                                                self.kb.claim_reads([factcheck_id], [claim]))
         return self.denial.disputes(text, claim, vector, claim_vector)
 
     async def match(self, text: str, urls: list[str], limit: int = 5) -> list[Match]:

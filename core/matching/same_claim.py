@@ -13,7 +13,8 @@ probability that each is the same claim. Two thresholds from that training decid
   target fact-check or the near miss's neighbour).
 
 Its inputs: the re-ranker's logit and the candidate's rank, the multilingual similarities
-(e5, USE, e5 token alignment and its worst-met third of the fact-check), cross-language term cover, names and
+(e5, USE, e5 token alignment and its worst-met third of the fact-check, with the passage and with the claim
+alone read as the message is read), cross-language term cover, names and
 numbers shared or missing, the share of the fact-check's word stems in the message, which kind of pair it
 is (English–English, across scripts, one non-Latin script, another Latin-script language), and the claim gate's
 probability that the message states a fact at all: a chat line that only names a fact-check's subjects ("Казахстан,
@@ -45,7 +46,8 @@ KINDS = ("en_en", "cross", "same_script", "cross_gloss", "other_latin")
 _FROM_RERANKER = ("cos_multi", "cos_use", "tok_f", "xl_cover", "xl_names", "entity_cover", "number_match",
                   "number_miss", "cover_claim", "cos_doc", "cos_gloss")
 FEATURES: tuple[str, ...] = ("logit_p", "rank", *_FROM_RERANKER, "stem_overlap", *(f"kind_{k}" for k in KINDS),
-                             "tok_r", "tok_p", "tok_p_low", "p_claim", "cos_claim_query")
+                             "tok_r", "tok_p", "tok_p_low", "claim_tok_r", "claim_tok_p", "claim_tok_p_low", "p_claim",
+                             "cos_claim_query")
 _COLS = [FEATURE_NAMES.index(n) for n in _FROM_RERANKER]
 _ENGLISH_ONLY = [_FROM_RERANKER.index(n) for n in ("cover_claim", "cos_doc")]
 # The e5 vectors of message and candidate side by side, dimension by dimension: which meanings they share
@@ -68,7 +70,8 @@ def stem_overlap(message: str, claim: str) -> float:
 def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray, order: np.ndarray,
                       message: str, claims: list[str], tok_rp: np.ndarray | None = None,
                       message_vec: np.ndarray | None = None, candidate_vecs: np.ndarray | None = None,
-                      p_claim: float = 1.0, claim_query_vecs: np.ndarray | None = None) -> np.ndarray:
+                      p_claim: float = 1.0, claim_query_vecs: np.ndarray | None = None,
+                      tok_rp_query: np.ndarray | None = None) -> np.ndarray:
     """One row per candidate in `order` (best first by the re-rankers): the decision's FEATURES, then, with the
     message's e5 query vector, the candidates' e5 passage vectors and the query vectors of their claims
     (`claim_query_vecs`, one row per candidate in `order`), their VECTOR_PARTS. `p_claim`: the claim gate's
@@ -85,7 +88,9 @@ def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray
     for k in range(len(KINDS)):
         rows[:, 3 + len(_COLS) + k] = kinds[order] == k
     if tok_rp is not None:
-        rows[:, -5:-2] = tok_rp[order]
+        rows[:, -8:-5] = tok_rp[order]
+    if tok_rp_query is not None:
+        rows[:, -5:-2] = tok_rp_query[order]
     rows[:, -2] = p_claim
     if message_vec is None or candidate_vecs is None or claim_query_vecs is None:
         return rows
