@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -147,17 +147,22 @@ class E5Encoder(E5Queries):
 SEED_VECTORS = Path(__file__).parents[1] / "data" / "seed_multilingual.npz"
 
 
-def seed_states(path: Path, states_model: str) -> dict[str, np.ndarray] | None:
-    """The shipped token states of the seed's texts (training/seed_vectors.py), or None when the file has none
+def _shipped_states(path: Path, states_model: str, texts: str, states: str, lens: str) -> dict[str, np.ndarray] | None:
+    """Token states shipped in `path` by text (one matrix each, `lens` its rows), or None when the file has none
     or was written with other states (then the model computes them)."""
     try:
-        data = read_arrays(path, ("texts", "states", "state_lens", "states_model"))
+        data = read_arrays(path, (texts, states, lens, "states_model"))
     except (OSError, KeyError):
         return None
     if str(data["states_model"]) != states_model:
         return None
-    parts = np.split(data["states"], np.cumsum(data["state_lens"])[:-1])
-    return dict(zip(data["texts"].tolist(), parts))
+    parts = np.split(data[states], np.cumsum(data[lens])[:-1])
+    return dict(zip(data[texts].tolist(), parts))
+
+
+def seed_states(path: Path, states_model: str) -> dict[str, np.ndarray] | None:
+    """The shipped token states of the seed's texts, read as passages (training/seed_vectors.py)."""
+    return _shipped_states(path, states_model, "texts", "states", "state_lens")
 
 
 def seed_queries(path: Path, model_name: str) -> dict[str, np.ndarray] | None:
@@ -175,15 +180,8 @@ def seed_queries(path: Path, model_name: str) -> dict[str, np.ndarray] | None:
 
 
 def seed_query_states(path: Path, states_model: str) -> dict[str, np.ndarray] | None:
-    """The shipped token states of the seed's claims read as queries, or None (as `seed_states`)."""
-    try:
-        data = read_arrays(path, ("query_texts", "query_states", "query_state_lens", "states_model"))
-    except (OSError, KeyError):
-        return None
-    if str(data["states_model"]) != states_model:
-        return None
-    parts = np.split(data["query_states"], np.cumsum(data["query_state_lens"])[:-1])
-    return dict(zip(data["query_texts"].tolist(), parts))
+    """The shipped token states of the seed's claims, read as queries."""
+    return _shipped_states(path, states_model, "query_texts", "query_states", "query_state_lens")
 
 
 class WithPrecomputedPassages:
@@ -211,17 +209,23 @@ class WithPrecomputedPassages:
                                                seed_queries(path, inner.model_name),
                                                seed_query_states(path, inner.states_model))
 
-    def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+    def _with_states(self, texts: Sequence[str], vectors: dict[str, np.ndarray], states: dict[str, np.ndarray],
+                     compute: Callable[[list[str]], tuple[np.ndarray, list[np.ndarray]]]) \
+            -> tuple[np.ndarray, list[np.ndarray]]:
+        """Vectors and token states from the tables, `compute` (the model) for the texts they lack."""
         texts = list(texts)
-        todo = [t for t in texts if t not in self._table or t not in self._states]
+        todo = [t for t in texts if t not in vectors or t not in states]
         fresh: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if todo:
-            vecs, states = self.inner.passages_with_states_sync(todo)
-            fresh = {t: (vecs[i], states[i]) for i, t in enumerate(todo)}
-        rows = [(self._table[t], self._states[t]) if t not in fresh else fresh[t] for t in texts]
+            vecs, computed = compute(todo)
+            fresh = {t: (vecs[i], computed[i]) for i, t in enumerate(todo)}
+        rows = [(vectors[t], states[t]) if t not in fresh else fresh[t] for t in texts]
         if not rows:
             return np.zeros((0, self.dim), dtype=np.float32), []
         return np.stack([r[0] for r in rows]), [r[1] for r in rows]
+
+    def passages_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self._with_states(texts, self._table, self._states, self.inner.passages_with_states_sync)
 
     async def passages_with_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         return await asyncio.to_thread(self.passages_with_states_sync, list(texts))
@@ -232,16 +236,7 @@ class WithPrecomputedPassages:
         return await asyncio.to_thread(self.queries_with_states_sync, list(texts))
 
     def queries_with_states_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
-        texts = list(texts)
-        todo = [t for t in texts if t not in self._queries or t not in self._query_states]
-        fresh: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        if todo:
-            vecs, states = self.inner.queries_with_states_sync(todo)
-            fresh = {t: (vecs[i], states[i]) for i, t in enumerate(todo)}
-        rows = [(self._queries[t], self._query_states[t]) if t not in fresh else fresh[t] for t in texts]
-        if not rows:
-            return np.zeros((0, self.dim), dtype=np.float32), []
-        return np.stack([r[0] for r in rows]), [r[1] for r in rows]
+        return self._with_states(texts, self._queries, self._query_states, self.inner.queries_with_states_sync)
 
     def passages_sync(self, texts: Sequence[str]) -> np.ndarray:
         return with_table(texts, self._table, self.dim, self.inner.passages_sync)
