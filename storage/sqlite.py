@@ -674,7 +674,7 @@ class Database:
 
     async def factcheck_states(self, ids: Sequence[str], model: str, dim: int) -> dict[str, np.ndarray]:
         """The token states of those of `ids` that have them from `model`."""
-        return {i: v.reshape(-1, dim) for i, v in (await self._float16("factcheck_states", "states", ids, model)).items()}
+        return await self._float16("factcheck_states", "states", ids, model, dim)
 
     async def put_claim_queries(self, model: str, vectors: dict[str, np.ndarray]) -> None:
         """Store fact-checks' claim query vectors (float16), replacing what they had."""
@@ -690,7 +690,7 @@ class Database:
 
     async def claim_states(self, ids: Sequence[str], model: str, dim: int) -> dict[str, np.ndarray]:
         """The claim token states of those of `ids` that have them from `model`."""
-        return {i: v.reshape(-1, dim) for i, v in (await self._float16("factcheck_claim_states", "states", ids, model)).items()}
+        return await self._float16("factcheck_claim_states", "states", ids, model, dim)
 
     async def _put_float16(self, table: str, column: str, model: str, arrays: dict[str, np.ndarray]) -> None:
         """Per fact-check arrays of one model's (a table keyed by id, with `model` and a float16 blob)."""
@@ -699,15 +699,17 @@ class Database:
                 f"INSERT OR REPLACE INTO {table} (id, model, {column}) VALUES (?, ?, ?)",
                 [(i, model, np.ascontiguousarray(a, dtype=np.float16).tobytes()) for i, a in arrays.items()])
 
-    async def _float16(self, table: str, column: str, ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
-        """Those of `ids` that `_put_float16` stored from `model`, flat."""
+    async def _float16(self, table: str, column: str, ids: Sequence[str], model: str,
+                       dim: int | None = None) -> dict[str, np.ndarray]:
+        """Those of `ids` that `_put_float16` stored from `model`: flat, or rows of `dim` (token states)."""
         out: dict[str, np.ndarray] = {}
         for chunk in _chunks(list(ids), 500):
             cur = await self._conn.execute(
                 f"SELECT id, {column} FROM {table} WHERE model = ? AND id IN ({','.join('?' * len(chunk))})",
                 [model, *chunk])
             for row in await cur.fetchall():
-                out[row[0]] = np.frombuffer(row[1], dtype=np.float16)
+                flat = np.frombuffer(row[1], dtype=np.float16)
+                out[row[0]] = flat if dim is None else flat.reshape(-1, dim)
         return out
 
     async def get_factchecks(self, ids: Iterable[str]) -> dict[str, FactCheck]:

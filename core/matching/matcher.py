@@ -212,11 +212,11 @@ class Scored:
     tok_rp: np.ndarray | None = None  # (n, 3) token alignment R, P and P_low (core/encoders/token_align.py)
     multi_vec: np.ndarray | None = None  # the message's e5 query vector
     p_claim: float = 1.0  # the claim gate's probability that the message states a fact
-    # The top candidates' claims read as e5 queries, by candidate index (KnowledgeBase.claim_reads).
+    # The top candidates' claims read as e5 queries, by candidate index (KnowledgeBase.claim_reads): their vectors,
+    # and the message's token alignment with their token states (R, P, P_low: `tok_rp` aligns the message with the
+    # passage, claim + headline read as a passage; this with the claim alone, read as the message is read).
     claim_queries: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
-    # (n, 3) token alignment with those claims' query states (zero past the top): `tok_rp` aligns the message with
-    # the passage (claim + headline, read as a passage), this with the claim alone, read as the message is read.
-    tok_rp_query: np.ndarray | None = None
+    claim_tok_rp: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def order(self) -> np.ndarray:
         return np.argsort(-self.probs, kind="stable")
@@ -226,10 +226,14 @@ class Scored:
         if self.multi_vec is not None:
             zeros = np.zeros_like(self.multi_vec)
             vecs = np.vstack([h.multi if h.multi is not None else zeros for h in self.hits])
-        queries = np.vstack([self.claim_queries[int(i)] for i in top]) \
-            if len(top) and all(int(i) in self.claim_queries for i in top) else None
         return decision_features(self.probs, self.features, self.kind, top, self.clean, self.claims, self.tok_rp,
-                                 self.multi_vec, vecs, self.p_claim, queries, self.tok_rp_query)
+                                 self.multi_vec, vecs, self.p_claim, _in_order(self.claim_queries, top),
+                                 _in_order(self.claim_tok_rp, top))
+
+
+def _in_order(rows: dict[int, np.ndarray], top: np.ndarray) -> np.ndarray | None:
+    """`rows` of the candidates `top`, one per candidate in that order; None unless every one has its row."""
+    return np.vstack([rows[int(i)] for i in top]) if len(top) and all(int(i) in rows for i in top) else None
 
 
 class ClaimMatcher:
@@ -388,11 +392,8 @@ class ClaimMatcher:
         scored = Scored(clean, hits, claims, probs, features, kind, tok_rp, mvec, p_claim)
         top = [int(i) for i in scored.order()[:TOP_K]]  # the candidates the same-claim decision reads
         queries, claim_states = await self.kb.claim_reads([hits[i].id for i in top], [claims[i] for i in top])
-        tok_rp_query = None
-        if qstates is not None:
-            tok_rp_query = np.zeros((len(hits), 3))
-            tok_rp_query[top] = alignment_rp(qstates, claim_states)
-        return dataclasses.replace(scored, claim_queries=dict(zip(top, queries)), tok_rp_query=tok_rp_query)
+        aligned = dict(zip(top, alignment_rp(qstates, claim_states))) if qstates is not None else {}
+        return dataclasses.replace(scored, claim_queries=dict(zip(top, queries)), claim_tok_rp=aligned)
 
     async def _multi(self, clean: str, *, states: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """e5's query vector of `clean` and, if asked, its token states."""

@@ -71,10 +71,11 @@ def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray
                       message: str, claims: list[str], tok_rp: np.ndarray | None = None,
                       message_vec: np.ndarray | None = None, candidate_vecs: np.ndarray | None = None,
                       p_claim: float = 1.0, claim_query_vecs: np.ndarray | None = None,
-                      tok_rp_query: np.ndarray | None = None) -> np.ndarray:
+                      claim_tok_rp: np.ndarray | None = None) -> np.ndarray:
     """One row per candidate in `order` (best first by the re-rankers): the decision's FEATURES, then, with the
     message's e5 query vector, the candidates' e5 passage vectors and the query vectors of their claims
-    (`claim_query_vecs`, one row per candidate in `order`), their VECTOR_PARTS. `p_claim`: the claim gate's
+    (`claim_query_vecs`, one row per candidate in `order`, as `claim_tok_rp`: the message's token alignment with
+    those claims), their VECTOR_PARTS. `p_claim`: the claim gate's
     probability that the message states a fact at all (core/intake/checkability.py)."""
     p = np.clip(probs[order], 1e-6, 1 - 1e-6)
     rows = np.zeros((len(order), len(FEATURES)))
@@ -89,8 +90,8 @@ def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray
         rows[:, 3 + len(_COLS) + k] = kinds[order] == k
     if tok_rp is not None:
         rows[:, -8:-5] = tok_rp[order]
-    if tok_rp_query is not None:
-        rows[:, -5:-2] = tok_rp_query[order]
+    if claim_tok_rp is not None:
+        rows[:, -5:-2] = claim_tok_rp
     rows[:, -2] = p_claim
     if message_vec is None or candidate_vecs is None or claim_query_vecs is None:
         return rows
