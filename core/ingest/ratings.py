@@ -51,7 +51,7 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         "supported", "supports",
         # Russian / Ukrainian
         "правда", "в основном правда", "скорее правда", "подтверждено", "достоверно", "переважно правда",
-        "підтверджено",
+        "підтверджено", "вірно", "верно", "точно",
         # Spanish / Portuguese / Italian
         "verdadero", "cierto", "mayormente cierto", "mayormente verdadero", "verdad", "verdadeiro",
         "vero",
@@ -75,7 +75,8 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         "дезинформация", "дезінформація", "конспирология", "конспірологія", "не відповідає дійсності",
         "неправдиве твердження", "неправдиво", "недостовірно", "недостовірна інформація", "недостоверно",
         "недостоверная информация", "ложное утверждение", "это не так", "це не так", "неточно",
-        "сгенерировано ии", "згенеровано ші",
+        "сгенерировано ии", "згенеровано ші", "не так", "теория заговора", "теорія змови", "містифікація",
+        "мистификация", "несправжнє", "несправжній", "несправжня", "несправжні",
         # Spanish / Portuguese / Italian
         "falso", "mayormente falso", "bulo", "no es cierto", "no es verdad", "insostenible", "fake",
         "nao e verdade", "boato", "insustentavel", "non e vero", "notizia falsa", "bufala",
@@ -95,6 +96,10 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         "преувеличение", "частично ложь", "частично неправда", "маніпуляція", "вводить в оману",
         "перебільшення", "частково неправда", "поза контекстом", "манипулятивно", "маніпулятивно",
         "в заблуждение", "в оману",  # "вводящее в заблуждение", "що вводить в оману": every form of the verb
+        "без контексту", "без контекста", "монтаж", "старе відео", "старе фото", "старое видео", "старое фото",
+        "перекручування", "перекручено", "правда з маніпуляцією", "правда с манипуляцией", "distorts the facts",
+        "не зовсім правда", "не совсем правда", "не зовсім так", "не совсем так", "not quite true",
+        "not entirely true", "not the whole truth",
         # Spanish / Portuguese / Italian
         "enganoso", "parcialmente falso", "fuera de contexto", "sin contexto", "falta contexto",
         "exagerado", "impreciso", "distorsionado", "fora de contexto", "distorcido", "verdadeiro mas",
@@ -126,7 +131,7 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         # Russian / Ukrainian
         "не доказано", "бездоказательно", "недостаточно данных", "недостаточно доказательств", "не подтверждено",
         "неподтверждено", "нет доказательств", "недостатньо даних", "не доведено", "не підтверджено",
-        "без доказательств", "без доказів",
+        "без доказательств", "без доказів", "чутки", "слухи", "disputed",
         # Spanish / Portuguese / Italian
         "sin evidencia", "sin evidencias", "sin pruebas", "inchequeable", "no verificable",
         "sem evidencias", "sem provas", "ainda e cedo para dizer", "sem comprovacao", "senza prove",
@@ -140,7 +145,8 @@ RATING_WORDS: dict[Verdict, tuple[str, ...]] = {
         "satire", "labeled satire", "labelled satire", "opinion", "legend", "not checkable",
         "not a claim", "parody", "humor", "joke",
         # Russian / Ukrainian
-        "сатира", "мнение", "пародия", "думка", "пародія",
+        "сатира", "мнение", "пародия", "думка", "пародія", "жарт", "шутка", "не перевіряється",
+        "неперевірювано", "не проверяется", "непроверяемо",
         # Spanish / Portuguese / Italian / French / German
         "satira", "opinion", "opiniao", "parodia", "opinione", "satirique", "meinung",
     ),
