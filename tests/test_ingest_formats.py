@@ -196,6 +196,27 @@ def test_factcheck_api_pages_in_a_list() -> None:
     assert [(r.line, r.factcheck.verdict) for r in rows if r.ok][-1] == (4, Verdict.MIXED)
 
 
+PAGE_TWO = {"claims": [{"text": "Зеленський втік з Києва", "claimReview": [
+    {"publisher": {"site": "stopfake.org"}, "url": "https://www.stopfake.org/uk/x", "textualRating": "Фейк",
+     "languageCode": "uk"}]}]}
+
+
+def test_factcheck_api_pages_end_with_the_empty_answer_past_the_last_page() -> None:
+    rows = parse_bytes("pages.json", json.dumps([API_RESPONSE, PAGE_TWO, {}], ensure_ascii=False).encode())
+    assert [r.factcheck.verdict for r in rows if r.ok] == [Verdict.REFUTED, Verdict.MISLEADING, Verdict.REFUTED]
+
+
+def test_factcheck_api_one_response_per_line() -> None:
+    text = "\n".join(json.dumps(p, ensure_ascii=False) for p in (API_RESPONSE, PAGE_TWO, {})) + "\n"
+    for name in ("pages.jsonl", "pages.json"):
+        assert detect_format(name, text.encode()) == "factcheck_api"
+        rows = parse_bytes(name, text.encode())
+        assert [r.factcheck.claim for r in rows if r.ok][-1] == "Зеленський втік з Києва"
+    broken = text + "{not json\n"
+    with pytest.raises(IngestFormatError, match="line 4"):
+        parse_bytes("pages.jsonl", broken.encode())
+
+
 # --- CSV / TSV / JSONL ---------------------------------------------------------------------------------
 
 CSV_TEXT = (

@@ -76,6 +76,24 @@ def _sniff_json(name: str, text: str) -> tuple[str, Any]:
 
 def _sniff(name: str, text: str) -> tuple[str, Any]:
     """(format, already-decoded JSON or None) so JSON is parsed once."""
+    fmt, doc = _sniff_kind(name, text)
+    if fmt == "jsonl" and factcheck_api.is_api_line(text.lstrip().split("\n", 1)[0]):
+        return "factcheck_api", _json_lines(name, text)
+    return fmt, doc
+
+
+def _json_lines(name: str, text: str) -> list[Any]:
+    out = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append(loads_bounded(line))
+            except (JSONTooDeep, json.JSONDecodeError) as exc:
+                raise IngestFormatError(f"{name}, line {n}, is not a JSON value ({exc}).") from exc
+    return out
+
+
+def _sniff_kind(name: str, text: str) -> tuple[str, Any]:
     ext = PurePath(name).suffix.lower()
     if ext == ".csv":
         return "csv", None

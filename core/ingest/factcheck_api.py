@@ -1,7 +1,8 @@
 """Google Fact Check Tools `claims:search` responses (saved to disk, or pages concatenated in a list).
 
 Shape: {"claims": [{"text", "claimant", "claimDate", "claimReview": [{"publisher": {"name", "site"},
-"url", "title", "reviewDate", "textualRating", "languageCode"}]}], "nextPageToken"}.
+"url", "title", "reviewDate", "textualRating", "languageCode"}]}], "nextPageToken"}; past the last page the API
+answers `{}`. Pages come as one response, a JSON list of them, or JSON lines (one response per line).
 One claim reviewed by three publishers gives three FactChecks: each review is its own verdict and
 its own article to cite. `line` is the 1-based index of the claim across all pages.
 """
@@ -17,9 +18,23 @@ from core.ingest.fields import build_factcheck
 from schema.json_limits import JSONTooDeep, loads_bounded
 
 
+def _is_page(page: Any) -> bool:
+    """A response page: its "claims", or the `{}` the API answers past the last page."""
+    return isinstance(page, dict) and (isinstance(page.get("claims"), list) or not set(page) - {"nextPageToken"})
+
+
 def is_api_response(doc: Any) -> bool:
     pages = doc if isinstance(doc, list) else [doc]
-    return bool(pages) and all(isinstance(p, dict) and isinstance(p.get("claims"), list) for p in pages)
+    return all(_is_page(p) for p in pages) and any(isinstance(p.get("claims"), list) for p in pages)
+
+
+def is_api_line(line: str) -> bool:
+    """A JSON-lines file whose first line is a response page: one saved response per line."""
+    try:
+        doc = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return is_api_response(doc)
 
 
 def _rows_for_claim(index: int, claim: Any) -> Iterator[ParsedRow]:
@@ -64,7 +79,7 @@ def parse_document(doc: Any) -> Iterator[ParsedRow]:
         raise IngestFormatError('The JSON is not a Fact Check Tools response (no "claims" list).')
     index = 0
     for page in doc if isinstance(doc, list) else [doc]:
-        for claim in page["claims"]:
+        for claim in page.get("claims", []):
             index += 1
             yield from _rows_for_claim(index, claim)
 
