@@ -31,8 +31,8 @@ def is_api_response(doc: Any) -> bool:
 def is_api_line(line: str) -> bool:
     """A JSON-lines file whose first line is a response page: one saved response per line."""
     try:
-        doc = json.loads(line)
-    except json.JSONDecodeError:
+        doc = loads_bounded(line)
+    except (JSONTooDeep, json.JSONDecodeError):
         return False
     return is_api_response(doc)
 
