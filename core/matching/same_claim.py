@@ -49,6 +49,9 @@ FEATURES: tuple[str, ...] = ("logit_p", "rank", *_FROM_RERANKER, "stem_overlap",
                              "tok_r", "tok_p", "tok_p_low", "claim_tok_r", "claim_tok_p", "claim_tok_p_low", "p_claim",
                              "cos_claim_query")
 _COLS = [FEATURE_NAMES.index(n) for n in _FROM_RERANKER]
+# Where the later inputs sit in a row, by name, so a new input cannot shift another's column.
+_TOK, _CLAIM_TOK = FEATURES.index("tok_r"), FEATURES.index("claim_tok_r")
+_P_CLAIM, _COS_CLAIM_QUERY = FEATURES.index("p_claim"), FEATURES.index("cos_claim_query")
 _ENGLISH_ONLY = [_FROM_RERANKER.index(n) for n in ("cover_claim", "cos_doc")]
 # The e5 vectors of message and candidate side by side, dimension by dimension: which meanings they share
 # and where they part, read by weights learned on the chat-like pairs (a cosine weighs every dimension alike);
@@ -89,16 +92,16 @@ def decision_features(probs: np.ndarray, features: np.ndarray, kinds: np.ndarray
     for k in range(len(KINDS)):
         rows[:, 3 + len(_COLS) + k] = kinds[order] == k
     if tok_rp is not None:
-        rows[:, -8:-5] = tok_rp[order]
+        rows[:, _TOK:_TOK + 3] = tok_rp[order]
     if claim_tok_rp is not None:
-        rows[:, -5:-2] = claim_tok_rp
-    rows[:, -2] = p_claim
+        rows[:, _CLAIM_TOK:_CLAIM_TOK + 3] = claim_tok_rp
+    rows[:, _P_CLAIM] = p_claim
     if message_vec is None or candidate_vecs is None or claim_query_vecs is None:
         return rows
     q = np.asarray(message_vec, dtype=np.float64)[None, :]
     d = np.asarray(candidate_vecs, dtype=np.float64)[order]
     c = _unit(np.asarray(claim_query_vecs, dtype=np.float64))
-    rows[:, -1] = c @ q[0]  # both unit vectors (the stored one, float16, renormalised)
+    rows[:, _COS_CLAIM_QUERY] = c @ q[0]  # both unit vectors (the stored one, float16, renormalised)
     return np.hstack([rows, q * d, np.abs(q - d), q * c, np.abs(q - c)])
 
 
