@@ -69,13 +69,31 @@ def _not_noise(word: str) -> bool:
     return not all(unicodedata.category(c) in ("So", "Sk", "Co") for c in word)
 
 
+_TIME = re.compile(r"\b\d{1,2}:\d{2}\b")
+_LETTERS = re.compile(r"[^\W\d_]{3,}")
+_SENTENCE_END = re.compile(r"[.!?…:]")
+
+
+def _chrome(lines: list[str]) -> list[str]:
+    """A post screenshot's frame, which no fact-check holds and which pulled the Russian 5G post away from its
+    match: the counters line (views and a time: "👁 15.2K 12:41", "015.2К 12:41") and the channel's or
+    author's name heading the post ("Труха⚡️Украина", "Daily News @daily · 2h": three words at most, no
+    sentence punctuation, with the post's lines below it: four words of three letters or more)."""
+    lines = [x for x in lines if not (_TIME.search(x) and len(_LETTERS.findall(x)) <= 1)]
+    text = [x for x in lines if x.strip()]
+    if len(text) >= 2 and len(_LETTERS.findall(text[0])) <= 3 and not _SENTENCE_END.search(text[0]) \
+            and sum(len(_LETTERS.findall(x)) for x in text[1:]) >= 4:
+        lines = lines[lines.index(text[0]) + 1:]
+    return lines
+
+
 def tidy(text: str) -> str:
-    """Tesseract's output: form feeds, symbol-only words (icons), runs of spaces and blank lines gone,
-    lines kept."""
+    """Tesseract's output: form feeds, symbol-only words (icons), a post's frame (`_chrome`), runs of spaces and
+    blank lines gone, lines kept."""
     text = text.replace("\f", "\n")
     lines = [" ".join(w for w in _SPACES.sub(" ", line).split(" ") if w and _not_noise(w))
              for line in text.splitlines()]
-    return _BLANKS.sub("\n\n", "\n".join(lines)).strip()
+    return _BLANKS.sub("\n\n", "\n".join(_chrome(lines))).strip()
 
 
 def combine(caption: str, image_text: str) -> str:

@@ -89,7 +89,7 @@ async def cmd_eval_realistic(args: argparse.Namespace) -> int:
             print(f"checked {done}/{total}", file=sys.stderr)
 
     outcome = await evaluate(settings_for(args), args.data, split=args.split, progress=progress,
-                             euvs_cases=args.euvs_cases)
+                             euvs_cases=args.euvs_cases, screenshots=args.screenshots)
     print(outcome.table())
     if args.failures:
         args.failures.write_text("\n".join(json.dumps(f, ensure_ascii=False) for f in outcome.failures) + "\n",
@@ -380,6 +380,8 @@ def _eval_parsers(e: argparse.ArgumentParser, common: argparse.ArgumentParser) -
                      help="rows by fact-check (one in three is dev)")
     re_.add_argument("--euvs-cases", type=Path, help="EUvsDisinfo's cases.tsv: check the rows written against "
                      "EUvsDisinfo instead, over --data-dir holding `tipline ingest` of those cases (no seed)")
+    re_.add_argument("--screenshots", action="store_true", help="draw each row as a Telegram channel post and "
+                     "check the picture (Tesseract reads it, as `tipline check --image`)")
     re_.add_argument("--failures", type=Path, help="write each wrong answer as a JSON line")
     re_.add_argument("--out", type=Path, help="write the figures as JSON (what `tipline bench report` renders)")
 

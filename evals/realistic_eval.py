@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.images import NoTextInImage
 from bot.settings import Settings
 from evals.evaluation import EvalDataError
 from core.intake.message import EmptyInput
@@ -191,7 +192,7 @@ async def run_realistic(check: Callable[[str], Awaitable[Result]], rows: list[Ro
     for n, row in enumerate(todo, start=1):
         try:
             result = await check(row.text)
-        except EmptyInput:  # nothing to check (emoji only): the bot says so, as for no claim
+        except (EmptyInput, NoTextInImage):  # nothing to check (emoji only): the bot says so, as for no claim
             result = Result(id="-", text=row.text, verdict=Verdict.NOT_CHECKABLE, label="", confidence=1.0,
                             reasoning="")
         outcome.add(row, result, right(row, result, verdicts), verdicts)
@@ -222,12 +223,15 @@ def euvs_rows(rows: list[Row], cases: Path) -> tuple[list[Row], dict[str, Verdic
 
 
 async def evaluate(settings: Settings, data: Path, *, split: str = "dev", per_kind: int | None = None,
-                   progress: Callable[[int, int], None] | None = None, euvs_cases: Path | None = None) -> Outcome:
+                   progress: Callable[[int, int], None] | None = None, euvs_cases: Path | None = None,
+                   screenshots: bool = False) -> Outcome:
     """Whole offline checks (`app.engine.check`, as a user's message goes) of data/*.jsonl's seed rows over
     the knowledge base of `settings`' data dir, as `tipline check` opens it (the seed loaded on first start):
     what `tipline eval realistic` and `tipline bench report` run. With `euvs_cases` (EUvsDisinfo's cases.tsv),
     the rows written against EUvsDisinfo instead, over a data dir that holds those cases (`tipline ingest`)
-    and no seed: a dense knowledge base of one region's narratives, where near misses have many neighbours."""
+    and no seed: a dense knowledge base of one region's narratives, where near misses have many neighbours.
+    With `screenshots`, each row is drawn as a Telegram channel post (evals/bench_ocr.py: channel_post) and checked
+    as `tipline check --image` checks it: read by Tesseract, its frame set aside, then checked."""
     from bot.app import build_app
     from core.matching.knowledge_base import load_seed_factchecks
 
@@ -241,8 +245,19 @@ async def evaluate(settings: Settings, data: Path, *, split: str = "dev", per_ki
     if not rows:
         raise EvalDataError(f"{data}: no *.jsonl rows written against that knowledge base")
     async with build_app(settings.model_copy(update={"offline": True}), one_shot=True) as app:
-        return await run_realistic(app.engine.check, rows, verdicts, split=split, progress=progress,
-                                   per_kind=per_kind)
+        check: Callable[[str], Awaitable[Result]] = app.engine.check
+        if screenshots:
+            from bot.check_service import CheckService
+            from evals.bench_ocr import channel_post
+
+            service = CheckService(app.engine, images=app.images)
+
+            async def as_screenshot(text: str) -> Result:
+                return await service.check_image(channel_post(text, len(text)))
+
+            check = as_screenshot
+
+        return await run_realistic(check, rows, verdicts, split=split, progress=progress, per_kind=per_kind)
 
 
 def counts(rows: list[Row]) -> Counter[tuple[str, str, str]]:

@@ -310,6 +310,18 @@ def test_eval_realistic(tipline, tmp_path: Path) -> None:
     assert figures["split"] == "all" and figures["right"]["ru"] == {"restate": [1, 1], "no_claim": [1, 1], "*": [2, 2]}
 
 
+def test_eval_realistic_screenshots(tipline, tmp_path: Path) -> None:
+    """The same rows drawn as channel posts and read by Tesseract: the forward still finds its fact-check."""
+    data = tmp_path / "realistic"
+    data.mkdir()
+    row = {"text": "СРОЧНО! Вышки 5G распространяют коронавирус. Перешлите всем, пока не удалили", "lang": "ru",
+           "kind": "restate", "kb": "seed", "target": "https://www.logically.ai/factchecks/library/b1f4b613"}
+    (data / "x.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    printed = tipline("eval", "realistic", "--data", data, "--split", "all", "--screenshots")
+    ru = next(line for line in printed.splitlines() if line.startswith("ru "))
+    assert ru.split()[1:] == ["1/1", "1/1"], printed
+
+
 def test_bench_ocr(tipline) -> None:
     """Real Tesseract on real renders: the figures are there and the clean ones are read well (the goal is a
     CER of 5% at most; two easy renders per sentence leave a wide margin)."""

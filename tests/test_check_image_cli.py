@@ -25,6 +25,36 @@ def test_check_image_prints_the_card_with_the_text_read(env, tmp_path: Path):  #
     assert data["verdict"] == "REFUTED"
 
 
+def russian_post() -> bytes:
+    """A Telegram channel post as a screenshot: the channel's name above, the post, views and time below."""
+    import io
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    from evals.bench_ocr import FONT_DIR
+
+    lines = ["Труха⚡️Украина", "", "СРОЧНО! Вышки 5G распространяют", "коронавирус. Перешлите всем,",
+             "пока не удалили!!!", "", "👁 15.2K   12:41"]
+    font = ImageFont.truetype(str(FONT_DIR / "DejaVuSans.ttf"), 28)
+    im = Image.new("RGB", (620, 60 + 42 * len(lines)), "white")
+    draw = ImageDraw.Draw(im)
+    for i, line in enumerate(lines):
+        draw.text((20, 20 + 42 * i), line, fill="black", font=font)
+    out = io.BytesIO()
+    im.save(out, "PNG")
+    return out.getvalue()
+
+
+def test_a_russian_channel_post_screenshot_with_a_call_to_share_is_false(env, tmp_path: Path):  # noqa: F811
+    shot = tmp_path / "post.png"
+    shot.write_bytes(russian_post())
+    proc = run(["check", "--json", "--image", str(shot)], env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["image_text"].startswith("СРОЧНО! Вышки 5G распространяют") and "12:41" not in data["image_text"]
+    assert data["verdict"] == "REFUTED" and data["language"] == "ru"
+
+
 def test_check_image_refusals_are_one_sentence(env, tmp_path: Path):  # noqa: F811
     text_file = tmp_path / "notes.png"
     text_file.write_text("not an image at all")

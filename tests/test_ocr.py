@@ -171,6 +171,24 @@ def test_tidy_and_combine() -> None:
     assert combine("", "image text") == "image text" and combine("caption", "") == "caption"
 
 
+async def test_a_russian_text_is_read_again_without_ukrainian() -> None:
+    from tests.test_check_image_cli import russian_post
+
+    read = await TesseractOcr().read(russian_post())
+    assert "Вышки 5G распространяют" in read.text, read.text  # with Ukrainian loaded: "Вьшки 5С"
+    ukrainian = "ТЕРМІНОВО: уряд вимкне інтернет на тиждень у березні."
+    assert cer(ukrainian, (await TesseractOcr().read(render(ukrainian, CLEAN))).text) <= 0.05
+
+
+def test_a_posts_frame_is_not_its_text() -> None:
+    post = "Труха Украина\n\nСРОЧНО! Вышки 5G распространяют\nкоронавирус. Перешлите всем,\n\n015.2К 12:41"
+    assert tidy(post) == "СРОЧНО! Вышки 5G распространяют\nкоронавирус. Перешлите всем,"
+    assert tidy("👁 15.2K 12:41\nedited 9:05") == ""
+    # a line that only looks short, and one sentence with a time in it, stay
+    assert tidy("Это фейк.\nВышки 5G распространяют коронавирус") == "Это фейк.\nВышки 5G распространяют коронавирус"
+    assert tidy("Взрыв в Киеве в 12:41, сообщают местные") == "Взрыв в Киеве в 12:41, сообщают местные"
+
+
 async def test_an_image_file_from_disk(tmp_path: Path) -> None:
     settings = Settings(_env_file=None, ocr_max_bytes=10_000)  # type: ignore[call-arg]
     small = tmp_path / "a.png"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.intake.image_limits import ImageLimits, ImageRefused, inspect_image
+from core.intake.language import detect_language
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +138,25 @@ class TesseractOcr:
             # into columns and read them out of order (7.4%); straight text was read the same by both.
             out, _ = await self._run([exe, "stdin", "stdout", "-l", "+".join(langs), "--psm", "6"], data,
                                      timeout=self.timeout_s)
+            narrower = _russian_first(langs, out.decode("utf-8", "replace"))
+            if narrower is not None:
+                out, _ = await self._run([exe, "stdin", "stdout", "-l", "+".join(narrower), "--psm", "6"], data,
+                                         timeout=max(self.timeout_s - (loop.time() - started), 1.0))
             seconds = loop.time() - started
         text = fix_homoglyphs(out.decode("utf-8", "replace")[:MAX_TEXT_CHARS])
         return OcrText(text=text, width=info.width, height=info.height, seconds=seconds)
+
+
+# With Ukrainian loaded, Tesseract reads Russian letters as Ukrainian ones: a Russian post's "Вышки 5G
+# распространяют" came back "Вьшки 5С", "Украина" "Украйна", and the message lost its match; Russian read first
+# and alone ("rus+eng") reads it right. A Ukrainian text needs its own letters (і, ї, є), so the first read, with
+# every language, stays the text unless it reads as Russian; then a second read with Russian first is.
+def _russian_first(langs: list[str], text: str) -> list[str] | None:
+    """The languages for a second read of a Russian text read with Ukrainian loaded too, else None."""
+    if not {"rus", "ukr"} <= set(langs) or len(_CYR.findall(text)) <= len(_LAT.findall(text)) \
+            or detect_language(text) != "ru":
+        return None
+    return ["rus", *(x for x in langs if x not in ("rus", "ukr"))]
 
 
 # Latin letters Tesseract returns for the Cyrillic ones that look the same, with eng+rus+ukr loaded:
