@@ -182,10 +182,10 @@ async def test_own_chat_dev_set_is_mostly_right(app, tmp_path):
 async def test_fresh_chat_messages_written_after_training_are_mostly_right(app, tmp_path):
     """80 EN/RU chat messages written as an acceptance check after the gate was trained
     (none in training/data or the dev set): the first 40 plain (greetings, opinions, promos, questions
-    against claims, questions about claims, forwards), 40/40 right; the next 40 harder (claims with no
-    names or numbers, opinions with numbers, claims inside a call to share), 38/40: "Water is wet,
-    obviously" taken for a claim (p 0.65), and "share this ... the election was rigged" for a promo
-    (p 0.08)."""
+    against claims, questions about claims, forwards), 39/40 right ("Drinking lemon water every morning cures
+    diabetes" p 0.58 turned away); the next 40 harder (claims with no names or numbers, opinions with
+    numbers, claims inside a call to share), 38/40 ("Вай-фай роутеры вызывают бессонницу у детей" p 0.62,
+    "share this ... the election was rigged" p 0.55)."""
     fresh = ROOT / "tests" / "data" / "checkability_chat_fresh.tsv"
     out = tmp_path / "run.tsv"
     run_checkability_eval(app.engine.claim_gate, fresh, out)

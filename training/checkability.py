@@ -3,8 +3,10 @@
 Data:
 - CLEF-2020 CheckThat! Task 1 train (English COVID tweets, `claim` label): ../shared/eval/clef2020-task1/train.tsv.
   Its lines are read here and never copied into the product; only the fitted weights are shipped.
-- Our own chat messages, English / Russian / Ukrainian / mixed (training/data/checkability_chat_train.tsv, and
-  checkability_chat_more.tsv: small talk, promos and opinions that name the news, beside short hearsay claims).
+- Our own chat messages, English / Russian / Ukrainian / mixed (training/data/checkability_chat_train.tsv;
+  checkability_chat_more.tsv: small talk, promos and opinions that name the news, beside short hearsay claims;
+  checkability_chat_names.tsv: jokes, tastes, thanks and requests for advice naming the subjects of
+  disinformation, beside short claims on the same subjects).
 - The train split of our realistic forwards (eval/realistic, split by fact-check as `tipline eval realistic`
   splits them): a message with no claim is 0, every other kind (restatements, questions, conditions, denials,
   near misses) is 1, each reduced to its claim as the engine reduces it (core/intake/claim_text.py).
@@ -41,7 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CLEF = ROOT.parent / "shared" / "eval" / "clef2020-task1"
 CHAT_TRAIN = (ROOT / "training" / "data" / "checkability_chat_train.tsv",
-              ROOT / "training" / "data" / "checkability_chat_more.tsv")
+              ROOT / "training" / "data" / "checkability_chat_more.tsv",
+              ROOT / "training" / "data" / "checkability_chat_names.tsv")
 CHAT_DEV = ROOT / "tests" / "data" / "checkability_chat_dev.tsv"
 
 
