@@ -192,7 +192,7 @@ async def run_realistic(check: Callable[[str], Awaitable[Result]], rows: list[Ro
     for n, row in enumerate(todo, start=1):
         try:
             result = await check(row.text)
-        except (EmptyInput, NoTextInImage):  # nothing to check (emoji only): the bot says so, as for no claim
+        except (EmptyInput, NoTextInImage):  # nothing to check (emoji only, no text in the picture): as for no claim
             result = Result(id="-", text=row.text, verdict=Verdict.NOT_CHECKABLE, label="", confidence=1.0,
                             reasoning="")
         outcome.add(row, result, right(row, result, verdicts), verdicts)
