@@ -153,8 +153,9 @@ class Engine:
         The gate's e5 vector is the matcher's, cached: a checkable message costs no extra model call. A
         message with a link is never turned away when linked pages are read (the page may carry the claim); a
         link that is a known fact-check has matched `auto` before the gate is asked. A message that `matched`
-        a fact-check (`auto`) is turned away only when the gate is sure it carries no claim ("Как тебе такое,
-        Илон Маск? 😂"), whatever it would say of a claim's wrapping."""
+        a fact-check surely (`auto`, at or above the same-claim decision's `unclaimed` threshold) is turned
+        away only when the gate is sure it carries no claim ("Как тебе такое, Илон Маск? 😂"), whatever it
+        would say of a claim's wrapping."""
         if self.claim_gate is None or (msg.urls and self.reads_links):
             return None
         t0 = time.perf_counter()
@@ -202,7 +203,9 @@ class Engine:
         if extraction is None:
             # Offline (or the LLM failed, so its classification is missing), a message with no factual claim
             # ("hello", an opinion, an advert) is answered NOT_CHECKABLE (core/intake/checkability.py).
-            refused = await self._offline_gate(run, msg, matched=any(m.tier == "auto" for m in kept))
+            sure = self.matcher.same_claim.unclaimed if self.matcher.same_claim is not None else 0.0
+            refused = await self._offline_gate(run, msg, matched=any(m.tier == "auto" and m.similarity >= sure
+                                                                     for m in kept))
             if refused is not None:
                 return refused
         return Claimed(msg, llm, _claims_of(msg, extraction), kept, denied)

@@ -87,6 +87,21 @@ async def test_a_matched_message_is_turned_away_only_when_the_gate_is_sure(setti
     assert chatty.verdict == Verdict.REFUTED and chatty.matches[0].tier == "auto"
 
 
+async def test_a_message_the_gate_turns_away_is_checked_only_on_a_sure_match(app):
+    """A chat line about breakfast that matches a fact-check at `auto`, but below the same-claim decision's
+    `unclaimed` threshold (chosen for the messages the gate turns away), gets no inherited verdict: it is not
+    checked. A forward in a chatty wrapper that matches surely still is."""
+    ritual = await app.engine.check("банан на завтрак — мой маленький ритуал 🍌")
+    match = next(s.detail for s in ritual.steps if s.name == "match")
+    top = float(match.split("/")[0])
+    assert match.split(",")[0].endswith("/auto") and top < app.matcher.same_claim.unclaimed
+    assert ritual.verdict == Verdict.NOT_CHECKABLE and ritual.matches == []
+    sure = await app.engine.check("Vaccines and autism, again, in the parents' chat 😩")
+    gate = next(s.detail for s in sure.steps if s.name == "checkability")
+    assert float(gate.split()[-1]) < app.engine.claim_gate.model.threshold
+    assert sure.verdict == Verdict.REFUTED and sure.matches[0].tier == "auto"
+
+
 async def test_a_message_with_a_link_is_never_turned_away_when_links_are_read(app):
     result = await app.engine.check("look https://example.org/story")
     assert result.verdict != Verdict.NOT_CHECKABLE

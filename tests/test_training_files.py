@@ -7,6 +7,8 @@ import ast
 import re
 from pathlib import Path
 
+import numpy as np
+
 from core.matching.same_claim import FEATURES, SameClaim
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,3 +67,32 @@ def test_nothing_patches_sys_path() -> None:
                         isinstance(target.value, ast.Name) and target.value.id == "sys":
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not bad, f"sys.path edited at {bad}"
+
+
+def test_messages_the_gate_turns_away_get_their_own_surer_threshold() -> None:
+    """`unclaimed` is chosen as `auto` is (the lowest probability with precision >= 0.95), among the messages whose
+    top candidate's `p_claim` is under the gate's threshold: chat lines naming a fact-check's subjects there
+    reach mid probabilities, and only sure matches of them are right."""
+    from evals.realistic_eval import Row
+    from core.intake.checkability import default_checkability
+    from training.same_claim import thresholds
+
+    gate, col = default_checkability().threshold, FEATURES.index("p_claim")
+    items, probs = [], []
+
+    def add(p: float, p_claim: float, right: bool) -> None:
+        X = np.zeros((1, len(FEATURES)))
+        X[0, col] = p_claim
+        kind = "restate" if right else "no_claim"
+        items.append({"row": Row(f"m{len(items)}", "ru", kind, "u" if right else "", "ru_seed.jsonl"), "X": X,
+                      "is_target": np.array([right]), "is_twin": np.array([False])})
+        probs.append(np.array([p]))
+
+    for i in range(600):  # claims: right from 0.3 up
+        add(0.3 + i * 0.001, 0.9, True)
+    for i in range(40):  # turned away: wrong up to 0.7, right above
+        add(0.3 + i * 0.015, gate / 2, 0.3 + i * 0.015 > 0.7)
+    thr = thresholds(items, probs, quiet=True)
+    assert thr["auto"] < 0.5 and thr["unclaimed"] > 0.69  # above the surest wrong one
+    assert thr["cv"]["turned_away"]["precision_at_unclaimed"] >= 0.95 > thr["cv"]["turned_away"]["precision_at_auto"]
+    assert SameClaim.load().unclaimed >= SameClaim.load().auto  # the shipped file has its own

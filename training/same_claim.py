@@ -13,7 +13,8 @@ fit and count as right answers when the thresholds are chosen.
 Rows are split by fact-check as `tipline eval realistic` splits them (one in three dev): only train rows are
 read here. The thresholds come from 5-fold cross-validated probabilities (folds by fact-check): `auto` the
 lowest with precision >= 0.95 of inherited verdicts (each near miss kept out by a higher target costs
-restatements: docs/decisions/2026-11-28-chat-matching.md), `related` the lowest where the top
+restatements: docs/decisions/2026-11-28-chat-matching.md), `unclaimed` the same among the messages whose top
+candidate's `p_claim` is under the claim gate's threshold, `related` the lowest where the top
 candidate is the target, its twin or the near miss's neighbour for >= 0.9 of messages, both on the seed rows (EUvsDisinfo's
 near-duplicate narratives make its "wrong" top candidates often right).
 
@@ -36,6 +37,7 @@ import numpy as np
 
 from bot.app import build_app
 from bot.settings import Settings
+from core.intake.checkability import default_checkability
 from core.intake.claim_text import claim_text
 from core.matching.same_claim import FEATURES, TOP_K, VECTOR_PARTS
 from evals.realistic_eval import ASSERTING, Row, euvs_rows as euvs_rows_of, read_rows
@@ -142,20 +144,31 @@ def thresholds(items: list[dict], probs: list[np.ndarray], quiet: bool = False,
             print(f"  top-1 p >= {t}: {sel.sum()} messages, precision {right[sel].mean():.3f}", file=sys.stderr)
     related = np.array([bool(it["is_target"][a] or it["is_twin"][a]) for it, a in zip(items, arg)])
 
-    def lowest(ok: np.ndarray, precision: float) -> float:
+    def lowest(ok: np.ndarray, precision: float, among: np.ndarray | None = None) -> float:
         for t in np.unique(np.round(best, 4)):
-            sel = best >= t
+            sel = (best >= t) & (True if among is None else among)
             if sel.sum() >= 10 and ok[sel].mean() >= precision:
                 return float(t)
         return 1.0
 
     auto = lowest(right, auto_precision)
     rel = min(lowest(related, RELATED_PRECISION), auto)
+    # The same target among the messages the claim gate turns away (their top candidate's p_claim): a chat
+    # line that only names a fact-check's subjects is checked only when its match is surer than `auto`.
+    gate = default_checkability().threshold
+    turned_away = np.array([it["X"][a, FEATURES.index("p_claim")] < gate for it, a in zip(items, arg)])
+    unclaimed = max(auto, lowest(right, auto_precision, turned_away))
     asserting = np.array([it["row"].kind in ASSERTING for it in items])
-    return {"auto": auto, "related": rel,
+    return {"auto": auto, "related": rel, "unclaimed": unclaimed,
             "cv": {"inherited_precision": round(float(right[best >= auto].mean()), 4) if (best >= auto).any() else 0,
                    "coverage_of_restatements": round(float((right & (best >= auto))[asserting].mean()), 4),
                    "related_precision": round(float(related[best >= rel].mean()), 4) if (best >= rel).any() else 0,
+                   "turned_away": {"messages": int(turned_away.sum()), "at_auto": int((turned_away & (best >= auto)).sum()),
+                                   "at_unclaimed": int((turned_away & (best >= unclaimed)).sum()),
+                                   "precision_at_auto": round(float(right[turned_away & (best >= auto)].mean()), 4)
+                                   if (turned_away & (best >= auto)).any() else 0,
+                                   "precision_at_unclaimed": round(float(right[turned_away & (best >= unclaimed)].mean()), 4)
+                                   if (turned_away & (best >= unclaimed)).any() else 0},
                    "messages": len(items)}}
 
 
@@ -235,7 +248,7 @@ async def main(argv: list[str] | None = None) -> None:
            "vector_parts": list(VECTOR_PARTS) if l2_vector is not None else [],
            "mean": model["mean"].round(6).tolist(), "std": model["std"].round(6).tolist(),
            "weights": model["w"].round(6).tolist(), "bias": round(model["b"], 6),
-           "thresholds": {"auto": thr["auto"], "related": thr["related"]},
+           "thresholds": {"auto": thr["auto"], "related": thr["related"], "unclaimed": thr["unclaimed"]},
            "provenance": {"data": "eval/realistic train split (by fact-check): " + ", ".join(p.name for p in paths),
                           "cross_validated": thr["cv"], "l2": args.l2, "l2_vector": l2_vector,
                           "l2_vector_tried": {str(k): v[0] for k, v in tried.items()}, "date": dt.date.today().isoformat(),

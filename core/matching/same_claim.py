@@ -5,10 +5,13 @@ them, one clean claim per text. Chat forwards are not like that: a paraphrase in
 Russian fact-check, a near miss with the same names and a different claim, a second sentence of context. One
 logistic model, trained on chat-like messages we wrote (eval/realistic, split by fact-check;
 training/same_claim.py), reads the top candidates of every message, whatever the languages, and gives the
-probability that each is the same claim. Two thresholds from that training decide:
+probability that each is the same claim. Three thresholds from that training decide:
 
 - `auto`: the verdict is inherited (chosen for precision of inherited verdicts >= 0.95 on the training rows,
   cross-validated, near misses and messages without a fact-check included);
+- `unclaimed`: the same choice among the messages the claim gate turns away (core/engine.py checks such a
+  message only when its match reaches it): there a chat line that names a fact-check's subjects reaches mid
+  probabilities, and `auto` alone gave precision 0.76;
 - `related`: "possibly related" is shown (a person would call them the same topic: precision >= 0.9 for the
   target fact-check or the near miss's neighbour).
 
@@ -118,13 +121,16 @@ class SameClaim:
     auto: float
     related: float
     provenance: dict = field(default_factory=dict)
+    # `auto` for a message the claim gate turned away: its match must be surer to be checked at all.
+    unclaimed: float = 0.0
 
     @classmethod
     def from_dict(cls, data: dict) -> SameClaim:
         if tuple(data["features"]) != FEATURES or tuple(data.get("vector_parts", ())) not in ((), VECTOR_PARTS):
             raise ValueError("same_claim.json was trained on other features; rerun python -m training.same_claim")
-        return cls(*standardised_weights(data), float(data["thresholds"]["auto"]),
-                   float(data["thresholds"]["related"]), dict(data.get("provenance", {})))
+        thr = data["thresholds"]
+        return cls(*standardised_weights(data), float(thr["auto"]), float(thr["related"]),
+                   dict(data.get("provenance", {})), float(thr.get("unclaimed", thr["auto"])))
 
     @classmethod
     def load(cls, path: Path = DEFAULT_PATH) -> SameClaim:
