@@ -79,7 +79,7 @@ async def test_a_matched_message_is_turned_away_only_when_the_gate_is_sure(setti
     its inherited verdict."""
     async with build_app(settings.model_copy(update={"match_auto_threshold": 0.3})) as app:
         joke = await app.engine.check("Ну как тебе такое, Илон Маск? 😂😂")
-        chatty = await app.engine.check("Epstein just opened his own TikTok blog 👀 wtf")
+        chatty = await app.engine.check("lol epstein has a tiktok now 💀")
     assert "/auto" in next(s.detail for s in joke.steps if s.name == "match")  # it did match
     assert joke.verdict == Verdict.NOT_CHECKABLE
     gate = next(s.detail for s in chatty.steps if s.name == "checkability")

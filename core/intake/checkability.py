@@ -1,10 +1,10 @@
 """Is there a checkable claim in this message at all? The offline answer, before any search.
 
 Without an LLM every message used to be searched and given a confidence, so "hello", "thanks" or
-"Pineapple on pizza is disgusting" came back "Unverified · 95 %". A small logistic regression reads
-the message's multilingual-e5 query vector (the one the matcher computes for the same cleaned text,
-so a checkable message pays no extra model call: `E5Encoder` caches it) plus a few cheap cues, and
-gives p_claim, the probability that the message states a verifiable fact. Below the threshold the
+"Pineapple on pizza is disgusting" came back "Unverified · 95 %". A small model reads the message's
+multilingual-e5 query vector (the one the matcher computes for the same cleaned text, so a checkable message
+pays no extra model call: `E5Encoder` caches it) plus a few cheap cues: a few networks of one hidden layer,
+averaged, give p_claim, the probability that the message states a verifiable fact. Below the threshold the
 check stops with NOT_CHECKABLE and a one-line why in the message's language.
 
 Trained by training/checkability.py on CLEF-2020 CheckThat! Task 1 train (English COVID tweets,
@@ -26,7 +26,6 @@ from typing import Literal
 
 import numpy as np
 
-from core.logistic import probability, standardised_weights
 from core.intake.claims import OPINION_RE, QUESTION_START_RE, TRUTH_QUESTION_RE, entities, split_sentences
 from core.i18n import t
 from schema.models import Result, Step, Verdict
@@ -90,27 +89,52 @@ def reason(text: str) -> Reason:
 
 
 @dataclass(frozen=True)
+class Network:
+    """One member: [e5 query vector, cues], standardised -> relu hidden layer -> logit."""
+
+    hidden_weights: np.ndarray  # (features, hidden)
+    hidden_bias: np.ndarray
+    out_weights: np.ndarray
+    out_bias: float
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Network:
+        return cls(np.asarray(data["W1"], dtype=np.float64), np.asarray(data["b1"], dtype=np.float64),
+                   np.asarray(data["w2"], dtype=np.float64), float(data["b2"]))
+
+    def probability(self, z: np.ndarray) -> np.ndarray:
+        logit = np.maximum(z @ self.hidden_weights + self.hidden_bias, 0.0) @ self.out_weights + self.out_bias
+        return 1.0 / (1.0 + np.exp(-np.clip(logit, -50.0, 50.0)))
+
+
+@dataclass(frozen=True)
 class CheckabilityModel:
-    """Logistic regression over [e5 query vector, cues]; weights in core/data/checkability.json."""
+    """The mean probability of small networks over [e5 query vector, cues]; weights in core/data/checkability.json."""
 
     cue_names: tuple[str, ...]
     embedding_dim: int
     mean: np.ndarray
     std: np.ndarray
-    weights: np.ndarray
-    bias: float
+    networks: tuple[Network, ...]
     threshold: float
     provenance: dict = field(default_factory=dict)
+    # Platt scaling (a, b) of the networks' mean: averaged networks are too sure at the ends, and p_claim is
+    # read as a probability (SURE_NO_CLAIM, the NOT_CHECKABLE confidence).
+    calibration: tuple[float, float] = (1.0, 0.0)
 
     @classmethod
     def from_dict(cls, data: dict) -> CheckabilityModel:
         names = tuple(data["cue_names"])
-        dim = int(data["embedding_dim"])
-        mean, std, w, bias = standardised_weights(data)
-        if not (mean.shape == std.shape == w.shape == (dim + len(names),)):
+        dim = int(data["embedding_dim"]) + len(names)
+        mean, std = (np.asarray(data[k], dtype=np.float64) for k in ("mean", "std"))
+        networks = tuple(Network.from_dict(m) for m in data.get("networks", ()))
+        if not networks or mean.shape != (dim,) or std.shape != (dim,) or any(
+                n.hidden_weights.shape[0] != dim or n.hidden_weights.shape[1] != n.out_weights.shape[0]
+                for n in networks):
             raise ValueError("checkability weights do not match its features")
-        return cls(names, dim, mean, std, w, bias,
-                   float(data["threshold"]), dict(data.get("provenance", {})))
+        cal = data.get("calibration", {"a": 1.0, "b": 0.0})
+        return cls(names, int(data["embedding_dim"]), mean, np.where(std > 0, std, 1.0), networks,
+                   float(data["threshold"]), dict(data.get("provenance", {})), (float(cal["a"]), float(cal["b"])))
 
     @classmethod
     def load(cls, path: Path | str = DEFAULT_PATH) -> CheckabilityModel:
@@ -125,7 +149,10 @@ class CheckabilityModel:
 
     def score(self, features: np.ndarray) -> np.ndarray:
         """p_claim for each row of `features` (n, embedding_dim + len(cue_names))."""
-        return probability(np.asarray(features, dtype=np.float64), self.mean, self.std, self.weights, self.bias)
+        z = (np.asarray(features, dtype=np.float64).reshape(-1, len(self.mean)) - self.mean) / self.std
+        p = np.clip(np.mean([n.probability(z) for n in self.networks], axis=0), 1e-6, 1 - 1e-6)
+        a, b = self.calibration
+        return 1.0 / (1.0 + np.exp(-np.clip(a * np.log(p / (1 - p)) + b, -50.0, 50.0)))
 
 
 @lru_cache(maxsize=1)
