@@ -37,7 +37,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from core.intake.checkability import CUE_NAMES, DEFAULT_PATH, cues
+from core.intake.checkability import CUE_NAMES, DEFAULT_PATH, Network, cues, platt
 from core.textclean import clean_query
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,7 +137,7 @@ def predict(X, mean, std, w, b) -> np.ndarray:
 
 
 def fit_network(Z: np.ndarray, y: np.ndarray, w_sample: np.ndarray, hidden: int, alpha: float, seed: int,
-                maxiter: int = 300) -> dict[str, Any]:
+                maxiter: int = 300) -> Network:
     """One relu hidden layer and a sigmoid output on standardised rows: weighted mean log-loss plus
     alpha / (2n) |weights|^2, by L-BFGS from a seeded Glorot start."""
     from scipy.optimize import minimize
@@ -162,22 +162,19 @@ def fit_network(Z: np.ndarray, y: np.ndarray, w_sample: np.ndarray, hidden: int,
         gA = np.outer(g, w2) * (H > 0)
         return value, np.r_[(Z.T @ gA + alpha / n * W1).ravel(), gA.sum(0), A.T @ g + alpha / n * w2, g.sum()]
 
-    W1, b1, w2, b2 = unpack(minimize(loss, theta0, jac=True, method="L-BFGS-B", options={"maxiter": maxiter}).x)
-    return {"W1": W1, "b1": b1, "w2": w2, "b2": b2}
+    return Network(*unpack(minimize(loss, theta0, jac=True, method="L-BFGS-B", options={"maxiter": maxiter}).x))
 
 
 def fit_networks(X: np.ndarray, y: np.ndarray, w_sample: np.ndarray, hidden: int, alpha: float,
-                 seeds: int) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+                 seeds: int) -> tuple[np.ndarray, np.ndarray, list[Network]]:
     mean, std = X.mean(0), X.std(0)
     std[std == 0] = 1.0
     Z = (X - mean) / std
     return mean, std, [fit_network(Z, y, w_sample, hidden, alpha, seed) for seed in range(seeds)]
 
 
-def predict_networks(X: np.ndarray, mean: np.ndarray, std: np.ndarray, networks: list[dict[str, Any]]) -> np.ndarray:
-    Z = (X - mean) / std
-    return np.mean([1 / (1 + np.exp(-np.clip(np.maximum(Z @ m["W1"] + m["b1"], 0) @ m["w2"] + m["b2"], -50, 50)))
-                    for m in networks], axis=0)
+def predict_networks(X: np.ndarray, mean: np.ndarray, std: np.ndarray, networks: list[Network]) -> np.ndarray:
+    return np.mean([n.probability((X - mean) / std) for n in networks], axis=0)
 
 
 def logit(p: np.ndarray) -> np.ndarray:
@@ -191,11 +188,6 @@ def fit_calibration(p: np.ndarray, y: np.ndarray, w_sample: np.ndarray) -> tuple
     SURE_NO_CLAIM) and the NOT_CHECKABLE confidence read p_claim as a probability."""
     mean, std, w, b = fit_logistic(logit(p)[:, None], y, w_sample, 0.0)
     return float(w[0] / std[0]), float(b - w[0] * mean[0] / std[0])
-
-
-def calibrated(p: np.ndarray, calibration: tuple[float, float]) -> np.ndarray:
-    a, b = calibration
-    return 1 / (1 + np.exp(-np.clip(a * logit(p) + b, -50, 50)))
 
 
 def prf(y: np.ndarray, p: np.ndarray, threshold: float) -> dict[str, float]:
@@ -340,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     _, hidden, alpha, _ = max(grid)
     p_cv = cv_probs(train_X(), y, w_sample, networks(hidden, alpha, args.seeds))
     calibration = fit_calibration(p_cv, y, w_sample)
-    thr, s_all = best_threshold(calibrated(p_cv, calibration), y, is_chat)
+    thr, s_all = best_threshold(platt(p_cv, calibration), y, is_chat)
     print(f"chosen: hidden={hidden} alpha={alpha}; calibration a={calibration[0]:.3f} b={calibration[1]:.3f}; "
           f"threshold {thr} (CV objective {s_all:.4f})")
 
@@ -366,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     mean, std, members = fit_networks(train_X(), y, w_sample, hidden, alpha, args.seeds)
 
     def model(X: np.ndarray) -> np.ndarray:
-        return calibrated(predict_networks(X, mean, std, members), calibration)
+        return platt(predict_networks(X, mean, std, members), calibration)
 
     report = {}
     for split in (clef_dev, chat_dev):
@@ -399,8 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         "model": f"mean probability of {len(members)} networks: standardised rows, {hidden} relu units, a sigmoid",
         "mean": mean.round(6).tolist(), "std": std.round(6).tolist(), "threshold": thr,
         "calibration": {"a": round(calibration[0], 6), "b": round(calibration[1], 6)},
-        "networks": [{k: np.round(v, 5).tolist() if isinstance(v, np.ndarray) else round(v, 6) for k, v in m.items()}
-                     for m in members],
+        "networks": [{"W1": np.round(n.hidden_weights, 5).tolist(), "b1": np.round(n.hidden_bias, 5).tolist(),
+                      "w2": np.round(n.out_weights, 5).tolist(), "b2": round(n.out_bias, 6)} for n in members],
         "provenance": {
             "trained": date.today().isoformat(), "script": "training/checkability.py",
             "train": f"CLEF-2020 Task 1 train ({len(clef_tr.y)} tweets) + our chat messages ({len(chat_tr.y)}: "

@@ -159,16 +159,19 @@ def thresholds(items: list[dict], probs: list[np.ndarray], quiet: bool = False,
     turned_away = np.array([it["X"][a, FEATURES.index("p_claim")] < gate for it, a in zip(items, arg)])
     unclaimed = max(auto, lowest(right, auto_precision, turned_away))
     asserting = np.array([it["row"].kind in ASSERTING for it in items])
+
+    def precision(ok: np.ndarray, sel: np.ndarray) -> float:
+        return round(float(ok[sel].mean()), 4) if sel.any() else 0
+
+    away_auto, away_sure = turned_away & (best >= auto), turned_away & (best >= unclaimed)
     return {"auto": auto, "related": rel, "unclaimed": unclaimed,
-            "cv": {"inherited_precision": round(float(right[best >= auto].mean()), 4) if (best >= auto).any() else 0,
+            "cv": {"inherited_precision": precision(right, best >= auto),
                    "coverage_of_restatements": round(float((right & (best >= auto))[asserting].mean()), 4),
-                   "related_precision": round(float(related[best >= rel].mean()), 4) if (best >= rel).any() else 0,
-                   "turned_away": {"messages": int(turned_away.sum()), "at_auto": int((turned_away & (best >= auto)).sum()),
-                                   "at_unclaimed": int((turned_away & (best >= unclaimed)).sum()),
-                                   "precision_at_auto": round(float(right[turned_away & (best >= auto)].mean()), 4)
-                                   if (turned_away & (best >= auto)).any() else 0,
-                                   "precision_at_unclaimed": round(float(right[turned_away & (best >= unclaimed)].mean()), 4)
-                                   if (turned_away & (best >= unclaimed)).any() else 0},
+                   "related_precision": precision(related, best >= rel),
+                   "turned_away": {"messages": int(turned_away.sum()), "at_auto": int(away_auto.sum()),
+                                   "at_unclaimed": int(away_sure.sum()),
+                                   "precision_at_auto": precision(right, away_auto),
+                                   "precision_at_unclaimed": precision(right, away_sure)},
                    "messages": len(items)}}
 
 

@@ -88,6 +88,13 @@ def reason(text: str) -> Reason:
     return "NONE"
 
 
+def platt(p: np.ndarray, calibration: tuple[float, float]) -> np.ndarray:
+    """sigmoid(a * logit(p) + b): the averaged networks' probability, calibrated."""
+    a, b = calibration
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return 1.0 / (1.0 + np.exp(-np.clip(a * np.log(p / (1 - p)) + b, -50.0, 50.0)))
+
+
 @dataclass(frozen=True)
 class Network:
     """One member: [e5 query vector, cues], standardised -> relu hidden layer -> logit."""
@@ -150,9 +157,7 @@ class CheckabilityModel:
     def score(self, features: np.ndarray) -> np.ndarray:
         """p_claim for each row of `features` (n, embedding_dim + len(cue_names))."""
         z = (np.asarray(features, dtype=np.float64).reshape(-1, len(self.mean)) - self.mean) / self.std
-        p = np.clip(np.mean([n.probability(z) for n in self.networks], axis=0), 1e-6, 1 - 1e-6)
-        a, b = self.calibration
-        return 1.0 / (1.0 + np.exp(-np.clip(a * np.log(p / (1 - p)) + b, -50.0, 50.0)))
+        return platt(np.mean([n.probability(z) for n in self.networks], axis=0), self.calibration)
 
 
 @lru_cache(maxsize=1)
