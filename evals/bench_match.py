@@ -4,8 +4,8 @@ The server is warm (every message is matched once before timing, which loads the
 the per-document data) and the message is cold: the models' caches are cleared before each timed
 match, as for a message nobody sent before. Per message and pass:
   cold:   `ClaimMatcher.by_text` with nothing cached for the message (what a user waits for);
-  embed:  the models on the cleaned message (MiniLM, e5 and USE, and MiniLM on a Cyrillic message's
-          English gloss, side by side, as by_text runs them), cold again;
+  embed:  the models on the cleaned message (MiniLM, e5 with its token states and USE, and MiniLM on a
+          Cyrillic message's English gloss, side by side, as by_text runs them), cold again;
   search: the candidate search with that vector;
   rest:   cold − embed − search: cleaning, other encoders, features, re-ranking, payloads;
   warm:   by_text again right away, the message's embeddings now remembered (a repeated forward): what
@@ -72,9 +72,10 @@ async def _one_pass(app: App, messages: list[str], t: _Timings) -> None:
         glossed = gloss(clean, lazy_lexicon())
         app.clear_embedding_caches()
         t0 = time.perf_counter()
-        # The models, side by side, as by_text runs them.
-        vecs, multi, use, gvecs = await asyncio.gather(
-            kb.embedder.embed([clean]), kb.multilingual.queries([clean]), kb.use.encode([clean]),
+        # The models, side by side, as by_text runs them: e5 with its token states, the call by_text makes
+        # (its vector alone would leave the states uncomputed, and the warm match below would run e5 again).
+        vecs, (multi, _), use, gvecs = await asyncio.gather(
+            kb.embedder.embed([clean]), kb.multilingual.queries_with_states([clean]), kb.use.encode([clean]),
             kb.embedder.embed([glossed]) if glossed is not None else asyncio.sleep(0, None))
         t.embed.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()

@@ -338,10 +338,11 @@ class ClaimMatcher:
         # `auto` matches first, likeliest first; the rest in the re-rankers' order, which they were fitted for
         # (CLEF-2020 and its translations), not by the decision's probability, fitted to decide.
         out = sorted(out, key=lambda m: (m.tier != "auto", -m.similarity if m.tier == "auto" else 0.0))
-        # Past the decision's TOP_K nothing was read by it, so nothing there passes on a verdict.
+        # Past the decision's TOP_K nothing was read by it, so nothing there passes on a verdict; only those
+        # that fit under `limit` are built.
         rest = [_at_most_suggest(self._reranked(scored, int(i), rivals)) if scored.kind[i] == 0 else
                 _match_from_payload(scored.hits[i].id, scored.hits[i].payload, 0.0, "none", method="decided")
-                for i in order[TOP_K:]]
+                for i in order[TOP_K:max(limit, TOP_K)]]
         return (out + rest)[:limit]
 
     async def scored(self, text: str, clean: str | None = None) -> Scored | None:
