@@ -4,8 +4,9 @@
 `EdgeShard.optimize()` holds the GIL for the whole build, so storage/edge_store.py never runs it in the
 serving process: it hands a copy of the shard to this process and swaps the result in. `--threads` (with
 the collection's `--spec`, from which the engine settings are rebuilt) builds the graph on more threads
-than the one a background build uses. `--rewrite SRC` (storage/edge_store.py `purge`): DIR is made anew from
-the live points of the shard copy SRC, which is then removed, so nothing of a deleted point is carried over
+than the one a background build uses; the spec's `index_all` (settle) indexes every segment, however small.
+`--rewrite SRC` (storage/edge_store.py `purge`): DIR is made anew from the live points of the shard copy SRC,
+which is then removed, so nothing of a deleted point is carried over
 (neither its payload in a segment nor its write in the write-ahead log).
 """
 
@@ -29,11 +30,12 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     config = None
     spec = json.loads(args.spec) if args.spec else None
-    if spec is not None and (args.threads > 1 or args.rewrite):
+    if spec is not None:
         from storage.edge_store import shard_config
 
         config = shard_config(dict(spec["dense"]), list(spec["sparse"]), int(spec["optimize_at"]),
-                              threads=args.threads, unindexed=spec.get("unindexed", ()))
+                              threads=args.threads, unindexed=spec.get("unindexed", ()),
+                              index_all=bool(spec.get("index_all", False)))
     if args.rewrite:
         if config is None or spec is None:
             parser.error("--rewrite needs --spec")

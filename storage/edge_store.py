@@ -129,8 +129,9 @@ def _split(vector: Any) -> tuple[dict[str, np.ndarray], dict[str, Terms]]:
 
 
 def shard_config(dense: Mapping[str, int], sparse: Sequence[str], optimize_at: int, *,
-                 threads: int = 1, unindexed: Sequence[str] = ()) -> qe.EdgeConfig:
-    """A collection's engine settings; storage/edge_build.py rebuilds the same with more threads."""
+                 threads: int = 1, unindexed: Sequence[str] = (), index_all: bool = False) -> qe.EdgeConfig:
+    """A collection's engine settings; storage/edge_build.py rebuilds the same with more threads, and with
+    `index_all` (settle) indexes every segment, however small."""
     # Edge's own indexing threshold (KB of vectors per segment) sits below our trigger, so a build
     # started at optimize_at points does index the segment.
     threshold_kb = max(1, optimize_at * max(dense.values(), default=1) * 4 // 1024 // 2)
@@ -152,7 +153,7 @@ def shard_config(dense: Mapping[str, int], sparse: Sequence[str], optimize_at: i
         # 12.6 s on two here.
         hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=threshold_kb,
                                        max_indexing_threads=threads),
-        optimizers=qe.EdgeOptimizersConfig(indexing_threshold=threshold_kb))
+        optimizers=qe.EdgeOptimizersConfig(indexing_threshold=1 if index_all else threshold_kb))
 
 class _Shard:
     """An open shard, with the number of calls using it: one that a swap retires is closed (and its
@@ -595,9 +596,12 @@ class EdgeVectorStore(VectorStore):
                 self._building.discard(name)
         self._wrote(name, 0)  # what was written during the build may be due already
 
-    async def _build_aside(self, name: str, *, threads: int = 1, rewrite: bool = False) -> None:
+    async def _build_aside(self, name: str, *, threads: int = 1, rewrite: bool = False,
+                           index_all: bool = False) -> None:
         """`rewrite`: the child writes the live points into a new shard instead of optimizing a copy
-        (`purge`), whatever the collection's size."""
+        (`purge`), whatever the collection's size. `index_all` (settle): every segment is indexed, where a
+        background build leaves a segment under the engine's indexing threshold (writes replayed after the
+        last build, when no merge takes them) plain."""
         lock = self._lock_of(name)
         async with lock:
             with self._guard:
@@ -626,9 +630,10 @@ class EdgeVectorStore(VectorStore):
         proc: asyncio.subprocess.Process | None = None
         try:
             args = [str(built)]
-            if threads > 1 or rewrite:
+            if threads > 1 or rewrite or index_all:
                 args += ["--threads", str(threads), "--spec",
                          json.dumps({"dense": entry["dense"], "sparse": entry["sparse"], "optimize_at": self.optimize_at,
+                                     "index_all": index_all,
                                      "unindexed": entry.get("unindexed", []), "indexes": entry.get("indexes", {})})]
             if rewrite:
                 args += ["--rewrite", str(copy)]
@@ -729,7 +734,7 @@ class EdgeVectorStore(VectorStore):
         """A build that does not chain another (settle loops itself), on every core: whoever settles
         waits for it and serves nothing meanwhile."""
         try:
-            await self._build_aside(name, threads=os.cpu_count() or 1)
+            await self._build_aside(name, threads=os.cpu_count() or 1, index_all=True)
         finally:
             with self._guard:
                 self._building.discard(name)

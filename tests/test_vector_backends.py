@@ -391,6 +391,32 @@ async def test_writes_made_during_a_build_are_indexed_by_the_next_one(tmp_path):
         await store.aclose()
 
 
+async def test_settle_indexes_a_segment_under_the_engines_threshold(tmp_path):
+    """A few writes after a build land in a segment smaller than the engine's indexing threshold, which a
+    background build leaves plain when no merge takes it; settle() indexes it all the same."""
+    rng = np.random.default_rng(13)
+    n, more, dim = 4000, 500, 32
+    vecs = _unit(rng, n + more, dim)
+    store = await EdgeVectorStore.open(tmp_path / "edge", dim=dim, optimize_at=3000, optimize_every=3000)
+
+    def points(lo: int, hi: int) -> list[MessagePoint]:
+        return [MessagePoint(f"k{j}", "telegram:c", float(j), f"k{j}", 0.0, frozenset(), frozenset(), False,
+                             vecs[j], "telegram", str(j)) for j in range(lo, hi)]
+    try:
+        mv = MessageVectors(store, "messages")
+        await mv.ensure()
+        async with store.builds_held():
+            for i in range(0, n, 500):
+                await mv.upsert(points(i, i + 500))
+        await store.settle()
+        assert await store.indexed_vectors("messages") == n
+        await mv.upsert(points(n, n + more))  # under optimize_every: no background build
+        await store.settle()
+        assert await store.indexed_vectors("messages") == n + more == await mv.count()
+    finally:
+        await store.aclose()
+
+
 async def test_two_searches_in_one_call_agree_with_each_alone(stores):
     """A Latin lookup's two candidate searches (one vector with script=latin, the other with
     script=other) in one `nearest_each` call: the lists each search gives alone, on both backends, and
