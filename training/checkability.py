@@ -37,7 +37,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from core.intake.checkability import CUE_NAMES, DEFAULT_PATH, Network, cues, platt
+from core.intake.checkability import CUE_NAMES, DEFAULT_PATH, Network, cues
+from core.logistic import platt
+from training.confidence import fit_platt
 from core.textclean import clean_query
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,19 +179,6 @@ def predict_networks(X: np.ndarray, mean: np.ndarray, std: np.ndarray, networks:
     return np.mean([n.probability((X - mean) / std) for n in networks], axis=0)
 
 
-def logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-6, 1 - 1e-6)
-    return np.log(p / (1 - p))
-
-
-def fit_calibration(p: np.ndarray, y: np.ndarray, w_sample: np.ndarray) -> tuple[float, float]:
-    """Platt scaling of out-of-fold probabilities: (a, b) with sigmoid(a * logit(p) + b) calibrated. Averaged
-    networks are sure of themselves at the ends, and "sure there is no claim" (core/intake/checkability.py,
-    SURE_NO_CLAIM) and the NOT_CHECKABLE confidence read p_claim as a probability."""
-    mean, std, w, b = fit_logistic(logit(p)[:, None], y, w_sample, 0.0)
-    return float(w[0] / std[0]), float(b - w[0] * mean[0] / std[0])
-
-
 def prf(y: np.ndarray, p: np.ndarray, threshold: float) -> dict[str, float]:
     pred = p >= threshold
     out: dict[str, float] = {}
@@ -298,9 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     is_chat = np.r_[np.zeros(len(clef_tr.y), bool), np.ones(len(chat_tr.y), bool)]
     y = np.r_[clef_tr.y, chat_tr.y]
 
-    def train_X(use_e5=True, mask=None, clef_only=False):
-        X = np.vstack([clef_tr.X(use_e5, mask), chat_tr.X(use_e5, mask)])
-        return X
+    def train_X(use_e5=True, mask=None):
+        return np.vstack([clef_tr.X(use_e5, mask), chat_tr.X(use_e5, mask)])
 
     w_sample = np.ones(len(y))  # chat messages weighted 1 (1 and 2 tried with the logistic model: 1 won)
 
@@ -331,8 +319,10 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
     _, hidden, alpha, _ = max(grid)
     p_cv = cv_probs(train_X(), y, w_sample, networks(hidden, alpha, args.seeds))
-    calibration = fit_calibration(p_cv, y, w_sample)
-    thr, s_all = best_threshold(platt(p_cv, calibration), y, is_chat)
+    # Platt scaling of the out-of-fold probabilities: averaged networks are sure of themselves at the ends, and
+    # SURE_NO_CLAIM and the NOT_CHECKABLE confidence read p_claim as a probability.
+    calibration = fit_platt(p_cv, y)
+    thr, s_all = best_threshold(platt(p_cv, *calibration), y, is_chat)
     print(f"chosen: hidden={hidden} alpha={alpha}; calibration a={calibration[0]:.3f} b={calibration[1]:.3f}; "
           f"threshold {thr} (CV objective {s_all:.4f})")
 
@@ -349,6 +339,13 @@ def main(argv: list[str] | None = None) -> int:
             mask = np.ones(len(CUE_NAMES))
             mask[i] = 0
             ablation[f"one network, without {name}"] = round(cv_score(train_X(True, mask), one)[0], 4)
+        # Together, the cues whose removal alone did not lower the objective (a cue stays only if it helps).
+        idle = [i for i, name in enumerate(CUE_NAMES) if ablation[f"one network, without {name}"] >= base]
+        if idle:
+            mask = np.ones(len(CUE_NAMES))
+            mask[idle] = 0
+            label = "one network, without " + "+".join(CUE_NAMES[i] for i in idle)
+            ablation[label] = round(cv_score(train_X(True, mask), one)[0], 4)
     for k, v in ablation.items():
         print(f"{k:<48} {v:.4f}")
     # Without the chat messages (CLEF only): what our own data adds.
@@ -358,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     mean, std, members = fit_networks(train_X(), y, w_sample, hidden, alpha, args.seeds)
 
     def model(X: np.ndarray) -> np.ndarray:
-        return platt(predict_networks(X, mean, std, members), calibration)
+        return platt(predict_networks(X, mean, std, members), *calibration)
 
     report = {}
     for split in (clef_dev, chat_dev):

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.logistic import logit, platt
 from core.matching.confidence import DEFAULT_PATH, BINS, expected_calibration_error, reliability_table
 from core.matching.features import FEATURE_NAMES, doc_text
 from core.matching.reranker import Reranker
@@ -86,11 +87,6 @@ def outcomes(items: list[dict], model: Reranker) -> tuple[np.ndarray, np.ndarray
     return np.array(p1), np.array(auto), np.array(ok), np.array(has)
 
 
-def logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-6, 1 - 1e-6)
-    return np.log(p / (1 - p))
-
-
 def fit_platt(p: np.ndarray, y: np.ndarray, iters: int = 100) -> tuple[float, float]:
     """conf = sigmoid(a * logit(p) + b), by Newton's method (tiny L2 for stability)."""
     X = np.c_[logit(p), np.ones(len(p))]
@@ -104,10 +100,6 @@ def fit_platt(p: np.ndarray, y: np.ndarray, iters: int = 100) -> tuple[float, fl
         if np.abs(step).max() < 1e-9:
             break
     return float(w[0]), float(w[1])
-
-
-def apply_platt(p: np.ndarray, a: float, b: float) -> np.ndarray:
-    return 1 / (1 + np.exp(-(a * logit(p) + b)))
 
 
 def related_floor(p1: np.ndarray, auto: np.ndarray, ok: np.ndarray, precision: float) -> float:
@@ -135,7 +127,7 @@ def calibration_report(split: dict, a: float, b: float) -> dict:
     report: dict = {}
     for name, (p1, auto, ok, has) in split.items():
         raw = np.minimum(p1[auto], 0.99)  # what cards showed before
-        cal = np.minimum(apply_platt(p1[auto], a, b), 0.99)  # core.matching.confidence caps at 0.99 too
+        cal = np.minimum(platt(p1[auto], a, b), 0.99)  # core.matching.confidence caps at 0.99 too
         y = ok[auto].astype(float)
         report[name] = {
             "inherited": int(auto.sum()),

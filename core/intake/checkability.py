@@ -26,6 +26,7 @@ from typing import Literal
 
 import numpy as np
 
+from core.logistic import platt, sigmoid
 from core.intake.claims import OPINION_RE, QUESTION_START_RE, TRUTH_QUESTION_RE, entities, split_sentences
 from core.i18n import t
 from schema.models import Result, Step, Verdict
@@ -88,13 +89,6 @@ def reason(text: str) -> Reason:
     return "NONE"
 
 
-def platt(p: np.ndarray, calibration: tuple[float, float]) -> np.ndarray:
-    """sigmoid(a * logit(p) + b): the averaged networks' probability, calibrated."""
-    a, b = calibration
-    p = np.clip(p, 1e-6, 1 - 1e-6)
-    return 1.0 / (1.0 + np.exp(-np.clip(a * np.log(p / (1 - p)) + b, -50.0, 50.0)))
-
-
 @dataclass(frozen=True)
 class Network:
     """One member: [e5 query vector, cues], standardised -> relu hidden layer -> logit."""
@@ -110,8 +104,7 @@ class Network:
                    np.asarray(data["w2"], dtype=np.float64), float(data["b2"]))
 
     def probability(self, z: np.ndarray) -> np.ndarray:
-        logit = np.maximum(z @ self.hidden_weights + self.hidden_bias, 0.0) @ self.out_weights + self.out_bias
-        return 1.0 / (1.0 + np.exp(-np.clip(logit, -50.0, 50.0)))
+        return sigmoid(np.maximum(z @ self.hidden_weights + self.hidden_bias, 0.0) @ self.out_weights + self.out_bias)
 
 
 @dataclass(frozen=True)
@@ -157,7 +150,7 @@ class CheckabilityModel:
     def score(self, features: np.ndarray) -> np.ndarray:
         """p_claim for each row of `features` (n, embedding_dim + len(cue_names))."""
         z = (np.asarray(features, dtype=np.float64).reshape(-1, len(self.mean)) - self.mean) / self.std
-        return platt(np.mean([n.probability(z) for n in self.networks], axis=0), self.calibration)
+        return platt(np.mean([n.probability(z) for n in self.networks], axis=0), *self.calibration)
 
 
 @lru_cache(maxsize=1)

@@ -19,13 +19,13 @@ keeps its re-ranker's `suggest` threshold.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from core.logistic import platt
 from core.textscript import latin_script
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "data" / "confidence.json"
@@ -87,9 +87,7 @@ class ConfidenceMap:
     def inherited(self, p: float) -> float:
         """P(the inherited verdict is right) for a top `auto` match of re-ranker probability `p`.
         Never 1: no similarity makes a verdict certain (only an exact link match is reported as such)."""
-        q = min(max(p, 1e-6), 1 - 1e-6)
-        z = self.platt_a * math.log(q / (1 - q)) + self.platt_b
-        return min(1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0))), 0.99)
+        return min(float(platt(np.asarray(p), self.platt_a, self.platt_b)), 0.99)
 
 
 @lru_cache(maxsize=1)
